@@ -1,0 +1,48 @@
+# sonde build, run and test. Every install step lives here so a fresh
+# machine (Debian 12, root) needs nothing else: `make run`, `make test`.
+
+GO       ?= go
+BIN      := bin/sonde
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+GOFILES  := $(shell find cmd internal -name '*.go' -not -name '*_test.go' 2>/dev/null)
+# Debian packages the tests and benchmarks use (peers and tools).
+APT_PKGS := iperf3 iputils-ping iproute2 tcpdump
+NDT7_DIR := test/interop/ndt7
+
+.PHONY: build run test deps apt-deps node-deps bench clean
+
+build: $(BIN)
+
+$(BIN): $(GOFILES) go.mod go.sum
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sonde
+
+# The main job: the full test suite against the embedded loopback server.
+run: build
+	./$(BIN) test
+
+# Every test of the project. Root-only tests (namespaces, capture) skip with
+# a reason when not root; CI runs as root.
+test: build deps
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 15m ./...
+
+deps: apt-deps node-deps
+
+# Install the Debian packages that are missing (apt-get update first, once).
+apt-deps:
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then echo "make: missing Debian packages:$$missing (run as root to install)"; \
+		else echo "make: installing$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi; \
+	fi
+
+# The ndt7 reference client for the interop test.
+node-deps:
+	@if [ -f $(NDT7_DIR)/package-lock.json ] && [ ! -d $(NDT7_DIR)/node_modules ]; then \
+		cd $(NDT7_DIR) && npm ci --no-audit --no-fund --loglevel=error; fi
+
+bench: build apt-deps
+	bash bench/tcp.sh
+
+clean:
+	rm -rf bin

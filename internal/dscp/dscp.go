@@ -1,0 +1,115 @@
+// Package dscp names DiffServ code points, parses QoS class lists, and marks
+// sockets. Marking sets the DSCP in the upper six bits of IPv4 TOS / IPv6
+// traffic class and leaves the ECN bits to the kernel.
+package dscp
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/tcpinfo"
+)
+
+// Names maps the standard code point names (RFC 2474, 2597, 3246, 5865,
+// 8622) to values.
+var names = map[string]int{
+	"be": 0, "df": 0, "cs0": 0, "le": 1,
+	"cs1": 8, "cs2": 16, "cs3": 24, "cs4": 32, "cs5": 40, "cs6": 48, "cs7": 56,
+	"af11": 10, "af12": 12, "af13": 14, "af21": 18, "af22": 20, "af23": 22,
+	"af31": 26, "af32": 28, "af33": 30, "af41": 34, "af42": 36, "af43": 38,
+	"ef": 46, "va": 44,
+}
+
+// Parse reads a DSCP given as a number (0–63) or a standard name.
+func Parse(s string) (int, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if v, ok := names[s]; ok {
+		return v, nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 || v > 63 {
+		return 0, fmt.Errorf("invalid DSCP %q: want 0-63 or a name such as ef, af41, cs1, be", s)
+	}
+	return v, nil
+}
+
+// ParseClasses reads a class list "name:dscp[@port],…", e.g.
+// "ef:46,be:0,cs1:8@8081". The DSCP may also be a name ("voice:ef").
+func ParseClasses(s string) ([]model.Class, error) {
+	var out []model.Class
+	seen := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, rest, ok := strings.Cut(item, ":")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("invalid class %q: want name:dscp[@port]", item)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("invalid classes: %q appears twice", name)
+		}
+		seen[name] = true
+		code, port, hasPort := strings.Cut(rest, "@")
+		v, err := Parse(code)
+		if err != nil {
+			return nil, fmt.Errorf("class %q: %w", name, err)
+		}
+		c := model.Class{Name: name, DSCP: v}
+		if hasPort {
+			p, err := strconv.Atoi(port)
+			if err != nil || p <= 0 || p > 65535 {
+				return nil, fmt.Errorf("class %q: invalid port %q", name, port)
+			}
+			c.Port = p
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("invalid classes %q: no class given", s)
+	}
+	return out, nil
+}
+
+// Mark sets the DSCP of a connection's outgoing packets.
+func Mark(c net.Conn, dscp int) error {
+	if dscp < 0 || dscp > 63 {
+		return fmt.Errorf("dscp: value %d out of range 0-63", dscp)
+	}
+	rc, err := tcpinfo.RawConn(c)
+	if err != nil {
+		return fmt.Errorf("dscp: %w", err)
+	}
+	v6 := false
+	if a, ok := c.LocalAddr().(*net.TCPAddr); ok && a.IP.To4() == nil {
+		v6 = true
+	}
+	return MarkRaw(rc.Control, v6, dscp)
+}
+
+// MarkRaw marks a socket given its Control function (from
+// syscall.RawConn or a net.Dialer's Control hook).
+func MarkRaw(control func(func(fd uintptr)) error, v6 bool, dscp int) error {
+	var serr error
+	err := control(func(fd uintptr) {
+		tos := dscp << 2
+		if v6 {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_TCLASS, tos)
+			return
+		}
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, tos)
+	})
+	if err != nil {
+		return fmt.Errorf("dscp: control: %w", err)
+	}
+	if serr != nil {
+		return fmt.Errorf("dscp: set %d: %w", dscp, serr)
+	}
+	return nil
+}

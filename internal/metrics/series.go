@@ -1,0 +1,62 @@
+package metrics
+
+import (
+	"math"
+	"sort"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// ByteCount is a cumulative byte count at time TS (seconds since the test
+// start). A series of them is ordered by TS. It is the model's type, so
+// series from the wire need no conversion.
+type ByteCount = model.ByteCount
+
+// Rates turns cumulative counts into the goodput of each interval between
+// consecutive counts, stamped with the interval's end. Intervals that do
+// not move forward in time, or in which the count goes backwards (a reset
+// or a mixed-up series), are skipped rather than reported as nonsense.
+func Rates(counts []ByteCount) []model.RatePoint {
+	out := make([]model.RatePoint, 0, max(len(counts)-1, 0))
+	for i := 1; i < len(counts); i++ {
+		a, b := counts[i-1], counts[i]
+		dt := b.TS - a.TS
+		if !(dt > 0) || b.Bytes < a.Bytes {
+			continue
+		}
+		out = append(out, model.RatePoint{TS: b.TS, Bps: float64(b.Bytes-a.Bytes) * 8 / dt})
+	}
+	return out
+}
+
+// BytesBetween is the number of bytes counted between t0 and t1: the
+// cumulative count interpolated linearly at t1 minus that at t0, rounded to
+// a byte. Outside the series the count is held at its first or last value,
+// so nothing is extrapolated. 0 if t1 ≤ t0 or the series is empty.
+func BytesBetween(counts []ByteCount, t0, t1 float64) int64 {
+	if len(counts) == 0 || !(t1 > t0) {
+		return 0
+	}
+	d := countAt(counts, t1) - countAt(counts, t0)
+	if d <= 0 {
+		return 0
+	}
+	return int64(math.Round(d))
+}
+
+// countAt is the cumulative count at t, linear between samples.
+func countAt(counts []ByteCount, t float64) float64 {
+	i := sort.Search(len(counts), func(i int) bool { return counts[i].TS >= t })
+	switch {
+	case i == 0:
+		return float64(counts[0].Bytes)
+	case i == len(counts):
+		return float64(counts[len(counts)-1].Bytes)
+	}
+	a, b := counts[i-1], counts[i]
+	if b.TS <= a.TS {
+		return float64(b.Bytes)
+	}
+	f := (t - a.TS) / (b.TS - a.TS)
+	return float64(a.Bytes) + f*float64(b.Bytes-a.Bytes)
+}

@@ -1,0 +1,154 @@
+// Package netns creates and removes Linux network namespaces and veth pairs
+// for sonde's tests and lab, by driving iproute2 (`ip`). Every name it makes
+// starts with "sonde" so a crashed run can be found and cleaned (Clean).
+package netns
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Prefix starts every namespace and link name this package creates.
+const Prefix = "sonde"
+
+// ErrNotRoot is returned when the caller lacks the privileges to manage
+// namespaces.
+var ErrNotRoot = errors.New("network namespaces need root (CAP_NET_ADMIN and CAP_SYS_ADMIN)")
+
+// NS is a named network namespace.
+type NS struct {
+	name string
+}
+
+// UniqueName returns Prefix + tag + a random suffix, short enough for an
+// interface name (15 bytes) when tag is at most 4 bytes.
+func UniqueName(tag string) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return Prefix + tag + hex.EncodeToString(b[:])
+}
+
+// Add creates a namespace with the given name and brings its loopback up.
+func Add(name string) (*NS, error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	if !strings.HasPrefix(name, Prefix) {
+		return nil, fmt.Errorf("netns: name %q must start with %q", name, Prefix)
+	}
+	if err := ip("netns", "add", name); err != nil {
+		return nil, err
+	}
+	n := &NS{name: name}
+	if err := n.IP("link", "set", "lo", "up"); err != nil {
+		_ = n.Delete()
+		return nil, err
+	}
+	return n, nil
+}
+
+// Name returns the namespace's name.
+func (n *NS) Name() string { return n.name }
+
+// IP runs `ip -n NAME args...`.
+func (n *NS) IP(args ...string) error {
+	return ip(append([]string{"-n", n.name}, args...)...)
+}
+
+// Command returns a command that runs inside the namespace.
+func (n *NS) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.name, name}, args...)...)
+}
+
+// Sysctl sets a sysctl inside the namespace (key in dotted form).
+func (n *NS) Sysctl(key, value string) error {
+	out, err := n.Command(context.Background(), "sysctl", "-q", "-w", key+"="+value).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("netns %s: sysctl %s=%s: %v: %s", n.name, key, value, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// Delete removes the namespace; links inside it go with it.
+func (n *NS) Delete() error {
+	return ip("netns", "delete", n.name)
+}
+
+// Veth joins a and b with a veth pair, gives each end an address in CIDR
+// form (e.g. "198.18.0.1/24") and brings both up.
+func Veth(a *NS, aIf, aAddr string, b *NS, bIf, bAddr string) error {
+	if err := ip("link", "add", aIf, "netns", a.name, "type", "veth", "peer", "name", bIf, "netns", b.name); err != nil {
+		return err
+	}
+	for _, e := range []struct {
+		ns        *NS
+		ifc, addr string
+	}{{a, aIf, aAddr}, {b, bIf, bAddr}} {
+		if err := e.ns.IP("addr", "add", e.addr, "dev", e.ifc); err != nil {
+			return err
+		}
+		if err := e.ns.IP("link", "set", e.ifc, "up"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// List returns the names of existing namespaces made by sonde.
+func List() ([]string, error) {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("netns: ip netns list: %w", err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && strings.HasPrefix(f[0], Prefix) {
+			names = append(names, f[0])
+		}
+	}
+	return names, nil
+}
+
+// Clean deletes every namespace whose name starts with prefix (which must
+// itself start with Prefix), e.g. after a crashed run.
+func Clean(prefix string) ([]string, error) {
+	if !strings.HasPrefix(prefix, Prefix) {
+		return nil, fmt.Errorf("netns: clean prefix %q must start with %q", prefix, Prefix)
+	}
+	names, err := List()
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, name := range names {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		if err := ip("netns", "delete", name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, name)
+	}
+	return removed, errors.Join(errs...)
+}
+
+func ip(args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}

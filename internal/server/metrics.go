@@ -1,0 +1,38 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// counters are the server's Prometheus metrics, on a registry of its own so
+// several servers (tests, the embedded server) never share state.
+type counters struct {
+	reg      *prometheus.Registry
+	tests    *prometheus.CounterVec
+	bytes    *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	rejected *prometheus.CounterVec
+}
+
+func newCounters(active func() float64) *counters {
+	c := &counters{
+		reg: prometheus.NewRegistry(),
+		tests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sonde_tests_total", Help: "Tests started, by protocol (sonde, ndt7) and kind.",
+		}, []string{"protocol", "kind"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sonde_bytes_total", Help: "Payload bytes moved by load streams, by direction seen from the client.",
+		}, []string{"direction"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sonde_errors_total", Help: "Streams or requests that ended with an error, by where it happened.",
+		}, []string{"where"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sonde_rejected_total", Help: "Test requests refused by a limit, by HTTP status.",
+		}, []string{"status"}),
+	}
+	c.reg.MustRegister(c.tests, c.bytes, c.errors, c.rejected,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sonde_active_tests", Help: "Tests currently running (sessions and ndt7 tests).",
+		}, active))
+	return c
+}

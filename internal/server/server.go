@@ -1,0 +1,420 @@
+// Package server implements `sonde serve`: one HTTP(S) process that serves
+// sonde's own test protocol (docs/protocol.md), the ndt7 protocol, /healthz
+// and /metrics, under configurable limits. It measures the server's side of
+// every flow (TCP_INFO series, bytes received) and hands it to the client,
+// which builds the report.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sonde-project/sonde/internal/protocol"
+	"github.com/sonde-project/sonde/internal/stream"
+)
+
+// Config holds every limit and option of a server. Zero values take the
+// defaults documented on each field.
+type Config struct {
+	// Addr is the main listen address (default ":8080").
+	Addr string
+	// ExtraAddrs are further listen addresses serving the same handler,
+	// e.g. for QoS classes on different ports.
+	ExtraAddrs []string
+	// CertFile and KeyFile enable HTTPS on every listener.
+	CertFile, KeyFile string
+	// Token, if set, is the bearer token a client needs to start a test.
+	Token string
+	// MaxConcurrent bounds running tests, sonde and ndt7 together (default 8).
+	MaxConcurrent int
+	// MaxDuration bounds one test session from start to end (default 120 s).
+	MaxDuration time.Duration
+	// MaxBytes bounds the payload one test may move (0: unlimited).
+	MaxBytes int64
+	// PerIPPerMinute bounds test starts per client IP (default 60, -1: none).
+	PerIPPerMinute int
+	// MaxStreams bounds the streams of one session (default 64).
+	MaxStreams int
+	// Software names this server in replies.
+	Software string
+	// Logger receives one line per notable event (default: discard).
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Addr == "" {
+		c.Addr = ":8080"
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = 8
+	}
+	if c.MaxDuration == 0 {
+		c.MaxDuration = 120 * time.Second
+	}
+	if c.PerIPPerMinute == 0 {
+		c.PerIPPerMinute = 60
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = 64
+	}
+	if c.Software == "" {
+		c.Software = "sonde"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Validate reports configuration errors in one line each.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxConcurrent < 0:
+		return fmt.Errorf("max concurrent tests must be ≥ 0, got %d", c.MaxConcurrent)
+	case c.MaxDuration < 0:
+		return fmt.Errorf("max test duration must be positive, got %v", c.MaxDuration)
+	case c.MaxBytes < 0:
+		return fmt.Errorf("max bytes per test must be ≥ 0, got %d", c.MaxBytes)
+	case c.MaxStreams < 0:
+		return fmt.Errorf("max streams must be ≥ 0, got %d", c.MaxStreams)
+	case (c.CertFile == "") != (c.KeyFile == ""):
+		return errors.New("--cert and --key go together")
+	}
+	return nil
+}
+
+// Server is a sonde server. Create it with New; it is safe for concurrent use.
+type Server struct {
+	cfg      Config
+	adm      *admission
+	sessions *registry
+	metrics  *counters
+	payload  stream.Payload
+	mux      *http.ServeMux
+
+	mu       sync.Mutex
+	servers  []*http.Server
+	wg       sync.WaitGroup
+	shutdown bool
+}
+
+// New builds a server from cfg.
+func New(cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	payload, err := stream.NewPayload()
+	if err != nil {
+		return nil, err
+	}
+	perIP := cfg.PerIPPerMinute
+	if perIP < 0 {
+		perIP = 0
+	}
+	s := &Server{
+		cfg:      cfg,
+		adm:      newAdmission(cfg.Token, cfg.MaxConcurrent, perIP),
+		sessions: newRegistry(),
+		payload:  payload,
+		mux:      http.NewServeMux(),
+	}
+	s.metrics = newCounters(func() float64 { return float64(s.adm.activeCount()) })
+	s.routes()
+	return s, nil
+}
+
+// Handle mounts another handler (ndt7, the web page) on the server's mux.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Admit checks a test request against the server's limits, for protocols
+// mounted with Handle (ndt7). It writes the rejection itself and returns
+// ok=false when refused.
+func (s *Server) Admit(w http.ResponseWriter, r *http.Request, protocolName, kind string) (release func(), ok bool) {
+	release, err := s.adm.admit(r, time.Now())
+	if err != nil {
+		s.reject(w, err)
+		return nil, false
+	}
+	s.metrics.tests.WithLabelValues(protocolName, kind).Inc()
+	return release, true
+}
+
+// CountBytes adds payload bytes moved by a mounted protocol to /metrics.
+func (s *Server) CountBytes(direction string, n int64) {
+	s.metrics.bytes.WithLabelValues(direction).Add(float64(n))
+}
+
+// CountError adds an error to /metrics.
+func (s *Server) CountError(where string) { s.metrics.errors.WithLabelValues(where).Inc() }
+
+// Handler returns the HTTP handler (for tests and embedding).
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("POST "+protocol.PathSessions, s.handleCreate)
+	s.mux.HandleFunc("DELETE "+protocol.PathSessions+"/{id}", s.handleDelete)
+	s.mux.HandleFunc("GET "+protocol.PathSessions+"/{id}/report", s.handleReport)
+	s.mux.HandleFunc("GET "+protocol.PathSessions+"/{id}/live", s.handleLive)
+	s.mux.HandleFunc("GET "+protocol.PathSessions+"/{id}/{kind}", s.handleStream)
+	s.mux.HandleFunc("GET "+protocol.PathPing, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = io.WriteString(w, "pong\n")
+	})
+	s.mux.HandleFunc("GET /healthz", s.handleHealth)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+}
+
+// ListenAndServe listens on every configured address and serves until ctx
+// ends, then shuts down gracefully. ready, if not nil, receives the bound
+// listeners' addresses once all are listening.
+func (s *Server) ListenAndServe(ctx context.Context, ready func([]net.Addr)) error {
+	var lns []net.Listener
+	for _, a := range append([]string{s.cfg.Addr}, s.cfg.ExtraAddrs...) {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("listen on %s: %w", a, err)
+		}
+		lns = append(lns, ln)
+	}
+	return s.Serve(ctx, lns, ready)
+}
+
+// Serve serves on the given listeners until ctx ends.
+func (s *Server) Serve(ctx context.Context, lns []net.Listener, ready func([]net.Addr)) error {
+	var tlsCfg *tls.Config
+	if s.cfg.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.CertFile, s.cfg.KeyFile)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("load TLS certificate: %w", err)
+		}
+		// http/1.1 only: load and probe streams are HTTP upgrades, which
+		// HTTP/2 does not have.
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+	}
+	errc := make(chan error, len(lns))
+	var addrs []net.Addr
+	s.mu.Lock()
+	for _, ln := range lns {
+		if tlsCfg != nil {
+			ln = tls.NewListener(ln, tlsCfg)
+		}
+		hs := &http.Server{
+			Handler:           s.mux,
+			ReadHeaderTimeout: 10 * time.Second,
+			MaxHeaderBytes:    16 << 10,
+			ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
+		}
+		s.servers = append(s.servers, hs)
+		addrs = append(addrs, ln.Addr())
+		s.wg.Add(1)
+		go func(ln net.Listener) {
+			defer s.wg.Done()
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}(ln)
+	}
+	s.mu.Unlock()
+	if ready != nil {
+		ready(addrs)
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	s.Close()
+	return err
+}
+
+// Close stops the listeners, ends every session's streams, and waits for
+// the serving goroutines. Hijacked stream connections end with their
+// sessions.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		return
+	}
+	s.shutdown = true
+	servers := s.servers
+	s.mu.Unlock()
+	for _, ses := range s.sessions.all() {
+		ses.cancel()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	for _, hs := range servers {
+		if err := hs.Shutdown(ctx); err != nil {
+			_ = hs.Close()
+		}
+	}
+	s.wg.Wait()
+}
+
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	var req protocol.SessionRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		s.writeError(w, http.StatusBadRequest, "invalid session request: "+err.Error())
+		return
+	}
+	release, err := s.adm.admit(r, time.Now())
+	if err != nil {
+		s.reject(w, err)
+		return
+	}
+	interval := time.Duration(req.TCPInfoIntervalMs * float64(time.Millisecond))
+	interval = min(max(interval, 5*time.Millisecond), time.Second)
+	if req.TCPInfoIntervalMs == 0 {
+		interval = 50 * time.Millisecond
+	}
+	now := time.Now()
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(s.cfg.MaxDuration))
+	ses := &session{
+		id: newID(), start: now, expires: now.Add(s.cfg.MaxDuration), interval: interval,
+		maxBytes: s.cfg.MaxBytes, ctx: ctx, cancel: cancel, release: release,
+	}
+	s.sessions.add(ses)
+	s.metrics.tests.WithLabelValues("sonde", "session").Inc()
+	// When the session ends (expiry or DELETE), free its slot at once but
+	// keep its report for a grace period.
+	context.AfterFunc(ctx, func() {
+		release()
+		time.AfterFunc(reportGrace, func() { s.sessions.remove(ses.id) })
+	})
+	s.cfg.Logger.Info("session", "id", ses.id, "client", clientIP(r), "software", req.Client)
+	writeJSON(w, http.StatusOK, protocol.SessionReply{
+		ID: ses.id, Server: s.cfg.Software, MaxDurationS: s.cfg.MaxDuration.Seconds(),
+		MaxStreams: s.cfg.MaxStreams, MaxBytes: s.cfg.MaxBytes, ExpiresS: s.cfg.MaxDuration.Seconds(),
+		ExtraPorts: s.extraPorts(),
+	})
+}
+
+// reportGrace is how long a finished session's report stays available.
+const reportGrace = 60 * time.Second
+
+func (s *Server) extraPorts() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ports []int
+	for _, a := range s.cfg.ExtraAddrs {
+		if _, p, err := net.SplitHostPort(a); err == nil {
+			var n int
+			if _, err := fmt.Sscan(p, &n); err == nil && n > 0 {
+				ports = append(ports, n)
+			}
+		}
+	}
+	return ports
+}
+
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *session {
+	ses := s.sessions.get(r.PathValue("id"))
+	if ses == nil {
+		s.writeError(w, http.StatusNotFound, "unknown or expired test session")
+	}
+	return ses
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	if ses := s.lookup(w, r); ses != nil {
+		ses.cancel()
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
+	ses := s.lookup(w, r)
+	if ses == nil {
+		return
+	}
+	// The client asks right after closing its load streams; give the server
+	// a moment to see the closes and finish the flows' records. The probe
+	// stream stays open across phases, so it is waited for only when the
+	// client asks (wait=all, after it closed the probe stream too).
+	waitAll := r.URL.Query().Get("wait") == "all"
+	wait := time.NewTimer(3 * time.Second)
+	defer wait.Stop()
+	rep := protocol.Report{ID: ses.id, Flows: []protocol.FlowReport{}}
+	for _, f := range ses.flowList() {
+		if f.kind == protocol.KindProbe && !waitAll {
+			select {
+			case <-f.done:
+				rep.Flows = append(rep.Flows, f.report)
+			default:
+				rep.Flows = append(rep.Flows, protocol.FlowReport{ID: f.id, Kind: f.kind, Tag: f.tag, Error: "still running"})
+			}
+			continue
+		}
+		select {
+		case <-f.done:
+			rep.Flows = append(rep.Flows, f.report)
+		case <-wait.C:
+			rep.Flows = append(rep.Flows, protocol.FlowReport{ID: f.id, Kind: f.kind, Tag: f.tag, Error: "still running"})
+		case <-r.Context().Done():
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
+	ses := s.lookup(w, r)
+	if ses == nil {
+		return
+	}
+	live := protocol.Live{TS: ses.since(time.Now()), Flows: []protocol.LiveFlow{}}
+	for _, f := range ses.flowList() {
+		if lf, ok := f.live(); ok {
+			live.Flows = append(live.Flows, lf)
+		}
+	}
+	writeJSON(w, http.StatusOK, live)
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status": "ok", "software": s.cfg.Software, "active_tests": s.adm.activeCount(),
+		"max_concurrent": s.cfg.MaxConcurrent, "max_duration_s": s.cfg.MaxDuration.Seconds(),
+		"max_bytes": s.cfg.MaxBytes, "token_required": s.cfg.Token != "",
+	})
+}
+
+func (s *Server) reject(w http.ResponseWriter, err error) {
+	var rej *rejection
+	if errors.As(err, &rej) {
+		s.metrics.rejected.WithLabelValues(fmt.Sprint(rej.status)).Inc()
+		s.writeError(w, rej.status, rej.reason)
+		return
+	}
+	s.writeError(w, http.StatusInternalServerError, err.Error())
+}
+
+func (s *Server) writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, protocol.ErrorReply{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

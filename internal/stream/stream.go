@@ -1,0 +1,215 @@
+// Package stream runs the two ends of a sonde load stream (docs/protocol.md):
+// a sender that writes data frames as fast as the connection takes them,
+// interleaving small control frames, and a receiver that counts payload and
+// hands probe frames to its caller. Server and client both use it, for
+// download and upload alike, so both directions behave the same.
+package stream
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/protocol"
+)
+
+// Chunk bounds for data frames. The sender adapts the frame size so that one
+// write takes about TargetWrite: large frames for throughput on fast paths,
+// small ones on slow paths so a control frame never waits long behind data
+// in the application (only in the kernel's buffers, which is what a
+// self-probe is meant to see).
+const (
+	MinChunk    = 16 << 10
+	MaxChunk    = 1 << 20
+	TargetWrite = 10 * time.Millisecond
+)
+
+// Payload is a block of random bytes shared read-only by every sender of a
+// process; random so no middlebox or WebSocket layer can compress it.
+type Payload []byte
+
+// NewPayload returns MaxChunk random bytes.
+func NewPayload() (Payload, error) {
+	p := make([]byte, MaxChunk)
+	if _, err := rand.Read(p); err != nil {
+		return nil, fmt.Errorf("stream: random payload: %w", err)
+	}
+	return p, nil
+}
+
+// Sender writes data frames to a connection until its context ends, a byte
+// limit is reached, or the connection fails.
+type Sender struct {
+	conn    net.Conn
+	payload Payload
+	// MaxBytes stops the sender after this much payload (0: no limit).
+	MaxBytes int64
+	sent     atomic.Int64
+	ctrlMu   sync.Mutex
+	ctrl     [][]byte
+}
+
+// NewSender returns a sender on conn.
+func NewSender(conn net.Conn, payload Payload) *Sender {
+	return &Sender{conn: conn, payload: payload}
+}
+
+// Sent returns the payload bytes written so far.
+func (s *Sender) Sent() int64 { return s.sent.Load() }
+
+// Queue schedules a complete control frame to be written before the next
+// data frame. Safe for concurrent use.
+func (s *Sender) Queue(frame []byte) {
+	s.ctrlMu.Lock()
+	s.ctrl = append(s.ctrl, frame)
+	s.ctrlMu.Unlock()
+}
+
+func (s *Sender) takeCtrl() [][]byte {
+	s.ctrlMu.Lock()
+	defer s.ctrlMu.Unlock()
+	c := s.ctrl
+	s.ctrl = nil
+	return c
+}
+
+// Run sends until ctx is done (returns nil), MaxBytes is reached (nil), or a
+// write fails (the error). ctx's deadline, if any, also bounds each write.
+func (s *Sender) Run(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.conn.SetWriteDeadline(dl)
+		defer s.conn.SetWriteDeadline(time.Time{})
+	}
+	// A cancelled context must also unblock a write stuck on a full buffer.
+	stop := context.AfterFunc(ctx, func() { _ = s.conn.SetWriteDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	chunk := MinChunk
+	var hdr [protocol.HeaderLen]byte
+	bufs := make(net.Buffers, 0, 8)
+	for ctx.Err() == nil {
+		n := chunk
+		if s.MaxBytes > 0 {
+			left := s.MaxBytes - s.sent.Load()
+			if left <= 0 {
+				return nil
+			}
+			n = int(min(int64(n), left))
+		}
+		protocol.PutHeader(hdr[:], protocol.FrameData, n)
+		bufs = bufs[:0]
+		bufs = append(bufs, s.takeCtrl()...)
+		bufs = append(bufs, hdr[:], s.payload[:n])
+		start := time.Now()
+		w := bufs // WriteTo consumes its receiver
+		if _, err := w.WriteTo(s.conn); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("stream: send: %w", err)
+		}
+		s.sent.Add(int64(n))
+		chunk = adapt(chunk, time.Since(start))
+	}
+	return nil
+}
+
+// FlushCtrl writes queued control frames without data, for senders that have
+// stopped sending data (or never send any, like a probe stream's server).
+func (s *Sender) FlushCtrl() error {
+	c := s.takeCtrl()
+	if len(c) == 0 {
+		return nil
+	}
+	b := net.Buffers(c)
+	if _, err := b.WriteTo(s.conn); err != nil {
+		return fmt.Errorf("stream: send control: %w", err)
+	}
+	return nil
+}
+
+func adapt(chunk int, took time.Duration) int {
+	switch {
+	case took < TargetWrite/2 && chunk < MaxChunk:
+		return chunk * 2
+	case took > TargetWrite*2 && chunk > MinChunk:
+		return chunk / 2
+	}
+	return chunk
+}
+
+// Receiver reads frames from a connection, counting data payload.
+type Receiver struct {
+	conn  net.Conn
+	bytes atomic.Int64
+	// OnControl, if set, is called with each non-data frame's type and
+	// payload (valid only during the call) and the time it was read.
+	OnControl func(typ byte, payload []byte, at time.Time)
+}
+
+// NewReceiver returns a receiver on conn.
+func NewReceiver(conn net.Conn) *Receiver {
+	return &Receiver{conn: conn}
+}
+
+// Bytes returns the payload bytes received so far.
+func (r *Receiver) Bytes() int64 { return r.bytes.Load() }
+
+// Run reads until EOF (returns nil), ctx ends (nil) or an error.
+func (r *Receiver) Run(ctx context.Context, bufSize int) error {
+	stop := context.AfterFunc(ctx, func() { _ = r.conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	fr := protocol.NewReader(r.conn, bufSize)
+	count := func(n int) { r.bytes.Add(int64(n)) }
+	for {
+		typ, p, err := fr.Next(count)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) || isEOF(err) {
+				return nil
+			}
+			return fmt.Errorf("stream: receive: %w", err)
+		}
+		if typ != protocol.FrameData && r.OnControl != nil {
+			r.OnControl(typ, p, time.Now())
+		}
+	}
+}
+
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF)
+}
+
+// PeerClosed reports whether err means the other end closed or reset the
+// connection: the normal way a load phase ends for the side that is sending.
+func PeerClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed)
+}
+
+// BufferedConn is a connection whose first bytes were already read into a
+// buffer while parsing the HTTP upgrade; reads drain that buffer first.
+// Conn stays the underlying socket, for TCP_INFO and marking.
+type BufferedConn struct {
+	net.Conn
+	rd io.Reader
+}
+
+// NewBufferedConn wraps c so that reads return buffered bytes (if any)
+// before reading from c.
+func NewBufferedConn(c net.Conn, buffered io.Reader, n int) *BufferedConn {
+	var rd io.Reader = c
+	if n > 0 {
+		rd = io.MultiReader(io.LimitReader(buffered, int64(n)), c)
+	}
+	return &BufferedConn{Conn: c, rd: rd}
+}
+
+func (b *BufferedConn) Read(p []byte) (int, error) { return b.rd.Read(p) }
