@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-project/sonde/internal/ndt7"
 	"github.com/sonde-project/sonde/internal/server"
 )
 
@@ -41,7 +40,7 @@ Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			cfg.Software = "sonde/" + version
-			srv, err := newServer(cfg)
+			srv, err := server.New(cfg)
 			if err != nil {
 				return err
 			}
@@ -69,22 +68,4 @@ Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
 	f.IntVar(&cfg.MaxStreams, "max-streams", 64, "streams per test session")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every session and stream error")
 	return cmd
-}
-
-// newServer builds a server with every protocol mounted.
-func newServer(cfg server.Config) (*server.Server, error) {
-	srv, err := server.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := mountNDT7(srv); err != nil {
-		return nil, err
-	}
-	return srv, nil
-}
-
-// mountNDT7 serves the ndt7 protocol under the server's limits and metrics.
-func mountNDT7(srv *server.Server) error {
-	_ = ndt7.NewHandler
-	return nil
 }

@@ -199,7 +199,7 @@ func writeFile(name string, stdout io.Writer, write func(io.Writer) error) error
 
 // startEmbedded runs a server on a loopback port for this process.
 func startEmbedded(ctx context.Context) (addr string, stop func(), err error) {
-	srv, err := newServer(server.Config{Addr: "127.0.0.1:0", PerIPPerMinute: -1, Software: "sonde/" + version + " (embedded)"})
+	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", PerIPPerMinute: -1, Software: "sonde/" + version + " (embedded)"})
 	if err != nil {
 		return "", nil, err
 	}

@@ -275,4 +275,10 @@ type GroundTruth struct {
 	DownQueueBytes int     `json:"down_queue_bytes,omitempty"`
 	UpQueueBytes   int     `json:"up_queue_bytes,omitempty"`
 	MTU            int     `json:"mtu,omitempty"`
+	// Queue limits given in packets, and the queue disciplines, of the
+	// bottleneck link in each direction.
+	DownQueuePackets int    `json:"down_queue_packets,omitempty"`
+	UpQueuePackets   int    `json:"up_queue_packets,omitempty"`
+	DownQdisc        string `json:"down_qdisc,omitempty"`
+	UpQdisc          string `json:"up_qdisc,omitempty"`
 }

@@ -152,3 +152,21 @@ func ip(args ...string) error {
 	}
 	return nil
 }
+
+// Open returns the existing namespace called name, which sonde made (its
+// name starts with Prefix).
+func Open(name string) (*NS, error) {
+	if !strings.HasPrefix(name, Prefix) {
+		return nil, fmt.Errorf("netns: name %q must start with %q", name, Prefix)
+	}
+	if _, err := os.Stat("/run/netns/" + name); err != nil {
+		return nil, fmt.Errorf("netns: %s: %w", name, err)
+	}
+	return &NS{name: name}, nil
+}
+
+// MoveLink moves the network device dev from the caller's namespace into
+// n (for a TUN device, its file descriptor stays valid).
+func (n *NS) MoveLink(dev string) error {
+	return ip("link", "set", "dev", dev, "netns", n.name)
+}

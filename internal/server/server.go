@@ -131,32 +131,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.metrics = newCounters(func() float64 { return float64(s.adm.activeCount()) })
 	s.routes()
+	if err := s.mountNDT7(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-// Handle mounts another handler (ndt7, the web page) on the server's mux.
+// Handle mounts another handler (the web page) on the server's mux.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
-
-// Admit checks a test request against the server's limits, for protocols
-// mounted with Handle (ndt7). It writes the rejection itself and returns
-// ok=false when refused.
-func (s *Server) Admit(w http.ResponseWriter, r *http.Request, protocolName, kind string) (release func(), ok bool) {
-	release, err := s.adm.admit(r, time.Now())
-	if err != nil {
-		s.reject(w, err)
-		return nil, false
-	}
-	s.metrics.tests.WithLabelValues(protocolName, kind).Inc()
-	return release, true
-}
-
-// CountBytes adds payload bytes moved by a mounted protocol to /metrics.
-func (s *Server) CountBytes(direction string, n int64) {
-	s.metrics.bytes.WithLabelValues(direction).Add(float64(n))
-}
-
-// CountError adds an error to /metrics.
-func (s *Server) CountError(where string) { s.metrics.errors.WithLabelValues(where).Inc() }
 
 // Handler returns the HTTP handler (for tests and embedding).
 func (s *Server) Handler() http.Handler { return s.mux }

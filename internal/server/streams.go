@@ -67,7 +67,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		f.report = protocol.FlowReport{ID: f.id, Kind: kind, Tag: tag, Error: err.Error()}
 		close(f.done)
-		s.CountError("upgrade")
+		s.metrics.errors.WithLabelValues("upgrade").Inc()
 		return
 	}
 	go s.runFlow(ses, f, conn, mark)
@@ -158,14 +158,14 @@ func (s *Server) runFlow(ses *session, f *flow, conn *stream.BufferedConn, mark 
 		f.start(snd.Sent, rc, ses.since)
 		runErr = s.serveDownload(ses, conn, snd)
 		rep.Bytes = snd.Sent()
-		s.CountBytes("download", rep.Bytes)
+		s.metrics.bytes.WithLabelValues("download").Add(float64(rep.Bytes))
 	case protocol.KindUpload:
 		rcv := stream.NewReceiver(conn)
 		f.start(rcv.Bytes, rc, ses.since)
 		counts, runErr = s.serveUpload(ses, conn, rcv)
 		rep.Bytes = rcv.Bytes()
 		rep.Counts = counts
-		s.CountBytes("upload", rep.Bytes)
+		s.metrics.bytes.WithLabelValues("upload").Add(float64(rep.Bytes))
 	case protocol.KindProbe:
 		rcv := stream.NewReceiver(conn)
 		f.start(rcv.Bytes, rc, ses.since)
@@ -179,7 +179,7 @@ func (s *Server) runFlow(ses *session, f *flow, conn *stream.BufferedConn, mark 
 	}
 	if runErr != nil {
 		rep.Error = runErr.Error()
-		s.CountError(f.kind)
+		s.metrics.errors.WithLabelValues(f.kind).Inc()
 		s.cfg.Logger.Info("stream ended with error", "session", ses.id, "flow", f.id, "kind", f.kind, "err", runErr)
 	}
 }

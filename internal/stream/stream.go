@@ -83,7 +83,8 @@ func (s *Sender) takeCtrl() [][]byte {
 // Run sends until ctx is done (returns nil), MaxBytes is reached (nil), or a
 // write fails (the error). ctx's deadline, if any, also bounds each write.
 func (s *Sender) Run(ctx context.Context) error {
-	if dl, ok := ctx.Deadline(); ok {
+	dl, hasDeadline := ctx.Deadline()
+	if hasDeadline {
 		_ = s.conn.SetWriteDeadline(dl)
 		defer s.conn.SetWriteDeadline(time.Time{})
 	}
@@ -110,7 +111,9 @@ func (s *Sender) Run(ctx context.Context) error {
 		start := time.Now()
 		w := bufs // WriteTo consumes its receiver
 		if _, err := w.WriteTo(s.conn); err != nil {
-			if ctx.Err() != nil {
+			// The write deadline can fire a moment before the context's
+			// own timer marks it done: both mean the phase is over.
+			if ctx.Err() != nil || hasDeadline && !time.Now().Before(dl) {
 				return nil
 			}
 			return fmt.Errorf("stream: send: %w", err)

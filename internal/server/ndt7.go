@@ -1,0 +1,54 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/ndt7"
+)
+
+// mountNDT7 serves the ndt7 protocol under the same limits and metrics as
+// sonde's own tests.
+func (s *Server) mountNDT7() error {
+	h, err := ndt7.NewHandler(ndt7.Options{
+		Admit:    s.admitNDT7,
+		Observer: ndt7Observer{s.metrics},
+		Logf: func(format string, args ...any) {
+			s.cfg.Logger.Info(fmt.Sprintf(format, args...), "protocol", "ndt7")
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("ndt7: %w", err)
+	}
+	h.Register(s.mux)
+	return nil
+}
+
+func (s *Server) admitNDT7(r *http.Request) (func(), error) {
+	release, err := s.adm.admit(r, time.Now())
+	var rej *rejection
+	if errors.As(err, &rej) && rej.status == http.StatusTooManyRequests {
+		return nil, fmt.Errorf("%w: %s", ndt7.ErrBusy, rej.reason)
+	}
+	return release, err
+}
+
+// ndt7Observer feeds ndt7 tests into the server's Prometheus counters.
+type ndt7Observer struct{ c *counters }
+
+func (o ndt7Observer) TestStarted(kind ndt7.Kind) {
+	o.c.tests.WithLabelValues("ndt7", string(kind)).Inc()
+}
+
+func (o ndt7Observer) TestEnded(kind ndt7.Kind, bytes int64, err error) {
+	o.c.bytes.WithLabelValues(string(kind)).Add(float64(bytes))
+	if err != nil {
+		o.c.errors.WithLabelValues("ndt7-" + string(kind)).Inc()
+	}
+}
+
+func (o ndt7Observer) Rejected(_ ndt7.Kind, status int) {
+	o.c.rejected.WithLabelValues(fmt.Sprint(status)).Inc()
+}
