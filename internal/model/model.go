@@ -154,7 +154,8 @@ type TCPSample struct {
 type Bottleneck struct {
 	RwndLimitedPct   float64 `json:"rwnd_limited_pct"`
 	SndbufLimitedPct float64 `json:"sndbuf_limited_pct"`
-	// Verdict is "receiver window", "sender buffer" or "network".
+	// Verdict is "receiver window", "sender buffer", "network", or
+	// "unknown" when the window holds no busy time.
 	Verdict string `json:"verdict"`
 }
 
