@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -62,10 +63,16 @@ func (e *exitError) Unwrap() error { return e.err }
 // oneLine keeps an error to the one line the user reads.
 func oneLine(err error) string {
 	s := err.Error()
-	for i, c := range s {
-		if c == '\n' {
-			return s[:i] + " (and more)"
+	first, rest, multi := strings.Cut(s, "\n")
+	if !multi {
+		return s
+	}
+	// cobra appends its suggestions for a mistyped command on further
+	// lines: "Did you mean this?\n\ttest\n".
+	if _, sugg, ok := strings.Cut(rest, "Did you mean this?"); ok {
+		if names := strings.Fields(sugg); len(names) > 0 {
+			return first + "; did you mean " + strings.Join(names, " or ") + "?"
 		}
 	}
-	return s
+	return first + " (and more)"
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,7 +51,12 @@ measures this host's TCP stack, not a network.
 
 Progress goes to stderr; the summary to stdout. The result is written even
 when a phase fails, with the error recorded in it.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return fmt.Errorf("test takes one server address, got %d: %s", len(args), strings.Join(args, " "))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				tf.cfg.Server = args[0]
@@ -83,6 +89,9 @@ when a phase fails, with the error recorded in it.`,
 func (tf *testFlags) build() error {
 	c := &tf.cfg
 	c.DSCP = -1
+	if c.Duration < time.Second {
+		return fmt.Errorf("--duration: want a positive duration of at least 1s, got %v", c.Duration)
+	}
 	switch tf.streams {
 	case "auto", "":
 		c.Streams = 0

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/model"
@@ -241,6 +242,20 @@ func (t *tester) open(ctx context.Context) error {
 	}
 	if max := time.Duration(t.session.MaxDurationS * float64(time.Second)); max < need {
 		return fmt.Errorf("server allows tests of at most %v; this one needs about %v (lower --duration)", max, need.Round(time.Second))
+	}
+	return t.checkClassPorts()
+}
+
+// checkClassPorts refuses, before any load, classes on ports the server
+// does not serve.
+func (t *tester) checkClassPorts() error {
+	main := t.ep.base.Port()
+	for _, c := range t.cfg.Classes {
+		if c.Port == 0 || fmt.Sprint(c.Port) == main || slices.Contains(t.session.ExtraPorts, c.Port) {
+			continue
+		}
+		return fmt.Errorf("class %s: the server does not serve port %d (its extra ports: %v; see sonde serve --extra-addr)",
+			c.Name, c.Port, t.session.ExtraPorts)
 	}
 	return nil
 }

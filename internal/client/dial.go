@@ -92,9 +92,13 @@ func (e *endpoint) dialTCP(ctx context.Context, port, mark int) (net.Conn, error
 			return dscp.MarkRaw(c.Control, strings.HasSuffix(network, "6"), mark)
 		}
 	}
-	c, err := d.DialContext(ctx, "tcp", e.hostPort(port))
+	addr := e.hostPort(port)
+	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, explainDial(e.base, err)
+		// Name the address dialled: a QoS class may use another port.
+		u := *e.base
+		u.Host = addr
+		return nil, explainDial(&u, err)
 	}
 	return c, nil
 }
@@ -211,12 +215,17 @@ func (e *RefusedError) Error() string { return "server refused the test: " + e.R
 func isTLSError(err error) bool {
 	var re tls.RecordHeaderError
 	var ce *tls.CertificateVerificationError
-	return errors.As(err, &re) || errors.As(err, &ce) || strings.Contains(err.Error(), "tls:")
+	return errors.As(err, &re) || errors.As(err, &ce) || strings.Contains(err.Error(), "tls:") ||
+		strings.Contains(err.Error(), errPlainReply)
 }
+
+// errPlainReply is how net/http reports a plain HTTP answer to a TLS
+// handshake; it keeps no tls.RecordHeaderError to match.
+const errPlainReply = "server gave HTTP response to HTTPS client"
 
 func explainTLS(u *url.URL, err error) error {
 	var re tls.RecordHeaderError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) || strings.Contains(err.Error(), errPlainReply) {
 		return fmt.Errorf("TLS handshake with %s failed: the server does not speak TLS (use http://)", u.Host)
 	}
 	var ce *tls.CertificateVerificationError

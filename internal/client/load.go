@@ -189,7 +189,8 @@ func (t *tester) loadPhase(ctx context.Context, dir string, specs []flowSpec, au
 		}
 	}
 	if ctx.Err() != nil {
-		errs = append(errs, fmt.Errorf("%s phase interrupted: %w", dir, ctx.Err()))
+		errs = append(errs, fmt.Errorf("%s phase interrupted after %.1f s; results so far are kept",
+			dir, pr.end.Sub(pr.start).Seconds()))
 	}
 	return pr, errors.Join(errs...)
 }

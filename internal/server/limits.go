@@ -51,7 +51,7 @@ func (a *admission) admit(r *http.Request, now time.Time) (release func(), err e
 	defer a.mu.Unlock()
 	if a.maxActive > 0 && a.active >= a.maxActive {
 		return nil, &rejection{http.StatusTooManyRequests,
-			fmt.Sprintf("server busy: %d tests running (limit %d), try again later", a.active, a.maxActive)}
+			fmt.Sprintf("server busy: %d of %d test slots in use, try again later", a.active, a.maxActive)}
 	}
 	if a.perIPRate > 0 && !a.take(ip, now) {
 		return nil, &rejection{http.StatusTooManyRequests,

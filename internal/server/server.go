@@ -104,6 +104,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	servers  []*http.Server
+	addrs    []net.Addr
 	wg       sync.WaitGroup
 	shutdown bool
 }
@@ -206,6 +207,7 @@ func (s *Server) Serve(ctx context.Context, lns []net.Listener, ready func([]net
 		}
 		s.servers = append(s.servers, hs)
 		addrs = append(addrs, ln.Addr())
+		s.addrs = append(s.addrs, ln.Addr())
 		s.wg.Add(1)
 		go func(ln net.Listener) {
 			defer s.wg.Done()
@@ -293,16 +295,15 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 // reportGrace is how long a finished session's report stays available.
 const reportGrace = 60 * time.Second
 
+// extraPorts lists the ports of every listener after the first, as bound
+// (so ":0" in the configuration reports the port the kernel chose).
 func (s *Server) extraPorts() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ports []int
-	for _, a := range s.cfg.ExtraAddrs {
-		if _, p, err := net.SplitHostPort(a); err == nil {
-			var n int
-			if _, err := fmt.Sscan(p, &n); err == nil && n > 0 {
-				ports = append(ports, n)
-			}
+	for _, a := range s.addrs[min(1, len(s.addrs)):] {
+		if ta, ok := a.(*net.TCPAddr); ok {
+			ports = append(ports, ta.Port)
 		}
 	}
 	return ports

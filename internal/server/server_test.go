@@ -194,7 +194,7 @@ func TestLimits(t *testing.T) {
 		if resp.StatusCode != http.StatusTooManyRequests {
 			t.Fatalf("second session: %s, want 429", resp.Status)
 		}
-		if msg := errorOf(t, resp); !strings.Contains(msg, "limit 1") {
+		if msg := errorOf(t, resp); !strings.Contains(msg, "1 of 1 test slots") {
 			t.Fatalf("reason %q does not name the limit", msg)
 		}
 	})

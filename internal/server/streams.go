@@ -63,7 +63,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many streams in one test (limit %d)", s.cfg.MaxStreams))
 		return
 	}
-	conn, err := hijack(w)
+	conn, err := hijack(w, mark)
 	if err != nil {
 		f.report = protocol.FlowReport{ID: f.id, Kind: kind, Tag: tag, Error: err.Error()}
 		close(f.done)
@@ -73,8 +73,10 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	go s.runFlow(ses, f, conn, mark)
 }
 
-// hijack takes over the connection and answers 101.
-func hijack(w http.ResponseWriter) (*stream.BufferedConn, error) {
+// hijack takes over the connection, marks it with DSCP mark (≥ 0) and
+// answers 101. Marking first means every data packet of the stream, the
+// 101 reply included, carries the mark.
+func hijack(w http.ResponseWriter, mark int) (*stream.BufferedConn, error) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		return nil, errors.New("connection cannot be upgraded (HTTP/2?)")
@@ -82,6 +84,12 @@ func hijack(w http.ResponseWriter) (*stream.BufferedConn, error) {
 	c, brw, err := hj.Hijack()
 	if err != nil {
 		return nil, fmt.Errorf("hijack: %w", err)
+	}
+	if mark >= 0 {
+		if err := dscp.Mark(c, mark); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	_ = c.SetDeadline(time.Time{})
 	if _, err := brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " +
@@ -130,11 +138,7 @@ func (s *Server) runFlow(ses *session, f *flow, conn *stream.BufferedConn, mark 
 		close(f.done)
 	}()
 	if mark >= 0 {
-		rep.DSCP = mark
-		if err := dscp.Mark(conn.Conn, mark); err != nil {
-			rep.Error = err.Error()
-			return
-		}
+		rep.DSCP = mark // set on the socket by hijack
 	}
 	rep.SndBufBytes, rep.RcvBufBytes, _ = tcpinfo.Buffers(conn.Conn)
 	interval := ses.interval

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/emulator"
+	"github.com/sonde-project/sonde/internal/emulator/forward"
+	"github.com/sonde-project/sonde/internal/netns"
+	"github.com/sonde-project/sonde/internal/tun"
+)
+
+// emulateFlags are the options of `sonde emulate`.
+type emulateFlags struct {
+	nsA, nsB       string
+	devA, devB     string
+	addrA, addrB   string
+	mtu            int
+	link, up, down string
+	at, upAt       []string
+	downAt         []string
+	seed           uint64
+	truth, pcap    string
+	icmpFrom       string
+	stats          time.Duration
+	duration       time.Duration
+	spin           time.Duration
+	realTime       bool
+}
+
+func newEmulateCmd() *cobra.Command {
+	var f emulateFlags
+	cmd := &cobra.Command{
+		Use:   "emulate --ns-a NS --ns-b NS [--link SPEC] [--up SPEC] [--down SPEC]",
+		Short: "Emulate a link (rate, delay, jitter, loss, queue, AQM, MTU) between two network namespaces",
+		Long: `sonde emulate creates one TUN device in each of two existing network
+namespaces, addresses them, and forwards packets between them through a
+userspace link model: no kernel qdisc (netem, fq_codel…) is needed.
+
+A link specification is a list of settings, for both directions (--link)
+or one (--up is A→B, --down is B→A, applied after --link):
+
+  rate=100Mbit        serialisation rate (0 or unlimited: none)
+  delay=10ms          one-way propagation delay
+  jitter=2ms dist=normal|uniform|pareto [reorder]
+  loss=1%  ge=P/R/LOSSBAD/LOSSGOOD  ber=1e-6  dup=0.1%
+  limit=1000p | limit=37500B | limit=300kbit     queue limit
+  qdisc=droptail|codel|pie|fq_codel [ecn] [target=5ms interval=100ms]
+  mtu=1400            larger packets are dropped; DF ones get ICMP "fragmentation needed"
+
+Parameters can change over time: --at 50s:rate=20Mbit --at 100s:rate=100Mbit
+(both directions; --up-at and --down-at for one).
+
+Example:
+  ip netns add sondeA; ip netns add sondeB
+  sonde emulate --ns-a sondeA --ns-b sondeB --link "rate=20Mbit delay=10ms" --truth t.gt
+  ip netns exec sondeA ping 198.18.1.2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runEmulate(cmd.Context(), cmd.OutOrStdout(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.nsA, "ns-a", "", "network namespace of end A (client side) (required)")
+	fl.StringVar(&f.nsB, "ns-b", "", "network namespace of end B (server side) (required)")
+	fl.StringVar(&f.devA, "dev-a", "", "TUN device name in A (default: unique sonde name)")
+	fl.StringVar(&f.devB, "dev-b", "", "TUN device name in B (default: unique sonde name)")
+	fl.StringVar(&f.addrA, "addr-a", "198.18.1.1/24", "address of end A (from 198.18.0.0/15)")
+	fl.StringVar(&f.addrB, "addr-b", "198.18.1.2/24", "address of end B")
+	fl.IntVar(&f.mtu, "dev-mtu", 1500, "MTU of the TUN devices (the link's own mtu= may be smaller)")
+	fl.StringVar(&f.link, "link", "", "link specification for both directions")
+	fl.StringVar(&f.up, "up", "", "specification for A→B, applied after --link")
+	fl.StringVar(&f.down, "down", "", "specification for B→A, applied after --link")
+	fl.StringArrayVar(&f.at, "at", nil, "schedule step TIME:SPEC for both directions (repeatable)")
+	fl.StringArrayVar(&f.upAt, "up-at", nil, "schedule step for A→B (repeatable)")
+	fl.StringArrayVar(&f.downAt, "down-at", nil, "schedule step for B→A (repeatable)")
+	fl.Uint64Var(&f.seed, "seed", 0, "random seed (0: random; printed)")
+	fl.StringVar(&f.truth, "truth", "", "write per-packet ground truth to this file")
+	fl.StringVar(&f.pcap, "pcap", "", "write a pcapng capture of both ends to this file")
+	fl.StringVar(&f.icmpFrom, "icmp-from", "198.18.1.254", "source address of ICMP errors (fragmentation needed)")
+	fl.DurationVar(&f.stats, "stats", 0, "print live counters at this interval (0: only at the end)")
+	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until interrupted)")
+	fl.DurationVar(&f.spin, "spin", forward.DefaultSpin, "busy-wait before each deadline (negative: none)")
+	fl.BoolVar(&f.realTime, "realtime", false, "run the forwarding threads under SCHED_FIFO (experimental)")
+	return cmd
+}
+
+// emulateParams builds both directions' configurations from the flags.
+func emulateParams(f emulateFlags) (up, down emulator.Config, err error) {
+	both, err := emulator.ParseParams(f.link, emulator.Params{})
+	if err != nil {
+		return up, down, fmt.Errorf("--link: %w", err)
+	}
+	if up.Params, err = emulator.ParseParams(f.up, both); err != nil {
+		return up, down, fmt.Errorf("--up: %w", err)
+	}
+	if down.Params, err = emulator.ParseParams(f.down, both); err != nil {
+		return up, down, fmt.Errorf("--down: %w", err)
+	}
+	if up.Schedule, err = emulator.ParseSchedule(append(append([]string(nil), f.at...), f.upAt...), up.Params); err != nil {
+		return up, down, fmt.Errorf("up schedule: %w", err)
+	}
+	if down.Schedule, err = emulator.ParseSchedule(append(append([]string(nil), f.at...), f.downAt...), down.Params); err != nil {
+		return up, down, fmt.Errorf("down schedule: %w", err)
+	}
+	return up, down, nil
+}
+
+func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) {
+	up, down, err := emulateParams(f)
+	if err != nil {
+		return err
+	}
+	if f.nsA == "" || f.nsB == "" || f.nsA == f.nsB {
+		return errors.New("emulate: --ns-a and --ns-b must name two different network namespaces")
+	}
+	addrA, errA := netip.ParsePrefix(f.addrA)
+	addrB, errB := netip.ParsePrefix(f.addrB)
+	if err := errors.Join(errA, errB); err != nil {
+		return fmt.Errorf("emulate: %w", err)
+	}
+	lab := netip.MustParsePrefix("198.18.0.0/15")
+	if !lab.Contains(addrA.Addr()) || !lab.Contains(addrB.Addr()) {
+		return errors.New("emulate: addresses must be in 198.18.0.0/15 (RFC 2544 benchmarking range)")
+	}
+	icmpFrom, err := netip.ParseAddr(f.icmpFrom)
+	if err != nil {
+		return fmt.Errorf("emulate: --icmp-from: %w", err)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("emulate: TUN devices and network namespaces need root (CAP_NET_ADMIN)")
+	}
+	nsA, err := netns.Attach(f.nsA)
+	if err != nil {
+		return fmt.Errorf("emulate: %w", err)
+	}
+	nsB, err := netns.Attach(f.nsB)
+	if err != nil {
+		return fmt.Errorf("emulate: %w", err)
+	}
+	seed := f.seed
+	if seed == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		seed = binary.LittleEndian.Uint64(b[:]) | 1
+	}
+	up.Seed, down.Seed = seed, seed^0xd1b54a32d192ed03
+
+	var closers []func() error
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			err = errors.Join(err, closers[i]())
+		}
+	}()
+	devs := make([]*tun.Device, 2)
+	for i, e := range []struct {
+		ns   *netns.NS
+		name string
+		addr netip.Prefix
+	}{{nsA, f.devA, addrA}, {nsB, f.devB, addrB}} {
+		name := e.name
+		if name == "" {
+			name = netns.UniqueName("e" + string(rune('a'+i)))
+		}
+		d, err := tun.Create(name)
+		if err != nil {
+			return fmt.Errorf("emulate: %w", err)
+		}
+		closers = append(closers, d.Close)
+		devs[i] = d
+		if err := e.ns.MoveLink(d.Name()); err != nil {
+			return fmt.Errorf("emulate: %w", err)
+		}
+		for _, c := range [][]string{
+			{"addr", "add", e.addr.String(), "dev", d.Name()},
+			{"link", "set", "dev", d.Name(), "mtu", fmt.Sprint(f.mtu), "txqueuelen", "10000", "up"},
+		} {
+			if err := e.ns.IP(c...); err != nil {
+				return fmt.Errorf("emulate: %w", err)
+			}
+		}
+	}
+	start := time.Now()
+	var truth *emulator.TruthWriter
+	if f.truth != "" {
+		file, err := os.Create(f.truth)
+		if err != nil {
+			return fmt.Errorf("emulate: %w", err)
+		}
+		truth, err = emulator.NewTruthWriter(file, emulator.TruthHeader{
+			StartUnixNs: start.UnixNano(), Seed: seed,
+			Links: []emulator.TruthLink{{Name: "link1", A: f.nsA, B: f.nsB, Up: up.Params, Down: down.Params,
+				UpSchedule: up.Schedule, DownSchedule: down.Schedule}},
+		})
+		if err != nil {
+			file.Close()
+			return fmt.Errorf("emulate: %w", err)
+		}
+		closers = append(closers, truth.Close)
+	}
+	var capture *forward.Capture
+	if f.pcap != "" {
+		file, err := os.Create(f.pcap)
+		if err != nil {
+			return fmt.Errorf("emulate: %w", err)
+		}
+		if capture, err = forward.NewCapture(file, f.nsA+":"+devs[0].Name(), f.nsB+":"+devs[1].Name()); err != nil {
+			file.Close()
+			return fmt.Errorf("emulate: %w", err)
+		}
+		closers = append(closers, capture.Close)
+	}
+	fwd, err := forward.Start(forward.Config{
+		A: devs[0], B: devs[1], Up: up, Down: down, Start: start, Truth: truth,
+		ICMPFrom4: icmpFrom, Capture: capture, MaxPacket: max(f.mtu, 1500) + 64,
+		Spin: f.spin, RealTime: f.realTime,
+	})
+	if err != nil {
+		return fmt.Errorf("emulate: %w", err)
+	}
+	fmt.Fprintf(out, "emulating %s (%s, %s) ⇄ %s (%s, %s), seed %d\n  up:   %s\n  down: %s\n",
+		f.nsA, devs[0].Name(), addrA, f.nsB, devs[1].Name(), addrB, seed, up.Params, down.Params)
+	err = waitForwarder(ctx, out, fwd, f.stats, f.duration)
+	err = errors.Join(err, fwd.Stop())
+	u, d := fwd.Stats()
+	printStats(out, "up", u)
+	printStats(out, "down", d)
+	return err
+}
+
+// waitForwarder blocks until ctx ends, the duration passes or the
+// forwarder fails, printing counters every interval.
+func waitForwarder(ctx context.Context, out io.Writer, fwd *forward.Forwarder, interval, duration time.Duration) error {
+	var tick <-chan time.Time
+	if interval > 0 {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	var end <-chan time.Time
+	if duration > 0 {
+		end = time.After(duration)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-end:
+			return nil
+		case <-fwd.Done():
+			return fmt.Errorf("emulate: forwarding stopped: %w", fwd.Err())
+		case <-tick:
+			u, d := fwd.Stats()
+			printStats(out, "up", u)
+			printStats(out, "down", d)
+		}
+	}
+}
+
+func printStats(w io.Writer, dir string, s forward.Stats) {
+	fmt.Fprintf(w, "%-4s in %d pkts %d B, out %d pkts %d B, drops loss %d queue %d aqm %d mtu %d, marked %d, dup %d, backlog %d pkts %d B%s\n",
+		dir, s.Arrived, s.BytesIn, s.Delivered, s.BytesOut, s.DropLoss, s.DropQueue, s.DropAQM, s.DropMTU,
+		s.Marked, s.Duplicated, s.BacklogPkts, s.BacklogBytes, rtNote(s))
+}
+
+func rtNote(s forward.Stats) string {
+	if s.WriteErrors > 0 {
+		return fmt.Sprintf(", %d write errors", s.WriteErrors)
+	}
+	return ""
+}

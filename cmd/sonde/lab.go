@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/lab"
+)
+
+func newLabCmd() *cobra.Command {
+	var stateDir string
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Build emulated test topologies (client — link — [router — link]… — server) in network namespaces",
+		Long: `sonde lab builds a chain of network namespaces joined by emulated links
+(sonde emulate's link model), with addresses from 198.18.0.0/15:
+
+  sonde lab profiles                 list the built-in profiles and their sources
+  sonde lab up PROFILE|FILE.json     build it and forward until Ctrl-C (--detach: in the background)
+  sonde lab exec NODE -- CMD ARGS…   run a command in client, server or router-N
+  sonde lab list                     show running labs
+  sonde lab down [--id ID]           tear a running lab down
+  sonde lab clean [--all]            remove what crashed runs left behind
+
+The client is 198.18.1.1, the server 198.18.N.2 for a chain of N links.
+Building a lab needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN).`,
+	}
+	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", lab.DefaultStateDir, "where running labs are recorded")
+	cmd.AddCommand(newLabUpCmd(&stateDir), newLabExecCmd(&stateDir), newLabDownCmd(&stateDir),
+		newLabCleanCmd(&stateDir), newLabListCmd(&stateDir), newLabProfilesCmd())
+	return cmd
+}
+
+func newLabProfilesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "profiles",
+		Short: "List the built-in profiles with their parameters and sources",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := cmd.OutOrStdout()
+			for _, s := range lab.Builtin() {
+				p, err := s.Parse()
+				if err != nil {
+					return err
+				}
+				g := p.GroundTruth()
+				fmt.Fprintf(w, "%s\n  %s\n  source: %s\n  base RTT %.1f ms, down %s, up %s\n",
+					p.Name, p.Description, p.Source, g.BaseRTTMs, fmtRate(g.DownRateBps), fmtRate(g.UpRateBps))
+				for _, l := range p.Links {
+					fmt.Fprintf(w, "    %s up:   %s\n    %s down: %s\n", l.Name, l.Up, l.Name, l.Down)
+					if len(l.UpSchedule)+len(l.DownSchedule) > 0 {
+						fmt.Fprintf(w, "    %s: %d/%d schedule steps up/down\n", l.Name, len(l.UpSchedule), len(l.DownSchedule))
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func fmtRate(bps float64) string {
+	if bps == 0 {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%g Mbit/s", bps/1e6)
+}
+
+type labUpFlags struct {
+	seed       uint64
+	truth      string
+	captureDir string
+	detach     bool
+	stats      time.Duration
+	realTime   bool
+}
+
+func newLabUpCmd(stateDir *string) *cobra.Command {
+	var f labUpFlags
+	cmd := &cobra.Command{
+		Use:   "up PROFILE|FILE.json",
+		Short: "Build a lab and forward packets until interrupted",
+		Long: `sonde lab up builds the lab and stays in the foreground, forwarding
+packets, until Ctrl-C (or sonde lab down); it then removes everything it made.
+With --detach it starts itself in the background, waits until the lab is up
+and returns; sonde lab down stops it. Profiles: ` + strings.Join(lab.Names(), ", ") + `.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := lab.Resolve(args[0]); err != nil {
+				return err
+			}
+			if os.Geteuid() != 0 {
+				return errors.New("lab up: building a lab needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)")
+			}
+			if f.detach {
+				return detachLab(cmd.OutOrStdout(), *stateDir)
+			}
+			return runLabUp(cmd.Context(), cmd.OutOrStdout(), args[0], *stateDir, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.Uint64Var(&f.seed, "seed", 0, "random seed of the links (0: random, recorded)")
+	fl.StringVar(&f.truth, "truth", "", "write per-packet ground truth of every link to this file")
+	fl.StringVar(&f.captureDir, "capture-dir", "", "write one pcapng per link (both ends, ns timestamps) into this directory")
+	fl.BoolVarP(&f.detach, "detach", "d", false, "run in the background")
+	fl.DurationVar(&f.stats, "stats", 0, "print live link counters at this interval")
+	fl.BoolVar(&f.realTime, "realtime", false, "run the forwarding threads under SCHED_FIFO (experimental)")
+	return cmd
+}
+
+func runLabUp(ctx context.Context, out io.Writer, profile, stateDir string, f labUpFlags) error {
+	if f.captureDir != "" {
+		if err := os.MkdirAll(f.captureDir, 0o755); err != nil {
+			return fmt.Errorf("lab up: %w", err)
+		}
+	}
+	l, err := lab.Up(ctx, profile, lab.Options{Seed: f.seed, TruthPath: f.truth, CaptureDir: f.captureDir,
+		StateDir: stateDir, RealTime: f.realTime})
+	if err != nil {
+		return err
+	}
+	l.Describe(out)
+	fmt.Fprintf(out, "lab %s is up. Run commands with `sonde lab exec client -- CMD` (server: %s); Ctrl-C or `sonde lab down` to tear down.\n",
+		l.ID, l.ServerAddr())
+	var tick <-chan time.Time
+	if f.stats > 0 {
+		t := time.NewTicker(f.stats)
+		defer t.Stop()
+		tick = t.C
+	}
+	check := time.NewTicker(time.Second)
+	defer check.Stop()
+	var runErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-tick:
+			for _, s := range l.Stats() {
+				printStats(out, s.Name+" up", s.Up)
+				printStats(out, s.Name+" down", s.Down)
+			}
+		case <-check.C:
+			if runErr = l.Err(); runErr != nil {
+				break loop
+			}
+		}
+	}
+	for _, s := range l.Stats() {
+		printStats(out, s.Name+" up", s.Up)
+		printStats(out, s.Name+" down", s.Down)
+	}
+	fmt.Fprintf(out, "tearing lab %s down\n", l.ID)
+	return errors.Join(runErr, l.Down())
+}
+
+// detachLab starts `sonde lab up` again without --detach, in its own
+// session with output to a log file, and returns once its state file shows
+// the lab is up.
+func detachLab(out io.Writer, stateDir string) error {
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return fmt.Errorf("lab up: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("lab up: %w", err)
+	}
+	args := slices.DeleteFunc(slices.Clone(os.Args[1:]), func(a string) bool {
+		return a == "--detach" || a == "-d" || a == "--detach=true"
+	})
+	logPath := filepath.Join(stateDir, fmt.Sprintf("up-%d.log", time.Now().UnixNano()))
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("lab up: %w", err)
+	}
+	defer logf.Close()
+	child := exec.Command(self, args...)
+	child.Stdout, child.Stderr = logf, logf
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("lab up: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("lab up: background process ended (%v):\n%s", err, log)
+		case <-deadline:
+			_ = child.Process.Kill()
+			return fmt.Errorf("lab up: lab not up after 60 s (log: %s)", logPath)
+		case <-time.After(100 * time.Millisecond):
+		}
+		states, _ := lab.ListStates(stateDir)
+		for _, s := range states {
+			if s.PID == child.Process.Pid {
+				fmt.Fprintf(out, "lab %s (%s) is up in the background, pid %d, log %s\n", s.ID, s.Profile, s.PID, logPath)
+				for _, n := range s.Nodes {
+					fmt.Fprintf(out, "  %-9s %-15s netns %s\n", n.Name, n.Addr, n.Namespace)
+				}
+				return nil
+			}
+		}
+	}
+}
+
+func newLabExecCmd(stateDir *string) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "exec NODE -- CMD [ARGS…]",
+		Short: "Run a command in a lab node (client, server, router-N)",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := lab.FindState(*stateDir, id)
+			if err != nil {
+				return err
+			}
+			ns, err := s.Namespace(args[0])
+			if err != nil {
+				return err
+			}
+			ip, err := exec.LookPath("ip")
+			if err != nil {
+				return fmt.Errorf("lab exec: %w", err)
+			}
+			// Replace this process: the command gets the terminal, the
+			// signals and gives its exit status directly.
+			argv := append([]string{"ip", "netns", "exec", ns}, args[1:]...)
+			return fmt.Errorf("lab exec: %w", syscall.Exec(ip, argv, os.Environ()))
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "lab id when several are up")
+	return cmd
+}
+
+func newLabDownCmd(stateDir *string) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Tear down a running lab",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := lab.FindState(*stateDir, id)
+			if err != nil {
+				return err
+			}
+			if err := s.Stop(15 * time.Second); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "lab %s (%s) is down\n", s.ID, s.Profile)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "lab id when several are up")
+	return cmd
+}
+
+func newLabCleanCmd(stateDir *string) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "clean",
+		Short: "Remove namespaces and state left by crashed labs (--all: stop running labs too)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Geteuid() != 0 {
+				return errors.New("lab clean: removing namespaces needs root (CAP_SYS_ADMIN)")
+			}
+			removed, err := lab.Clean(*stateDir, all)
+			for _, r := range removed {
+				fmt.Fprintln(cmd.OutOrStdout(), "removed", r)
+			}
+			if len(removed) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "nothing to clean (namespaces %s*)\n", lab.NSPrefix)
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "also stop running labs")
+	return cmd
+}
+
+func newLabListCmd(stateDir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List labs recorded in the state directory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			states, err := lab.ListStates(*stateDir)
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tPROFILE\tPID\tSTATE\tSTARTED\tCLIENT\tSERVER")
+			for _, s := range states {
+				st := "running"
+				if !s.Alive() {
+					st = "dead (sonde lab clean)"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Profile, s.PID, st, s.Started.Format(time.RFC3339), s.Client, s.Server)
+			}
+			w.Flush()
+			return err
+		},
+	}
+}
