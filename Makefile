@@ -16,9 +16,13 @@ build: $(BIN)
 $(BIN): $(GOFILES) go.mod go.sum
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sonde
 
-# The main job: the full test suite against the embedded loopback server.
+# The main job: the full test suite across an emulated bufferbloated ADSL
+# line (seed 001), with the configured ground truth next to each figure.
+# Building the lab needs root; otherwise test against the embedded server.
 run: build
-	./$(BIN) test
+	@if [ "$$(id -u)" = 0 ]; then ./$(BIN) test --lab adsl; \
+	else echo "make run: not root, so no emulated path (the lab needs CAP_NET_ADMIN); testing against the embedded loopback server instead"; \
+	./$(BIN) test; fi
 
 # Every test of the project. Root-only tests (namespaces, capture) skip with
 # a reason when not root; CI runs as root.

@@ -23,8 +23,10 @@ func main() {
 	defer stop()
 	root := newRootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "sonde: "+oneLine(err))
 		var ee *exitError
+		if !errors.As(err, &ee) || ee.err != errSilent {
+			fmt.Fprintln(os.Stderr, "sonde: "+oneLine(err))
+		}
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
@@ -47,7 +49,7 @@ and responsiveness (RPM), and an RFC 6349 report built from TCP_INFO.
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newServeCmd(), newTestCmd())
+	root.AddCommand(newServeCmd(), newTestCmd(), newLabCmd(), newEmulateCmd())
 	return root
 }
 

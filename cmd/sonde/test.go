@@ -29,6 +29,9 @@ type testFlags struct {
 	dscp       string
 	classes    string
 	linkRate   string
+	upLinkRate string
+	lab        string
+	truthFile  string
 	direction  string
 	jsonFile   string
 	htmlFile   string
@@ -61,6 +64,12 @@ when a phase fails, with the error recorded in it.`,
 			if len(args) == 1 {
 				tf.cfg.Server = args[0]
 			}
+			if tf.lab != "" {
+				if err := tf.build(); err != nil {
+					return err
+				}
+				return runLab(cmd.Context(), &tf, cmd.Flags())
+			}
 			return runTest(cmd.Context(), &tf, cmd.OutOrStdout())
 		},
 	}
@@ -72,6 +81,8 @@ when a phase fails, with the error recorded in it.`,
 	f.StringVar(&tf.dscp, "dscp", "", "DSCP for every test socket, number 0-63 or name (ef, af41, cs1...); the server marks its sockets too")
 	f.StringVar(&tf.classes, "classes", "", `QoS classes test: one flow per class at the same time, "name:dscp[@port],...", e.g. "ef:46,be:0,cs1:8@8081"`)
 	f.StringVar(&tf.linkRate, "link-rate", "", "bottleneck link rate for TTR and BDP (RFC 6349), e.g. 1G, 100M")
+	f.StringVar(&tf.upLinkRate, "up-link-rate", "", "upload bottleneck rate when it differs from --link-rate (asymmetric lines)")
+	f.StringVar(&tf.lab, "lab", "", "run across an emulated path: build lab profile PROFILE (sonde lab profiles), serve in its server namespace, test from its client namespace, and show the configured ground truth next to each figure; needs root")
 	f.IntVar(&tf.cfg.WireOverhead, "wire-overhead", 38, "layer 2 bytes per packet on the link, for the maximum TCP goodput (Ethernet 38, with 802.1Q 42)")
 	f.DurationVar(&tf.cfg.ProbeInterval, "probe-interval", 20*time.Millisecond, "interval of latency probes, at most 50ms")
 	f.IntVar(&tf.cfg.BaselineSamples, "baseline-samples", 30, "idle RTT samples, at least 20")
@@ -82,6 +93,8 @@ when a phase fails, with the error recorded in it.`,
 	f.StringVar(&tf.htmlFile, "html", "", "write a self-contained HTML report to this file")
 	f.BoolVar(&tf.noProgress, "no-progress", false, "no live progress on stderr")
 	f.BoolVarP(&tf.quiet, "quiet", "q", false, "no summary on stdout (use with --json or --html)")
+	f.StringVar(&tf.truthFile, "ground-truth", "", "JSON file with the path's configured properties (set by --lab)")
+	_ = f.MarkHidden("ground-truth")
 	return cmd
 }
 
@@ -128,18 +141,34 @@ func (tf *testFlags) build() error {
 		}
 		c.Classes = cs
 	}
-	if tf.linkRate != "" {
-		r, err := parseRate(tf.linkRate)
-		if err != nil || r == 0 {
-			return fmt.Errorf("--link-rate: invalid rate %q: want e.g. 100M, 1G or 544k (bit/s)", tf.linkRate)
+	for _, lr := range []struct {
+		flag, value string
+		dst         *float64
+	}{{"--link-rate", tf.linkRate, &c.LinkRateBps}, {"--up-link-rate", tf.upLinkRate, &c.UpLinkRateBps}} {
+		if lr.value == "" {
+			continue
 		}
-		c.LinkRateBps = r
+		r, err := parseRate(lr.value)
+		if err != nil || r == 0 {
+			return fmt.Errorf("%s: invalid rate %q: want e.g. 100M, 1G or 544k (bit/s)", lr.flag, lr.value)
+		}
+		*lr.dst = r
 	}
 	if c.WireOverhead < 0 || c.WireOverhead > 1000 {
 		return fmt.Errorf("--wire-overhead: want 0-1000 bytes, got %d", c.WireOverhead)
 	}
+	if c.WireOverhead == 0 {
+		c.WireOverhead = -1 // the client's zero value means Ethernet
+	}
 	if c.ProbeInterval <= 0 {
 		return fmt.Errorf("--probe-interval must be positive, got %v", c.ProbeInterval)
+	}
+	if tf.truthFile != "" {
+		t, err := readTruth(tf.truthFile)
+		if err != nil {
+			return err
+		}
+		c.Truth = t
 	}
 	if tf.quiet && tf.jsonFile == "" && tf.htmlFile == "" {
 		return errors.New("--quiet without --json or --html would discard the result")

@@ -75,7 +75,7 @@ func (t *tester) assemble(pr *phaseResult, rep protocol.Report, baseline *model.
 	if baseline != nil {
 		baseMs = baseline.RTTMs.Min
 	}
-	d.RFC6349 = metrics.BuildRFC6349(d, agg, baseMs, t.cfg.LinkRateBps, t.cfg.WireOverhead)
+	d.RFC6349 = metrics.BuildRFC6349(d, agg, baseMs, t.cfg.linkRate(pr.dir), wireOverhead(t.cfg.WireOverhead))
 	return d
 }
 
@@ -178,6 +178,9 @@ func resample(c []model.ByteCount, step float64) []model.ByteCount {
 	}
 	return sumCounts([][]model.ByteCount{c}, step)
 }
+
+// wireOverhead maps the configuration (negative: none) to bytes.
+func wireOverhead(cfg int) int { return max(cfg, 0) }
 
 func nonNil(r []model.RatePoint) []model.RatePoint {
 	if r == nil {

@@ -37,10 +37,15 @@ type Config struct {
 	// -1 for none.
 	DSCP    int
 	Classes []model.Class
-	// LinkRateBps enables TTR (RFC 6349), 0 if unknown; WireOverhead is the
-	// per-frame L2 overhead in bytes (default 38, Ethernet).
-	LinkRateBps  float64
-	WireOverhead int
+	// LinkRateBps enables TTR (RFC 6349), 0 if unknown; UpLinkRateBps is
+	// the upload's when it differs (asymmetric lines), 0 for the same.
+	// WireOverhead is the per-frame L2 overhead in bytes (default 38,
+	// Ethernet; -1 for none, as on the lab's IP-level links).
+	LinkRateBps   float64
+	UpLinkRateBps float64
+	WireOverhead  int
+	// Truth, if set, is the configured path (lab), stored in the result.
+	Truth *model.GroundTruth
 	// ProbeInterval of the latency probes (default 20 ms; at most 50 ms).
 	ProbeInterval time.Duration
 	// BaselineSamples on the idle path (default 30, at least 20).
@@ -70,7 +75,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--streams at most 128, got %d", c.Streams)
 	case c.DSCP < -1 || c.DSCP > 63:
 		return fmt.Errorf("--dscp must be 0-63, got %d", c.DSCP)
-	case c.LinkRateBps < 0:
+	case c.LinkRateBps < 0 || c.UpLinkRateBps < 0:
 		return fmt.Errorf("--link-rate must be positive, got %v", c.LinkRateBps)
 	case c.ProbeInterval < 0 || c.ProbeInterval > 50*time.Millisecond:
 		return fmt.Errorf("--probe-interval must be in (0, 50ms], got %v", c.ProbeInterval)
@@ -108,6 +113,14 @@ func (c *Config) setDefaults() {
 // enough to see slow start end within a few RTTs on most paths, coarse
 // enough to keep a 16-stream result to a few MB.
 const tcpinfoInterval = 20 * time.Millisecond
+
+// linkRate is the configured bottleneck rate of a direction, 0 if unknown.
+func (c *Config) linkRate(dir string) float64 {
+	if dir == protocol.KindUpload && c.UpLinkRateBps > 0 {
+		return c.UpLinkRateBps
+	}
+	return c.LinkRateBps
+}
 
 // tester is the state of one run.
 type tester struct {
@@ -147,7 +160,7 @@ func Run(ctx context.Context, cfg Config) (*model.Result, error) {
 	defer t.hc.CloseIdleConnections()
 
 	res := &model.Result{Schema: model.SchemaVersion, Start: time.Now().UTC(), Config: t.resultConfig(),
-		Client: localEndpoint(cfg.Software)}
+		Client: localEndpoint(cfg.Software), Truth: cfg.Truth}
 	err = t.run(ctx, res)
 	res.End = time.Now().UTC()
 	if err != nil {

@@ -99,7 +99,9 @@ func maxAchievable(w []model.TCPSample) float64 {
 // tcpi_rtt) against baselineRTTMs. Path MTU and MSS are the smallest
 // pmtu and snd_mss the senders reported in the window. With linkRateBps > 0
 // it adds the maximum goodput MSS / (PMTU + wireOverhead) × LS (wireOverhead
-// ≤ 0 means Ethernet's 38 B), the BDP over the baseline RTT, the ideal
+// is the bytes each packet costs on the link beyond the IP packet:
+// EthernetOverhead on Ethernet, 0 on an IP-level link; negative counts as
+// 0), the BDP over the baseline RTT, the ideal
 // transfer time and TTR; without it those stay zero and a note says so.
 // Maxima of cwnd (× MSS), snd_wnd and rcv_space come from the senders'
 // TCP_INFO in the window; rcv_space of a pure sender is its own receive
@@ -261,9 +263,7 @@ func linkFigures(r *model.RFC6349, linkRateBps float64, wireOverhead int) {
 		r.Notes = append(r.Notes, "TTR needs --link-rate")
 		return
 	}
-	if wireOverhead <= 0 {
-		wireOverhead = EthernetOverhead
-	}
+	wireOverhead = max(wireOverhead, 0)
 	if r.MSS == 0 || r.PathMTU == 0 {
 		r.Notes = append(r.Notes, "path MTU or MSS unknown; maximum goodput and TTR not computed")
 		return

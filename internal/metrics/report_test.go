@@ -135,7 +135,7 @@ func direction() (*model.DirectionResult, []ByteCount) {
 
 func TestBuildRFC6349(t *testing.T) {
 	d, counts := direction()
-	r := BuildRFC6349(d, counts, 20, 1e9, 0)
+	r := BuildRFC6349(d, counts, 20, 1e9, EthernetOverhead)
 
 	// Window [1, 10] s: 9 s, 225 MB, 200 Mbit/s.
 	maxGoodput := 1448.0 / 1538 * 1e9
@@ -200,7 +200,7 @@ func TestBuildRFC6349Caveats(t *testing.T) {
 
 	t.Run("no link rate", func(t *testing.T) {
 		d, counts := direction()
-		r := BuildRFC6349(d, counts, 20, 0, 0)
+		r := BuildRFC6349(d, counts, 20, 0, EthernetOverhead)
 		if !hasNote(r, "TTR needs --link-rate") || r.TTR != 0 || r.MaxGoodputBps != 0 || r.BDPBits != 0 || r.IdealTransferS != 0 {
 			t.Errorf("without a link rate: %+v", r)
 		}
@@ -216,7 +216,7 @@ func TestBuildRFC6349Caveats(t *testing.T) {
 			s := &d.Flows[1].TCPInfo[i]
 			s.SndSsthresh, s.DeliveryRateBps = InfiniteSsthresh, math.Ldexp(1e5, i)
 		}
-		r := BuildRFC6349(d, counts, 20, 1e9, 0)
+		r := BuildRFC6349(d, counts, 20, 1e9, EthernetOverhead)
 		if r.WindowStartS != 0.5 || !hasNote(r, "flow 2: no end of slow start detected") {
 			t.Errorf("window start %g, notes %q", r.WindowStartS, r.Notes)
 		}
@@ -226,7 +226,7 @@ func TestBuildRFC6349Caveats(t *testing.T) {
 		d, counts := direction()
 		d.Flows[1].TCPInfo = flowSeries(20, 0, 100000, false) // never within 10 s…
 		d.Flows[1].TCPInfo[100].SndSsthresh = 50              // …until the last sample
-		r := BuildRFC6349(d, counts, 20, 1e9, 0)
+		r := BuildRFC6349(d, counts, 20, 1e9, EthernetOverhead)
 		if r.WindowStartS != 0 || r.DurationS != 10 || !hasNote(r, "the window is the whole phase") {
 			t.Errorf("window [%g, %g], notes %q", r.WindowStartS, r.WindowEndS, r.Notes)
 		}
@@ -235,12 +235,12 @@ func TestBuildRFC6349Caveats(t *testing.T) {
 	t.Run("no probes or baseline", func(t *testing.T) {
 		d, counts := direction()
 		d.Latency = nil
-		r := BuildRFC6349(d, counts, 0, 1e9, 0)
+		r := BuildRFC6349(d, counts, 0, 1e9, EthernetOverhead)
 		if r.BufferDelayPct != 0 || !hasNote(r, "no latency probes") || !hasNote(r, "BDP not computed") {
 			t.Errorf("buffer delay %g, notes %q", r.BufferDelayPct, r.Notes)
 		}
 		d, counts = direction()
-		r = BuildRFC6349(d, counts, 0, 1e9, 0)
+		r = BuildRFC6349(d, counts, 0, 1e9, EthernetOverhead)
 		if r.LoadedRTTMeanMs != 30 || r.BufferDelayPct != 0 || !hasNote(r, "no baseline RTT; buffer delay") {
 			t.Errorf("loaded %g, buffer delay %g, notes %q", r.LoadedRTTMeanMs, r.BufferDelayPct, r.Notes)
 		}
@@ -256,25 +256,25 @@ func TestBuildRFC6349Caveats(t *testing.T) {
 
 	t.Run("link rate too low", func(t *testing.T) {
 		d, counts := direction()
-		r := BuildRFC6349(d, counts, 20, 100e6, 0) // goodput is 200 Mbit/s
+		r := BuildRFC6349(d, counts, 20, 100e6, EthernetOverhead) // goodput is 200 Mbit/s
 		if r.TTR >= 1 || !hasNote(r, "check --link-rate") {
 			t.Errorf("TTR %g, notes %q", r.TTR, r.Notes)
 		}
 	})
 
 	t.Run("empty", func(t *testing.T) {
-		r := BuildRFC6349(&model.DirectionResult{}, nil, 20, 1e9, 0)
+		r := BuildRFC6349(&model.DirectionResult{}, nil, 20, 1e9, EthernetOverhead)
 		if !hasNote(r, "no duration") {
 			t.Errorf("notes %q", r.Notes)
 		}
-		if r := BuildRFC6349(nil, nil, 0, 0, 0); !hasNote(r, "no load phase") {
+		if r := BuildRFC6349(nil, nil, 0, 0, EthernetOverhead); !hasNote(r, "no load phase") {
 			t.Errorf("nil: notes %q", r.Notes)
 		}
 	})
 
 	t.Run("no counts", func(t *testing.T) {
 		d, _ := direction()
-		r := BuildRFC6349(d, nil, 20, 1e9, 0)
+		r := BuildRFC6349(d, nil, 20, 1e9, EthernetOverhead)
 		if r.Bytes != 0 || r.GoodputBps != 0 || !hasNote(r, "no receiver byte counts") || !near(r.EfficiencyPct, 99, 1e-12) {
 			t.Errorf("bytes %d goodput %g efficiency %g notes %q", r.Bytes, r.GoodputBps, r.EfficiencyPct, r.Notes)
 		}

@@ -170,3 +170,16 @@ func Open(name string) (*NS, error) {
 func (n *NS) MoveLink(dev string) error {
 	return ip("link", "set", "dev", dev, "netns", n.name)
 }
+
+// Attach returns an existing namespace by name without requiring the sonde
+// prefix, for commands that only place devices in a namespace the user
+// made (sonde emulate); such a namespace must not be deleted by sonde.
+func Attach(name string) (*NS, error) {
+	if name == "" || strings.ContainsAny(name, "/\x00") {
+		return nil, fmt.Errorf("netns: bad namespace name %q", name)
+	}
+	if _, err := os.Stat("/run/netns/" + name); err != nil {
+		return nil, fmt.Errorf("netns: %s: %w", name, err)
+	}
+	return &NS{name: name}, nil
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sonde-project/sonde/internal/lab"
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// labPort is the server's port inside the lab.
+const labPort = "8080"
+
+// runLab runs `sonde test --lab PROFILE`: it builds the lab, starts a server
+// in the server namespace, and re-runs this command in the client
+// namespace against it (sockets belong to the namespace of the process that
+// makes them), with the lab's ground truth passed along for the report.
+func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
+	if tf.cfg.Server != "" {
+		return errors.New("--lab runs its own server in the lab: give no SERVER with it")
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("--lab needs root: building namespaces and TUN devices takes CAP_NET_ADMIN")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("--lab: find this program: %w", err)
+	}
+	l, err := lab.Up(ctx, tf.lab, lab.Options{})
+	if err != nil {
+		return err
+	}
+	defer l.Down()
+	truth := l.Truth()
+	fmt.Fprintf(os.Stderr, "sonde: lab %s up: client %s, server %s\n", truth.Profile, l.ClientAddr(), l.ServerAddr())
+
+	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSrv()
+	addr := net.JoinHostPort(l.ServerAddr(), labPort)
+	srv := l.Command(srvCtx, lab.Server, self, "serve", "--addr", addr, "--per-ip-rate", "-1")
+	srvDone, err := startAndWait(srv, "sonde: serving", 10*time.Second)
+	if err != nil {
+		stopSrv()
+		<-srvDone
+		return fmt.Errorf("lab server: %w", err)
+	}
+	defer func() { stopSrv(); <-srvDone }()
+
+	truthFile, err := writeTruth(truth)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(truthFile)
+	child := l.Command(ctx, lab.Client, self, labChildArgs(os.Args[1:], addr, truthFile, truth, flags)...)
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// On Ctrl-C the child gets the signal from the terminal too; give it
+	// time to write what it measured rather than killing it.
+	child.Cancel = func() error { return child.Process.Signal(os.Interrupt) }
+	child.WaitDelay = 15 * time.Second
+	if err := child.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			// The child already printed its error line.
+			return &exitError{code: ee.ExitCode(), err: errSilent}
+		}
+		return fmt.Errorf("lab client: %w", err)
+	}
+	return nil
+}
+
+// errSilent marks an error already reported to the user.
+var errSilent = errors.New("")
+
+// labChildArgs turns this command's arguments into the client's: without
+// --lab, with the lab server and ground truth, and with the lab's link
+// rates and IP-level overhead unless given.
+func labChildArgs(args []string, server, truthFile string, truth model.GroundTruth, flags *pflag.FlagSet) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--lab":
+			i++ // and its value
+		case strings.HasPrefix(a, "--lab="):
+		default:
+			out = append(out, a)
+		}
+	}
+	out = append(out, server, "--ground-truth", truthFile)
+	if !flags.Changed("link-rate") && isRate(truth.DownRateBps) {
+		out = append(out, "--link-rate", fmt.Sprint(truth.DownRateBps))
+		if !flags.Changed("up-link-rate") && isRate(truth.UpRateBps) {
+			out = append(out, "--up-link-rate", fmt.Sprint(truth.UpRateBps))
+		}
+	}
+	if !flags.Changed("wire-overhead") {
+		out = append(out, "--wire-overhead", "0") // the emulator serialises IP packets
+	}
+	return out
+}
+
+func isRate(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
+
+func writeTruth(t model.GroundTruth) (string, error) {
+	f, err := os.CreateTemp("", "sonde-truth-*.json")
+	if err != nil {
+		return "", fmt.Errorf("--lab: %w", err)
+	}
+	if err := json.NewEncoder(f).Encode(t); err != nil {
+		f.Close()
+		return "", fmt.Errorf("--lab: %w", err)
+	}
+	return f.Name(), f.Close()
+}
+
+func readTruth(name string) (*model.GroundTruth, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--ground-truth: %w", err)
+	}
+	var t model.GroundTruth
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("--ground-truth %s: %w", name, err)
+	}
+	return &t, nil
+}
+
+// startAndWait starts cmd and waits until its stderr shows a line starting
+// with ready; later stderr is passed through. done is closed when cmd has
+// exited (and was waited for).
+func startAndWait(cmd *exec.Cmd, ready string, timeout time.Duration) (done chan struct{}, err error) {
+	done = make(chan struct{})
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		close(done)
+		return done, err
+	}
+	found := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		signalled := false
+		for sc.Scan() {
+			line := sc.Text()
+			if !signalled && strings.HasPrefix(line, ready) {
+				signalled = true
+				found <- nil
+				continue
+			}
+			fmt.Fprintln(os.Stderr, line)
+		}
+		if !signalled {
+			found <- errors.New("exited before it was ready")
+		}
+	}()
+	go func() { _ = cmd.Wait(); pw.Close(); close(done) }()
+	select {
+	case err := <-found:
+		return done, err
+	case <-time.After(timeout):
+		return done, fmt.Errorf("not ready after %v", timeout)
+	}
+}

@@ -1,0 +1,450 @@
+// Package forward runs the emulator's link model in real time between two
+// packet devices (TUN devices in practice): for each direction one OS
+// thread reads packets from the ingress device, stamps them with the
+// monotonic clock, feeds them to an emulator.Link, and writes each packet
+// to the egress device when the model says it is due. It writes the
+// ground truth and, optionally, pcapng captures.
+//
+// Timing: deadlines are absolute model times; the thread sleeps in ppoll
+// (high-resolution timer, timer slack set to 1 ns) until Spin before the
+// deadline, then polls the ingress device without sleeping until the
+// deadline. The Go runtime's timers are not used: they round sleeps to
+// about a millisecond.
+package forward
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-project/sonde/internal/emulator"
+)
+
+// Device is a packet device with a non-blocking descriptor: Read returns
+// unix.EAGAIN when there is nothing to read.
+type Device interface {
+	Fd() int
+	Read([]byte) (int, error)
+	Write([]byte) (int, error)
+}
+
+// DefaultSpin is how long before a deadline the thread stops sleeping.
+const DefaultSpin = 10 * time.Microsecond
+
+// Config describes one emulated link between devices A (client side) and
+// B (server side).
+type Config struct {
+	A, B Device
+	// Up is the A→B direction, Down is B→A. Their Dropped and Clone
+	// hooks are set by the forwarder.
+	Up, Down emulator.Config
+	// Start is model time zero, shared by every link of a lab so that their
+	// ground-truth times compare.
+	Start time.Time
+	// Truth, if set, receives one record per packet.
+	Truth *emulator.TruthWriter
+	// Link numbers this link in truth records.
+	Link uint8
+	// ICMPFrom4 and ICMPFrom6 are the source addresses of the ICMP errors
+	// for packets over the MTU; invalid means "send none".
+	ICMPFrom4, ICMPFrom6 netip.Addr
+	// Capture, if set, records every packet at both ends.
+	Capture *Capture
+	// MaxPacket is the largest packet read (default 65535).
+	MaxPacket int
+	// Spin is the busy-wait before each deadline (default DefaultSpin;
+	// negative: never spin).
+	Spin time.Duration
+	// RealTime runs the forwarding threads under SCHED_FIFO (priority
+	// RealTimePriority) when permitted; if refused, they stay in the
+	// normal class (see Stats.RealTime). Experimental: on a loaded 2-core
+	// VM it made the worst delays longer (a FIFO thread waiting for a Go
+	// P held by a starved normal thread, RT throttling), so it is off by
+	// default.
+	RealTime bool
+}
+
+// RealTimePriority is the SCHED_FIFO priority of the forwarding threads.
+const RealTimePriority = 10
+
+// Forwarder is a running link.
+type Forwarder struct {
+	dirs [2]*direction
+	wg   sync.WaitGroup
+	once sync.Once
+	done chan struct{}
+}
+
+// Start builds both directions' models and starts forwarding.
+func Start(c Config) (*Forwarder, error) {
+	if c.A == nil || c.B == nil {
+		return nil, errors.New("forward: two devices are needed")
+	}
+	if c.Start.IsZero() {
+		c.Start = time.Now()
+	}
+	if c.MaxPacket == 0 {
+		c.MaxPacket = 65535
+	}
+	if c.Spin == 0 {
+		c.Spin = DefaultSpin
+	}
+	f := &Forwarder{done: make(chan struct{})}
+	up, err := newDirection(&c, emulator.Up, c.A, c.B, c.Up)
+	if err != nil {
+		return nil, fmt.Errorf("up direction: %w", err)
+	}
+	down, err := newDirection(&c, emulator.Down, c.B, c.A, c.Down)
+	if err != nil {
+		up.close()
+		return nil, fmt.Errorf("down direction: %w", err)
+	}
+	up.peer, down.peer = down, up
+	f.dirs = [2]*direction{up, down}
+	// Each direction holds a P while it works; without two more, a
+	// direction returning from ppoll can wait for a P behind a GC worker
+	// or the other direction for milliseconds.
+	adjustProcs(+2)
+	for _, d := range f.dirs {
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			d.run()
+		}()
+	}
+	go func() {
+		f.wg.Wait()
+		close(f.done)
+	}()
+	return f, nil
+}
+
+// Done is closed when both directions have stopped (after Stop, or when a
+// device failed: see Err).
+func (f *Forwarder) Done() <-chan struct{} { return f.done }
+
+// Stop ends forwarding, records what was still inside the link as
+// DropShutdown, and returns the first device error, if any. It does not
+// close the devices.
+func (f *Forwarder) Stop() error {
+	f.once.Do(func() {
+		for _, d := range f.dirs {
+			d.stop.Store(true)
+			d.wakeUp()
+		}
+		<-f.done
+		for _, d := range f.dirs {
+			d.close()
+		}
+		adjustProcs(-2)
+	})
+	return f.Err()
+}
+
+// Err returns the first error that stopped a direction.
+func (f *Forwarder) Err() error {
+	var errs []error
+	for _, d := range f.dirs {
+		d.mu.Lock()
+		if d.err != nil {
+			errs = append(errs, d.err)
+		}
+		d.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+var procsMu sync.Mutex
+
+// adjustProcs changes GOMAXPROCS by delta, keeping at least the CPU count.
+func adjustProcs(delta int) {
+	procsMu.Lock()
+	defer procsMu.Unlock()
+	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0)+delta, runtime.NumCPU()))
+}
+
+// Stats is a direction's live state.
+type Stats struct {
+	emulator.Counters
+	WriteErrors uint64          `json:"write_errors"`
+	RealTime    bool            `json:"realtime"` // thread runs SCHED_FIFO
+	Params      emulator.Params `json:"params"`
+}
+
+// Stats returns recent counters (at most about 10 ms old) of both
+// directions.
+func (f *Forwarder) Stats() (up, down Stats) {
+	return f.dirs[0].stats(), f.dirs[1].stats()
+}
+
+// direction forwards one way.
+type direction struct {
+	cfg     *Config
+	id      uint8
+	in, out Device
+	link    *emulator.Link
+	wake    int // eventfd: stop and injected packets
+	peer    *direction
+	stop    atomic.Bool
+
+	free []*emulator.Packet
+	rel  []*emulator.Packet
+
+	injMu  sync.Mutex
+	inject [][]byte
+
+	mu        sync.Mutex
+	snap      Stats
+	err       error
+	writeErrs uint64
+	lastSnap  time.Duration
+	rt        bool
+}
+
+func newDirection(c *Config, id uint8, in, out Device, lc emulator.Config) (*direction, error) {
+	d := &direction{cfg: c, id: id, in: in, out: out}
+	lc.Dropped = d.dropped
+	lc.Clone = d.clone
+	link, err := emulator.NewLink(lc)
+	if err != nil {
+		return nil, err
+	}
+	d.link = link
+	d.wake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	d.snap.Params = lc.Params
+	return d, nil
+}
+
+func (d *direction) close() { unix.Close(d.wake) }
+
+func (d *direction) now() time.Duration { return time.Since(d.cfg.Start) }
+
+// get takes a packet buffer from the direction's free list.
+func (d *direction) get() *emulator.Packet {
+	if n := len(d.free); n > 0 {
+		p := d.free[n-1]
+		d.free = d.free[:n-1]
+		p.Data = p.Data[:cap(p.Data)]
+		return p
+	}
+	return &emulator.Packet{Data: make([]byte, d.cfg.MaxPacket), Ctx: d}
+}
+
+// put returns a packet to the free list; packets not from it (injected
+// ICMP errors) are left to the garbage collector.
+func (d *direction) put(p *emulator.Packet) {
+	if p.Ctx == d && len(d.free) < 4096 {
+		d.free = append(d.free, p)
+	}
+}
+
+func (d *direction) clone(p *emulator.Packet) *emulator.Packet {
+	c := d.get()
+	c.Data = append(c.Data[:0], p.Data...)
+	return c
+}
+
+// dropped records a discarded packet, answers an oversized one with an ICMP
+// error through the other direction, and recycles it.
+func (d *direction) dropped(p *emulator.Packet) {
+	d.record(p)
+	if p.Fate == emulator.DropMTU {
+		from := d.cfg.ICMPFrom4
+		if len(p.Data) > 0 && p.Data[0]>>4 == 6 {
+			from = d.cfg.ICMPFrom6
+		}
+		if from.IsValid() {
+			if icmp := emulator.TooBig(p.Data, d.link.Params().MTU, from); icmp != nil {
+				d.peer.injectPacket(icmp)
+			}
+		}
+	}
+	d.put(p)
+}
+
+func (d *direction) record(p *emulator.Packet) {
+	if d.cfg.Truth != nil {
+		d.cfg.Truth.Write(emulator.NewRecord(p, d.cfg.Link, d.id))
+	}
+}
+
+// injectPacket queues a packet generated by the emulator itself (an ICMP
+// error) to travel this direction.
+func (d *direction) injectPacket(b []byte) {
+	d.injMu.Lock()
+	d.inject = append(d.inject, b)
+	d.injMu.Unlock()
+	d.wakeUp()
+}
+
+func (d *direction) wakeUp() {
+	var one = [8]byte{1}
+	unix.Write(d.wake, one[:])
+}
+
+// capture records a packet at the A or B end of the link; inbound means
+// it is entering that end's node.
+func (d *direction) capture(atB, inbound bool, at time.Duration, b []byte) {
+	if c := d.cfg.Capture; c != nil {
+		c.packet(atB, inbound, d.cfg.Start.Add(at), b)
+	}
+}
+
+func (d *direction) run() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	// Sleep with nanosecond rather than the default 50 µs timer slack.
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	if d.cfg.RealTime {
+		d.realTime()
+	}
+	fds := []unix.PollFd{
+		{Fd: int32(d.in.Fd()), Events: unix.POLLIN},
+		{Fd: int32(d.wake), Events: unix.POLLIN},
+	}
+	spin := max(d.cfg.Spin, 0)
+	var drain [8]byte
+	for !d.stop.Load() {
+		d.takeInjected()
+		if err := d.readBatch(); err != nil {
+			d.fail(err)
+			break
+		}
+		now := d.release()
+		d.publish(now)
+		next, ok := d.link.Next()
+		var timeout *unix.Timespec
+		if ok {
+			sleep := sleepFor(next-d.now(), spin)
+			if sleep <= 0 {
+				continue // busy-poll until the deadline
+			}
+			ts := unix.NsecToTimespec(int64(sleep))
+			timeout = &ts
+		}
+		if _, err := unix.Ppoll(fds, timeout, nil); err != nil && err != unix.EINTR {
+			d.fail(fmt.Errorf("ppoll: %w", err))
+			break
+		}
+		if fds[1].Revents != 0 {
+			unix.Read(d.wake, drain[:])
+		}
+		if fds[0].Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 {
+			d.fail(fmt.Errorf("ingress device: poll events %#x", fds[0].Revents))
+			break
+		}
+	}
+	d.link.Flush()
+	d.publish(-1)
+}
+
+// realTime moves the calling thread to SCHED_FIFO.
+func (d *direction) realTime() {
+	type schedParam struct{ priority int32 }
+	p := schedParam{RealTimePriority}
+	_, _, errno := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, 1 /* SCHED_FIFO */, uintptr(unsafe.Pointer(&p)))
+	d.mu.Lock()
+	d.snap.RealTime = errno == 0
+	d.rt = errno == 0
+	d.mu.Unlock()
+}
+
+// sleepFor is how long to sleep when the next deadline is wait away. A
+// long sleep oversleeps more (a halted virtual CPU takes a while to wake:
+// tens to hundreds of µs), so the thread wakes early by an eighth of the
+// wait and sleeps again, ever shorter and more precisely, and busy-polls
+// the last spin.
+func sleepFor(wait, spin time.Duration) time.Duration {
+	return wait - spin - min(wait/8, 2*time.Millisecond)
+}
+
+func (d *direction) fail(err error) {
+	d.mu.Lock()
+	if d.err == nil {
+		d.err = err
+	}
+	d.mu.Unlock()
+}
+
+func (d *direction) takeInjected() {
+	d.injMu.Lock()
+	pkts := d.inject
+	d.inject = nil
+	d.injMu.Unlock()
+	for _, b := range pkts {
+		d.link.Enqueue(&emulator.Packet{Data: b}, d.now())
+	}
+}
+
+// readBatch reads what the ingress device holds (at most 256 packets, so
+// that due packets are not held back by a flood).
+func (d *direction) readBatch() error {
+	atB := d.id == emulator.Down
+	for range 256 {
+		p := d.get()
+		n, err := d.in.Read(p.Data)
+		if err != nil {
+			d.put(p)
+			if err == unix.EAGAIN || err == unix.EINTR {
+				return nil
+			}
+			return fmt.Errorf("read: %w", err)
+		}
+		p.Data = p.Data[:n]
+		at := d.now()
+		d.capture(atB, false, at, p.Data)
+		d.link.Enqueue(p, at)
+	}
+	return nil
+}
+
+// release writes every due packet and returns the time it looked.
+func (d *direction) release() time.Duration {
+	now := d.now()
+	d.rel = d.link.Release(now, d.rel[:0])
+	atB := d.id == emulator.Up
+	for i, p := range d.rel {
+		// Delivery is stamped when the packet is handed to the device: the
+		// write itself runs the receiving stack and can take tens of µs.
+		p.Sent = d.now()
+		_, err := d.out.Write(p.Data)
+		if err != nil {
+			p.Fate = emulator.DropWrite
+			d.writeErrs++
+		} else {
+			d.capture(atB, true, p.Sent, p.Data)
+		}
+		d.record(p)
+		d.put(p)
+		d.rel[i] = nil
+	}
+	return now
+}
+
+// publish refreshes the counters others read, at most every 10 ms
+// (always when now < 0).
+func (d *direction) publish(now time.Duration) {
+	if now >= 0 && now-d.lastSnap < 10*time.Millisecond {
+		return
+	}
+	d.lastSnap = now
+	d.mu.Lock()
+	d.snap = Stats{Counters: d.link.Counters(), WriteErrors: d.writeErrs, Params: d.link.Params(), RealTime: d.rt}
+	d.mu.Unlock()
+}
+
+func (d *direction) stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.snap
+}

@@ -1,0 +1,247 @@
+package emulator
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParseParams applies a link specification to base. A specification is a
+// list of key=value settings separated by spaces or commas, e.g.
+//
+//	rate=8Mbit delay=9.5ms limit=37500B qdisc=codel ecn
+//
+// Keys: rate, delay, jitter, dist (uniform|normal|pareto), pareto-shape,
+// reorder, loss, ge (P/R/LOSSBAD/LOSSGOOD, netem's gemodel order), ber, dup,
+// limit (packets "1000p", or bytes "37500B", "64KB", "300kbit"), qdisc
+// (droptail|codel|pie|fq_codel), ecn, target, interval, mtu.
+// Probabilities accept a percent sign ("4%"). The result is validated.
+func ParseParams(spec string, base Params) (Params, error) {
+	p := base
+	for _, tok := range strings.FieldsFunc(spec, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' }) {
+		key, val, hasVal := strings.Cut(tok, "=")
+		key = strings.ToLower(key)
+		if err := p.set(key, val, hasVal); err != nil {
+			return base, fmt.Errorf("%s: %w", tok, err)
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return base, err
+	}
+	return p, nil
+}
+
+func (p *Params) set(key, val string, hasVal bool) error {
+	var err error
+	boolean := func() (bool, error) {
+		if !hasVal {
+			return true, nil
+		}
+		return strconv.ParseBool(val)
+	}
+	need := func() error {
+		if !hasVal || val == "" {
+			return fmt.Errorf("needs a value")
+		}
+		return nil
+	}
+	switch key {
+	case "reorder":
+		p.Reorder, err = boolean()
+		return err
+	case "ecn":
+		p.ECN, err = boolean()
+		return err
+	}
+	if err := need(); err != nil {
+		return err
+	}
+	switch key {
+	case "rate", "bw":
+		p.RateBps, err = ParseRate(val)
+	case "delay":
+		p.Delay, err = time.ParseDuration(val)
+	case "jitter":
+		p.Jitter, err = time.ParseDuration(val)
+	case "dist":
+		p.JitterDist = Dist(strings.ToLower(val))
+	case "pareto-shape":
+		p.ParetoShape, err = strconv.ParseFloat(val, 64)
+	case "loss", "plr":
+		p.Loss, err = ParseProb(val)
+	case "ge", "gemodel":
+		p.GE, err = parseGE(val)
+	case "ber":
+		p.BER, err = strconv.ParseFloat(val, 64)
+	case "dup", "duplicate":
+		p.Duplicate, err = ParseProb(val)
+	case "limit", "queue":
+		p.LimitPackets, p.LimitBytes, err = ParseLimit(val)
+	case "qdisc", "aqm":
+		p.Qdisc = Qdisc(strings.ToLower(strings.ReplaceAll(val, "-", "_")))
+	case "target":
+		p.Target, err = time.ParseDuration(val)
+	case "interval", "tupdate":
+		p.Interval, err = time.ParseDuration(val)
+	case "mtu":
+		p.MTU, err = strconv.Atoi(val)
+	default:
+		return fmt.Errorf("unknown setting %q", key)
+	}
+	return err
+}
+
+// ParseProb reads a probability: "0.04" or "4%".
+func ParseProb(s string) (float64, error) {
+	scale := 1.0
+	if t, ok := strings.CutSuffix(s, "%"); ok {
+		s, scale = t, 0.01
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("probability %q: %w", s, err)
+	}
+	return v * scale, nil
+}
+
+// parseGE reads netem's gemodel order P/R/1-H/1-K with netem's defaults for
+// missing values (R = 1-P, 1-H = 1, 1-K = 0).
+func parseGE(s string) (*GilbertElliott, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) > 4 {
+		return nil, fmt.Errorf("gilbert-elliott takes at most 4 values P/R/LOSSBAD/LOSSGOOD")
+	}
+	v := []float64{0, -1, 1, 0}
+	for i, part := range parts {
+		f, err := ParseProb(part)
+		if err != nil {
+			return nil, err
+		}
+		v[i] = f
+	}
+	if v[1] < 0 {
+		v[1] = 1 - v[0]
+	}
+	return &GilbertElliott{P: v[0], R: v[1], H: 1 - v[2], K: 1 - v[3]}, nil
+}
+
+var rateUnits = []struct {
+	suffix string
+	mult   float64
+}{
+	{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1},
+	{"gbps", 1e9}, {"mbps", 1e6}, {"kbps", 1e3}, {"bps", 1},
+	{"g", 1e9}, {"m", 1e6}, {"k", 1e3},
+}
+
+// ParseRate reads a rate in bit/s: "100Mbit", "0.7mbit", "544kbit", "1G",
+// "100Mbit/s"; "0" or "unlimited" mean no limit.
+func ParseRate(s string) (float64, error) {
+	t := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), "/s")
+	if t == "unlimited" || t == "inf" {
+		return 0, nil
+	}
+	mult := 1.0
+	for _, u := range rateUnits {
+		if n, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = n, u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("rate %q: want a number with a unit such as 100Mbit", s)
+	}
+	return v * mult, nil
+}
+
+// FormatRate prints a rate with a readable unit.
+func FormatRate(bps float64) string {
+	switch {
+	case bps <= 0:
+		return "unlimited"
+	case bps >= 1e9:
+		return strconv.FormatFloat(bps/1e9, 'g', 6, 64) + "Gbit"
+	case bps >= 1e6:
+		return strconv.FormatFloat(bps/1e6, 'g', 6, 64) + "Mbit"
+	case bps >= 1e3:
+		return strconv.FormatFloat(bps/1e3, 'g', 6, 64) + "kbit"
+	}
+	return strconv.FormatFloat(bps, 'g', 6, 64) + "bit"
+}
+
+var sizeUnits = []struct {
+	suffix string
+	bytes  float64
+}{
+	{"kib", 1024}, {"mib", 1 << 20}, {"kbit", 125}, {"mbit", 125000}, {"bit", 0.125},
+	{"kb", 1000}, {"mb", 1e6}, {"b", 1},
+}
+
+// ParseLimit reads a queue limit: packets ("1000p", "1000pkts", or a bare
+// number) or bytes ("37500B", "64KB", "64KiB", "300kbit" = 37500 bytes).
+func ParseLimit(s string) (pkts, bytes int, err error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	for _, suf := range []string{"packets", "pkts", "p"} {
+		if n, ok := strings.CutSuffix(t, suf); ok {
+			v, err := strconv.Atoi(n)
+			if err != nil || v <= 0 {
+				return 0, 0, fmt.Errorf("queue limit %q: want a positive packet count", s)
+			}
+			return v, 0, nil
+		}
+	}
+	for _, u := range sizeUnits {
+		if n, ok := strings.CutSuffix(t, u.suffix); ok {
+			v, err := strconv.ParseFloat(n, 64)
+			b := int(math.Round(v * u.bytes))
+			if err != nil || b <= 0 {
+				return 0, 0, fmt.Errorf("queue limit %q: want a positive size", s)
+			}
+			return 0, b, nil
+		}
+	}
+	v, err := strconv.Atoi(t)
+	if err != nil || v <= 0 {
+		return 0, 0, fmt.Errorf("queue limit %q: want packets (1000p) or bytes (37500B); 0 is not a queue", s)
+	}
+	return v, 0, nil
+}
+
+// ParseStep reads one schedule step "AT:SPEC", e.g. "50s:rate=20Mbit",
+// applying SPEC to the parameters in force before it (prev).
+func ParseStep(s string, prev Params) (Step, error) {
+	at, spec, ok := strings.Cut(s, ":")
+	if !ok {
+		return Step{}, fmt.Errorf("schedule step %q: want TIME:SETTINGS, e.g. 50s:rate=20Mbit", s)
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(at))
+	if err != nil {
+		return Step{}, fmt.Errorf("schedule step %q: %w", s, err)
+	}
+	p, err := ParseParams(spec, prev)
+	if err != nil {
+		return Step{}, fmt.Errorf("schedule step %q: %w", s, err)
+	}
+	return Step{At: d, Params: p}, nil
+}
+
+// ParseSchedule reads steps in time order, each building on the previous.
+func ParseSchedule(steps []string, base Params) ([]Step, error) {
+	var out []Step
+	prev := base
+	for _, s := range steps {
+		st, err := ParseStep(s, prev)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+		prev = st.Params
+	}
+	if err := ValidateSchedule(base, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

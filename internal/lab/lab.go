@@ -1,0 +1,524 @@
+// Package lab builds sonde's test topologies: a chain of network namespaces
+// client — link — [router-1 — link]… — server, joined by emulated links
+// (package emulator/forward over TUN devices), with addresses from
+// 198.18.0.0/15 only and names unique per run. It records the lab in a
+// state file under /run/sonde/lab so that other sonde processes can run
+// commands in it (lab exec) or tear it down, and cleans what a crashed run
+// left behind.
+//
+// Addressing: link i (1-based) uses 198.18.i.0/24; its client-side end is
+// 198.18.i.1, its server-side end 198.18.i.2, and 198.18.i.254 is the
+// source of the ICMP errors it sends. The client is 198.18.1.1, the server
+// 198.18.N.2 for N links; routers forward between their two ends.
+package lab
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/emulator"
+	"github.com/sonde-project/sonde/internal/emulator/forward"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/netns"
+	"github.com/sonde-project/sonde/internal/tun"
+)
+
+// NSPrefix starts the name of every namespace a lab makes.
+const NSPrefix = netns.Prefix + "lab-"
+
+// Options tune a lab.
+type Options struct {
+	// Seed makes the random processes reproducible; 0 picks one at random
+	// (it is recorded in the ground-truth header and the state file).
+	Seed uint64
+	// TruthPath, if set, receives the ground-truth records of every link.
+	TruthPath string
+	// CaptureDir, if set, receives one pcapng file per link (both ends).
+	CaptureDir string
+	// StateDir holds the state file (default DefaultStateDir).
+	StateDir string
+	// Spin is the forwarder's busy-wait before deadlines (0: default).
+	Spin time.Duration
+	// RealTime asks for SCHED_FIFO forwarding threads (forward.Config).
+	// Off by default: measured on a loaded 2-core VM, it made stalls worse
+	// (up to 150 ms, priority inversion with the Go runtime and the
+	// kernel's network work) instead of better (≤ 4 ms without it).
+	RealTime bool
+}
+
+// DefaultStateDir is where running labs are recorded.
+const DefaultStateDir = "/run/sonde/lab"
+
+// Node names.
+const (
+	Client = "client"
+	Server = "server"
+)
+
+// Lab is a running topology.
+type Lab struct {
+	ID      string
+	Profile Profile
+	Seed    uint64
+	Start   time.Time
+
+	nodes    []*node
+	links    []*link
+	truth    *emulator.TruthWriter
+	state    string
+	stateDir string
+}
+
+type node struct {
+	name string // client, router-N, server
+	ns   *netns.NS
+	addr string // main address
+}
+
+type link struct {
+	devA, devB *tun.Device
+	fwd        *forward.Forwarder
+	capture    *forward.Capture
+}
+
+// Up builds the profile named nameOrFile (see Resolve) and starts
+// forwarding. It needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN).
+func Up(ctx context.Context, nameOrFile string, opts Options) (*Lab, error) {
+	p, err := Resolve(nameOrFile)
+	if err != nil {
+		return nil, err
+	}
+	return UpProfile(ctx, p, opts)
+}
+
+// UpProfile builds a parsed profile. On error, everything made so far is
+// removed.
+func UpProfile(ctx context.Context, p Profile, opts Options) (l *Lab, err error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("sonde lab: %w", netns.ErrNotRoot)
+	}
+	if len(p.Links) == 0 || len(p.Links) > MaxLinks {
+		return nil, fmt.Errorf("sonde lab: profile %q has %d links (1 to %d)", p.Name, len(p.Links), MaxLinks)
+	}
+	var id [3]byte
+	_, _ = rand.Read(id[:])
+	l = &Lab{ID: hex.EncodeToString(id[:]), Profile: p, Seed: opts.Seed, stateDir: opts.StateDir}
+	if l.Seed == 0 {
+		var s [8]byte
+		_, _ = rand.Read(s[:])
+		l.Seed = binary.LittleEndian.Uint64(s[:]) | 1
+	}
+	if l.stateDir == "" {
+		l.stateDir = DefaultStateDir
+	}
+	defer func() {
+		if err != nil {
+			_ = l.Down()
+			l = nil
+		}
+	}()
+	if err := l.makeNodes(ctx); err != nil {
+		return l, err
+	}
+	l.Start = time.Now()
+	if opts.TruthPath != "" {
+		if err := l.openTruth(opts.TruthPath); err != nil {
+			return l, err
+		}
+	}
+	for i := range p.Links {
+		if err := l.makeLink(i, opts); err != nil {
+			return l, fmt.Errorf("sonde lab: link %d: %w", i+1, err)
+		}
+	}
+	if err := l.writeState(); err != nil {
+		return l, err
+	}
+	return l, nil
+}
+
+func (l *Lab) nsName(node string) string { return NSPrefix + l.ID + "-" + node }
+
+func (l *Lab) makeNodes(ctx context.Context) error {
+	n := len(l.Profile.Links)
+	names := []string{Client}
+	for i := 1; i < n; i++ {
+		names = append(names, "router-"+strconv.Itoa(i))
+	}
+	names = append(names, Server)
+	for i, name := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ns, err := netns.Add(l.nsName(name))
+		if err != nil {
+			return fmt.Errorf("sonde lab: %w", err)
+		}
+		nd := &node{name: name, ns: ns}
+		l.nodes = append(l.nodes, nd)
+		// IPv4 only (198.18.0.0/15): no IPv6 router solicitations or MLD
+		// reports in the captures and the ground truth.
+		for _, kv := range [][2]string{
+			{"net.ipv6.conf.all.disable_ipv6", "1"},
+			{"net.ipv6.conf.default.disable_ipv6", "1"},
+		} {
+			if err := ns.Sysctl(kv[0], kv[1]); err != nil {
+				return fmt.Errorf("sonde lab: %w", err)
+			}
+		}
+		if i > 0 && i < len(names)-1 {
+			if err := ns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+				return fmt.Errorf("sonde lab: %w", err)
+			}
+		}
+	}
+	l.nodes[0].addr = linkAddr(1, 1).String()
+	l.nodes[len(l.nodes)-1].addr = linkAddr(n, 2).String()
+	for i := 1; i < n; i++ {
+		l.nodes[i].addr = linkAddr(i, 2).String()
+	}
+	return nil
+}
+
+// linkAddr is host h of link i's /24.
+func linkAddr(i, h int) netip.Addr {
+	return netip.AddrFrom4([4]byte{198, 18 + byte(i>>8), byte(i), byte(h)})
+}
+
+func (l *Lab) openTruth(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("sonde lab: truth file: %w", err)
+	}
+	h := emulator.TruthHeader{StartUnixNs: l.Start.UnixNano(), Seed: l.Seed, Profile: l.Profile.Name}
+	for i, pl := range l.Profile.Links {
+		h.Links = append(h.Links, emulator.TruthLink{
+			Name: pl.Name, A: l.nodes[i].name, B: l.nodes[i+1].name,
+			Up: pl.Up, Down: pl.Down, UpSchedule: pl.UpSchedule, DownSchedule: pl.DownSchedule,
+		})
+	}
+	w, err := emulator.NewTruthWriter(f, h)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("sonde lab: %w", err)
+	}
+	l.truth = w
+	return nil
+}
+
+// makeLink creates link i's two TUN devices, moves them into the nodes on
+// either side, addresses and routes them, and starts forwarding.
+func (l *Lab) makeLink(i int, opts Options) error {
+	pl := l.Profile.Links[i]
+	a, b := l.nodes[i], l.nodes[i+1]
+	lk := &link{}
+	l.links = append(l.links, lk)
+	var err error
+	// Device names: "sonde" + lab id + link number + end, ≤ 15 bytes.
+	if lk.devA, err = tun.Create(fmt.Sprintf("%s%s%da", netns.Prefix, l.ID, i+1)); err != nil {
+		return err
+	}
+	if lk.devB, err = tun.Create(fmt.Sprintf("%s%s%db", netns.Prefix, l.ID, i+1)); err != nil {
+		return err
+	}
+	n := len(l.Profile.Links)
+	for _, e := range []struct {
+		nd   *node
+		dev  *tun.Device
+		host int
+	}{{a, lk.devA, 1}, {b, lk.devB, 2}} {
+		if err := e.nd.ns.MoveLink(e.dev.Name()); err != nil {
+			return err
+		}
+		name := e.dev.Name()
+		cmds := [][]string{
+			{"addr", "add", linkAddr(i+1, e.host).String() + "/24", "dev", name},
+			// A long device queue: the emulated queue is the model's, the
+			// kernel must not drop before the emulator sees a packet.
+			{"link", "set", "dev", name, "mtu", strconv.Itoa(l.Profile.MTU), "txqueuelen", "10000", "up"},
+		}
+		// Routes to the subnets beyond this end.
+		for j := 1; j <= n; j++ {
+			if (e.host == 1 && j < i+1) || (e.host == 2 && j > i+1) {
+				continue
+			}
+			if j == i+1 {
+				continue
+			}
+			cmds = append(cmds, []string{"route", "add", fmt.Sprintf("198.%d.%d.0/24", 18+j>>8, j&255), "dev", name})
+		}
+		if e.nd.name == Client || e.nd.name == Server {
+			// ICMP errors from link routers and anything else in the lab.
+			cmds = append(cmds, []string{"route", "add", "198.18.0.0/15", "dev", name, "metric", "100"})
+		}
+		for _, c := range cmds {
+			if err := e.nd.ns.IP(c...); err != nil {
+				return err
+			}
+		}
+	}
+	if opts.CaptureDir != "" {
+		f, err := os.Create(filepath.Join(opts.CaptureDir, fmt.Sprintf("%s-%s.pcapng", l.ID, pl.Name)))
+		if err != nil {
+			return fmt.Errorf("capture: %w", err)
+		}
+		if lk.capture, err = forward.NewCapture(f, a.name+":"+lk.devA.Name(), b.name+":"+lk.devB.Name()); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	seed := l.Seed + uint64(i)*0x9e3779b97f4a7c15
+	lk.fwd, err = forward.Start(forward.Config{
+		A: lk.devA, B: lk.devB,
+		Up:        emulator.Config{Params: pl.Up, Schedule: pl.UpSchedule, Seed: seed},
+		Down:      emulator.Config{Params: pl.Down, Schedule: pl.DownSchedule, Seed: seed ^ 0xd1b54a32d192ed03},
+		Start:     l.Start,
+		Truth:     l.truth,
+		Link:      uint8(i),
+		ICMPFrom4: linkAddr(i+1, 254),
+		Capture:   lk.capture,
+		MaxPacket: max(l.Profile.MTU, 1500) + 64,
+		Spin:      opts.Spin,
+		RealTime:  opts.RealTime,
+	})
+	return err
+}
+
+// Down stops forwarding, removes the namespaces (after ending the
+// processes still in them), closes the ground truth and captures and
+// removes the state file. It returns every error met but always goes on.
+func (l *Lab) Down() error {
+	var errs []error
+	for _, lk := range l.links {
+		if lk.fwd != nil {
+			errs = append(errs, lk.fwd.Stop())
+		}
+	}
+	for _, nd := range l.nodes {
+		killNamespace(nd.ns.Name())
+		errs = append(errs, nd.ns.Delete())
+	}
+	for _, lk := range l.links {
+		for _, d := range []*tun.Device{lk.devA, lk.devB} {
+			if d != nil {
+				_ = d.Close()
+			}
+		}
+		if lk.capture != nil {
+			errs = append(errs, lk.capture.Close())
+		}
+	}
+	if l.truth != nil {
+		errs = append(errs, l.truth.Close())
+	}
+	if l.state != "" {
+		if err := os.Remove(l.state); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	l.links, l.nodes, l.truth = nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// killNamespace ends the processes left in a namespace (started with lab
+// exec) so that it really goes away: SIGTERM, then SIGKILL after 2 s.
+func killNamespace(ns string) {
+	pids := func() []int {
+		out, err := exec.Command("ip", "netns", "pids", ns).Output()
+		if err != nil {
+			return nil
+		}
+		var ps []int
+		for _, f := range strings.Fields(string(out)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
+				ps = append(ps, pid)
+			}
+		}
+		return ps
+	}
+	ps := pids()
+	for _, pid := range ps {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	for deadline := time.Now().Add(2 * time.Second); len(ps) > 0 && time.Now().Before(deadline); ps = pids() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, pid := range ps {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// Nodes lists the node names, client first.
+func (l *Lab) Nodes() []string {
+	var n []string
+	for _, nd := range l.nodes {
+		n = append(n, nd.name)
+	}
+	return n
+}
+
+// Namespace returns the network namespace name of a node.
+func (l *Lab) Namespace(nodeName string) (string, error) {
+	for _, nd := range l.nodes {
+		if nd.name == nodeName {
+			return nd.ns.Name(), nil
+		}
+	}
+	return "", fmt.Errorf("sonde lab: no node %q (nodes: %s)", nodeName, strings.Join(l.Nodes(), ", "))
+}
+
+// Command returns a command that runs in a node's namespace. An unknown
+// node gives a command whose Start fails with the reason.
+func (l *Lab) Command(ctx context.Context, nodeName, name string, args ...string) *exec.Cmd {
+	ns, err := l.Namespace(nodeName)
+	if err != nil {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Err = err
+		return cmd
+	}
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, name}, args...)...)
+}
+
+// ClientAddr is the client's address.
+func (l *Lab) ClientAddr() string { return l.nodes[0].addr }
+
+// ServerAddr is the server's address.
+func (l *Lab) ServerAddr() string { return l.nodes[len(l.nodes)-1].addr }
+
+// LinkStats is the live state of one link.
+type LinkStats struct {
+	Name     string        `json:"name"`
+	Up, Down forward.Stats `json:"-"`
+}
+
+// Stats returns the live counters of every link.
+func (l *Lab) Stats() []LinkStats {
+	var out []LinkStats
+	for i, lk := range l.links {
+		s := LinkStats{Name: l.Profile.Links[i].Name}
+		if lk.fwd != nil {
+			s.Up, s.Down = lk.fwd.Stats()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Err reports a forwarder that stopped on its own (a device vanished).
+func (l *Lab) Err() error {
+	var errs []error
+	for _, lk := range l.links {
+		if lk.fwd == nil {
+			continue
+		}
+		select {
+		case <-lk.fwd.Done():
+			errs = append(errs, fmt.Errorf("forwarder stopped: %w", lk.fwd.Err()))
+		default:
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// FlushTruth pushes buffered ground-truth records to the file.
+func (l *Lab) FlushTruth() error {
+	if l.truth == nil {
+		return nil
+	}
+	return l.truth.Flush()
+}
+
+// Truth is the configured path, for sonde test's report.
+func (l *Lab) Truth() model.GroundTruth {
+	return l.Profile.GroundTruth()
+}
+
+// GroundTruth summarises a profile end to end, at time 0 of its
+// schedules: base RTT from the propagation delays (serialisation not
+// included), bottleneck rate per direction, combined random loss (BER at
+// 1500-byte packets), and the bottleneck link's queue limit.
+func (p Profile) GroundTruth() model.GroundTruth {
+	g := model.GroundTruth{Profile: p.Name, MTU: p.MTU}
+	upKeep, downKeep := 1.0, 1.0
+	upRate, downRate := math.Inf(1), math.Inf(1)
+	for _, l := range p.Links {
+		g.BaseRTTMs += float64(l.Up.Delay+l.Down.Delay) / float64(time.Millisecond)
+		upKeep *= 1 - meanLoss(l.Up)
+		downKeep *= 1 - meanLoss(l.Down)
+		if r := l.Up.RateBps; r > 0 && r < upRate {
+			upRate = r
+			g.UpQueueBytes, g.UpQueuePackets = l.Up.LimitBytes, l.Up.LimitPackets
+			g.UpQdisc = string(qdiscName(l.Up))
+		}
+		if r := l.Down.RateBps; r > 0 && r < downRate {
+			downRate = r
+			g.DownQueueBytes, g.DownQueuePackets = l.Down.LimitBytes, l.Down.LimitPackets
+			g.DownQdisc = string(qdiscName(l.Down))
+		}
+		if l.Up.MTU > 0 && l.Up.MTU < g.MTU {
+			g.MTU = l.Up.MTU
+		}
+		if l.Down.MTU > 0 && l.Down.MTU < g.MTU {
+			g.MTU = l.Down.MTU
+		}
+	}
+	if !math.IsInf(upRate, 1) {
+		g.UpRateBps = upRate
+	}
+	if !math.IsInf(downRate, 1) {
+		g.DownRateBps = downRate
+	}
+	g.UpLoss, g.DownLoss = 1-upKeep, 1-downKeep
+	return g
+}
+
+func qdiscName(p emulator.Params) emulator.Qdisc {
+	if p.Qdisc == "" {
+		return emulator.DropTail
+	}
+	return p.Qdisc
+}
+
+func meanLoss(p emulator.Params) float64 {
+	keep := 1 - p.Loss
+	if p.GE != nil {
+		keep *= 1 - p.GE.MeanLoss()
+	}
+	if p.BER > 0 {
+		keep *= 1 - emulator.BERLoss(p.BER, 1500)
+	}
+	return 1 - keep
+}
+
+// Describe writes a human summary of the lab.
+func (l *Lab) Describe(w io.Writer) {
+	fmt.Fprintf(w, "lab %s: profile %s (seed %d)\n", l.ID, l.Profile.Name, l.Seed)
+	if l.Profile.Description != "" {
+		fmt.Fprintf(w, "  %s\n", l.Profile.Description)
+	}
+	if l.Profile.Source != "" {
+		fmt.Fprintf(w, "  source: %s\n", l.Profile.Source)
+	}
+	for i, nd := range l.nodes {
+		fmt.Fprintf(w, "  %-9s %-15s netns %s\n", nd.name, nd.addr, nd.ns.Name())
+		if i < len(l.Profile.Links) {
+			pl := l.Profile.Links[i]
+			fmt.Fprintf(w, "    │ %s up:   %s\n", pl.Name, pl.Up)
+			fmt.Fprintf(w, "    │ %s down: %s\n", pl.Name, pl.Down)
+		}
+	}
+}
