@@ -114,6 +114,23 @@ func (c *Config) setDefaults() {
 // enough to keep a 16-stream result to a few MB.
 const tcpinfoInterval = 20 * time.Millisecond
 
+// withProbeRTT returns a copy of the ground truth with the true RTT of a
+// probe: the probe (IPv4 20 B + TCP with timestamps 32 B + frame) up and
+// its reply down, each serialised once at the bottleneck rate.
+func withProbeRTT(t *model.GroundTruth) *model.GroundTruth {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	const headers = 20 + 32
+	up := float64(headers+protocol.HeaderLen+protocol.ProbeLen) * 8
+	down := float64(headers+protocol.HeaderLen+protocol.ProbeReplyLen) * 8
+	if c.UpRateBps > 0 && c.DownRateBps > 0 {
+		c.ProbeRTTMs = c.BaseRTTMs + 1000*(up/c.UpRateBps+down/c.DownRateBps)
+	}
+	return &c
+}
+
 // linkRate is the configured bottleneck rate of a direction, 0 if unknown.
 func (c *Config) linkRate(dir string) float64 {
 	if dir == protocol.KindUpload && c.UpLinkRateBps > 0 {
@@ -160,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (*model.Result, error) {
 	defer t.hc.CloseIdleConnections()
 
 	res := &model.Result{Schema: model.SchemaVersion, Start: time.Now().UTC(), Config: t.resultConfig(),
-		Client: localEndpoint(cfg.Software), Truth: cfg.Truth}
+		Client: localEndpoint(cfg.Software), Truth: withProbeRTT(cfg.Truth)}
 	err = t.run(ctx, res)
 	res.End = time.Now().UTC()
 	if err != nil {

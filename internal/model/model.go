@@ -267,8 +267,11 @@ type ClassesResult struct {
 
 // GroundTruth is the configured path of an emulated (lab) run.
 type GroundTruth struct {
-	Profile        string  `json:"profile"`
-	BaseRTTMs      float64 `json:"base_rtt_ms"`
+	Profile   string  `json:"profile"`
+	BaseRTTMs float64 `json:"base_rtt_ms"`
+	// ProbeRTTMs is the true RTT of one RTT probe: BaseRTTMs plus the
+	// serialisation of the probe and its reply at the bottleneck rates.
+	ProbeRTTMs     float64 `json:"probe_rtt_ms,omitempty"`
 	DownRateBps    float64 `json:"down_rate_bps"`
 	UpRateBps      float64 `json:"up_rate_bps"`
 	DownLoss       float64 `json:"down_loss,omitempty"`

@@ -320,8 +320,15 @@ func baselineRows(r *model.Result) []row {
 	}
 	if t := r.Truth; t != nil && t.BaseRTTMs > 0 && finite(t.BaseRTTMs) {
 		tn := "configured " + FormatMs(t.BaseRTTMs)
+		want := t.BaseRTTMs
+		if t.ProbeRTTMs > t.BaseRTTMs && finite(t.ProbeRTTMs) {
+			// The probe and its reply also take time to serialise on
+			// slow links; that is part of the true RTT of a probe.
+			want = t.ProbeRTTMs
+			tn += " + " + FormatMs(t.ProbeRTTMs-t.BaseRTTMs) + " probe serialisation"
+		}
 		if b.RTTMs.N > 0 {
-			tn += ", min off by " + FormatDeltaMs(b.RTTMs.Min-t.BaseRTTMs)
+			tn += ", min off by " + FormatDeltaMs(b.RTTMs.Min-want)
 		}
 		rtt.Note = joinNotes(rtt.Note, tn)
 	}
