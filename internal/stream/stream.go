@@ -8,6 +8,7 @@ package stream
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sonde-project/sonde/internal/protocol"
 )
@@ -51,6 +54,7 @@ type Sender struct {
 	payload Payload
 	// MaxBytes stops the sender after this much payload (0: no limit).
 	MaxBytes int64
+	raw      syscall.RawConn // nil if not a socket
 	sent     atomic.Int64
 	ctrlMu   sync.Mutex
 	ctrl     [][]byte
@@ -58,7 +62,40 @@ type Sender struct {
 
 // NewSender returns a sender on conn.
 func NewSender(conn net.Conn, payload Payload) *Sender {
-	return &Sender{conn: conn, payload: payload}
+	return &Sender{conn: conn, payload: payload, raw: rawConn(conn)}
+}
+
+func rawConn(c net.Conn) syscall.RawConn {
+	if bc, ok := c.(*BufferedConn); ok {
+		c = bc.Conn
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// limitUnsent caps the data the socket keeps queued beyond what is in
+// flight (TCP_NOTSENT_LOWAT) to about one frame, i.e. ~TargetWrite of
+// sending. Without it the kernel buffers seconds of data on a slow path: a
+// phase would drain long after it ended, and a self-probe would measure the
+// sender's own socket, not the path. Best effort: not every connection is
+// a TCP socket.
+func (s *Sender) limitUnsent(n int) {
+	if s.raw == nil {
+		return
+	}
+	_ = s.raw.Control(func(fd uintptr) {
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, n)
+	})
 }
 
 // Sent returns the payload bytes written so far.
@@ -93,6 +130,7 @@ func (s *Sender) Run(ctx context.Context) error {
 	defer stop()
 
 	chunk := MinChunk
+	s.limitUnsent(chunk)
 	var hdr [protocol.HeaderLen]byte
 	bufs := make(net.Buffers, 0, 8)
 	for ctx.Err() == nil {
@@ -119,7 +157,10 @@ func (s *Sender) Run(ctx context.Context) error {
 			return fmt.Errorf("stream: send: %w", err)
 		}
 		s.sent.Add(int64(n))
-		chunk = adapt(chunk, time.Since(start))
+		if next := adapt(chunk, time.Since(start)); next != chunk {
+			chunk = next
+			s.limitUnsent(chunk)
+		}
 	}
 	return nil
 }
