@@ -42,14 +42,17 @@ func newRootCmd() *cobra.Command {
 throughput (multi-stream, both directions), baseline RTT, latency under load
 and responsiveness (RPM), and an RFC 6349 report built from TCP_INFO.
 
-  sonde serve                 run a server (HTTP :8080; ndt7 clients work too)
-  sonde test [SERVER]         run the test suite against SERVER, or against an
-                              embedded loopback server when none is given`,
+  sonde serve                 run a server (HTTP :8080, STAMP reflector UDP :862;
+                              ndt7 clients work too)
+  sonde test [SERVER]         run the TCP test suite against SERVER, or against
+                              an embedded loopback server when none is given
+  sonde udp [SERVER]          UDP quality: one-way delay, jitter, loss patterns
+  sonde lab / sonde emulate   emulated paths with per-packet ground truth`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newServeCmd(), newTestCmd(), newLabCmd(), newEmulateCmd())
+	root.AddCommand(newServeCmd(), newTestCmd(), newUDPCmd(), newLabCmd(), newEmulateCmd())
 	return root
 }
 

@@ -50,6 +50,15 @@ type Config struct {
 	Software string
 	// Logger receives one line per notable event (default: discard).
 	Logger *slog.Logger
+	// UDPAddr is the STAMP reflector's address (docs/udp.md): "" for an
+	// ephemeral port, "off" for none; DefaultUDPAddr falls back to
+	// UDPFallbackAddr without the privilege to bind it. The socket opens on
+	// the first UDP session, or at once with StartUDP.
+	UDPAddr string
+	// UDPMaxRate bounds one UDP session's probes per second (default
+	// 20000), UDPMaxBitrate its probe rate × size in bit/s (default 200e6).
+	UDPMaxRate    float64
+	UDPMaxBitrate float64
 }
 
 func (c *Config) setDefaults() {
@@ -101,6 +110,7 @@ type Server struct {
 	metrics  *counters
 	payload  stream.Payload
 	mux      *http.ServeMux
+	udp      *udpService
 
 	mu       sync.Mutex
 	servers  []*http.Server
@@ -131,6 +141,7 @@ func New(cfg Config) (*Server, error) {
 		mux:      http.NewServeMux(),
 	}
 	s.metrics = newCounters(func() float64 { return float64(s.adm.activeCount()) })
+	s.udp = newUDPService(s)
 	s.routes()
 	if err := s.mountNDT7(); err != nil {
 		return nil, err
@@ -157,6 +168,7 @@ func (s *Server) routes() {
 	})
 	s.mux.HandleFunc("GET /healthz", s.handleHealth)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	s.udpRoutes()
 }
 
 // ListenAndServe listens on every configured address and serves until ctx
@@ -244,6 +256,7 @@ func (s *Server) Close() {
 	for _, ses := range s.sessions.all() {
 		ses.cancel()
 	}
+	s.udp.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	for _, hs := range servers {

@@ -1,0 +1,261 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/netip"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/stamp"
+)
+
+// UDP reflector defaults (docs/udp.md).
+const (
+	// DefaultUDPAddr is `sonde serve`'s reflector address: the STAMP port.
+	DefaultUDPAddr = ":862"
+	// UDPFallbackAddr is used when DefaultUDPAddr cannot be bound for want
+	// of privileges (ports below 1024 need root or CAP_NET_BIND_SERVICE).
+	UDPFallbackAddr = ":8862"
+	// udpSlack is how long a UDP session outlives its planned duration, so
+	// the last probes' replies (and stragglers up to the client's loss
+	// timeout) are still reflected.
+	udpSlack = 5 * time.Second
+)
+
+// udpService owns a server's STAMP reflector and its sessions: the socket
+// opens on first use (or StartUDP), sessions open and close through the
+// control endpoints, and each ends by itself at its expiry.
+type udpService struct {
+	s *Server
+
+	mu      sync.Mutex
+	conn    *stamp.Conn
+	refl    *stamp.Reflector
+	done    chan struct{}
+	open    map[string]*udpSession
+	reports map[string]stamp.SessionReport // finished, kept for reportGrace
+	closed  bool
+}
+
+type udpSession struct {
+	release func()
+	timer   *time.Timer
+}
+
+func newUDPService(s *Server) *udpService {
+	return &udpService{s: s, open: map[string]*udpSession{}, reports: map[string]stamp.SessionReport{}}
+}
+
+func (s *Server) udpRoutes() {
+	s.mux.HandleFunc("POST "+stamp.PathSessions, s.udp.handleOpen)
+	s.mux.HandleFunc("DELETE "+stamp.PathSessions+"/{id}", s.udp.handleClose)
+}
+
+// StartUDP opens the reflector socket now instead of on the first UDP
+// session, so that `sonde serve` reports a bind error at start. It returns
+// the bound address; calling it again returns the same.
+func (s *Server) StartUDP() (netip.AddrPort, error) {
+	refl, err := s.udp.reflector()
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return refl.Addr(), nil
+}
+
+// reflector returns the running reflector, starting it if needed.
+func (u *udpService) reflector() (*stamp.Reflector, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.refl != nil {
+		return u.refl, nil
+	}
+	if u.closed {
+		return nil, errors.New("server is shutting down")
+	}
+	addr := u.s.cfg.UDPAddr
+	switch addr {
+	case "off":
+		return nil, errors.New("this server runs no UDP reflector (--udp-addr off)")
+	case "":
+		addr = ":0"
+	}
+	conn, err := stamp.Listen("udp", addr)
+	if err != nil && addr == DefaultUDPAddr && errors.Is(err, syscall.EACCES) {
+		u.s.cfg.Logger.Warn("cannot bind the STAMP port without privileges; using the fallback",
+			"wanted", DefaultUDPAddr, "using", UDPFallbackAddr, "uid", os.Geteuid())
+		conn, err = stamp.Listen("udp", UDPFallbackAddr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("UDP reflector: %w", err)
+	}
+	conn.SetBuffers(4 << 20)
+	u.conn = conn
+	u.refl = stamp.NewReflector(conn, stamp.NewClock())
+	u.done = make(chan struct{})
+	go func() {
+		defer close(u.done)
+		if err := u.refl.Serve(); err != nil {
+			u.s.cfg.Logger.Error("UDP reflector stopped", "err", err)
+		}
+	}()
+	return u.refl, nil
+}
+
+// close stops the reflector and ends every UDP session.
+func (u *udpService) close() {
+	u.mu.Lock()
+	u.closed = true
+	for id, us := range u.open {
+		us.timer.Stop()
+		us.release()
+		delete(u.open, id)
+	}
+	conn, done := u.conn, u.done
+	u.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+		<-done
+	}
+}
+
+// limits returns the per-session rate and bit-rate caps.
+func (u *udpService) limits() (pps, bps float64) {
+	pps, bps = u.s.cfg.UDPMaxRate, u.s.cfg.UDPMaxBitrate
+	if pps <= 0 {
+		pps = 20000
+	}
+	if bps <= 0 {
+		bps = 200e6
+	}
+	return pps, bps
+}
+
+func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
+	s := u.s
+	var req stamp.SessionRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
+		s.writeError(w, http.StatusBadRequest, "invalid UDP session request: "+err.Error())
+		return
+	}
+	maxPPS, maxBps := u.limits()
+	rate := 1e6 / req.IntervalUs
+	switch {
+	case !(req.DurationS > 0):
+		s.writeError(w, http.StatusBadRequest, "UDP session: duration_s must be positive")
+		return
+	case !(req.IntervalUs >= 100):
+		s.writeError(w, http.StatusBadRequest, "UDP session: interval_us must be at least 100")
+		return
+	case req.PacketBytes < stamp.BaseLen || req.PacketBytes > stamp.MaxPacketLen:
+		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP session: packet_bytes must be %d-%d", stamp.BaseLen, stamp.MaxPacketLen))
+		return
+	case req.DSCP < 0 || req.DSCP > 63 || req.ECN < 0 || req.ECN > 3:
+		s.writeError(w, http.StatusBadRequest, "UDP session: dscp must be 0-63 and ecn 0-3")
+		return
+	case rate > maxPPS:
+		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP session: %.0f probes/s exceeds this server's limit of %.0f (interval ≥ %.0f µs)", rate, maxPPS, 1e6/maxPPS))
+		return
+	case rate*float64(req.PacketBytes)*8 > maxBps:
+		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP session: %.1f Mbit/s exceeds this server's limit of %.1f Mbit/s", rate*float64(req.PacketBytes)*8/1e6, maxBps/1e6))
+		return
+	}
+	ip, err := netip.ParseAddr(clientIP(r))
+	if err != nil {
+		s.writeError(w, http.StatusBadRequest, "UDP session: cannot tell the client's address")
+		return
+	}
+	now := time.Now()
+	duration := min(time.Duration(req.DurationS*float64(time.Second)), s.cfg.MaxDuration)
+	expires := now.Add(duration + udpSlack)
+	release := func() {}
+	if req.TestSession != "" {
+		// Probes beside a running test: the test's admission covers them,
+		// and they end with it.
+		ses := s.sessions.get(req.TestSession)
+		if ses == nil || ses.ctx.Err() != nil {
+			s.writeError(w, http.StatusNotFound, "unknown or expired test session")
+			return
+		}
+		if ses.expires.Before(expires) {
+			expires = ses.expires
+		}
+	} else {
+		release, err = s.adm.admit(r, now)
+		if err != nil {
+			s.reject(w, err)
+			return
+		}
+	}
+	refl, err := u.reflector()
+	if err != nil {
+		release()
+		s.writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	maxPackets := int(math.Ceil(time.Until(expires).Seconds()*rate)) + 16
+	ses, err := refl.Open(stamp.SessionSpec{
+		Client: ip, RatePPS: rate*1.1 + 10, Burst: max(20, int(rate*0.05)),
+		Expires: expires, MaxPackets: maxPackets, DSCP: req.DSCP, ECN: req.ECN,
+	})
+	if err != nil {
+		release()
+		s.writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	us := &udpSession{release: release}
+	u.mu.Lock()
+	u.open[ses.ID] = us
+	us.timer = time.AfterFunc(time.Until(expires), func() { u.finish(ses.ID) })
+	u.mu.Unlock()
+	s.cfg.Logger.Info("udp session", "id", ses.ID, "client", ip, "rate_pps", rate, "bytes", req.PacketBytes, "software", req.Client)
+	writeJSON(w, http.StatusOK, stamp.SessionReply{
+		ID: ses.ID, SSID: ses.SSID, Port: int(refl.Addr().Port()), ExpiresS: time.Until(expires).Seconds(),
+		MaxRatePPS: rate*1.1 + 10, MaxPackets: maxPackets, Clock: refl.ClockInfo(),
+	})
+}
+
+// finish ends a session (expiry or close), keeps its report for a grace
+// period, and returns it.
+func (u *udpService) finish(id string) (stamp.SessionReport, bool) {
+	u.mu.Lock()
+	us, open := u.open[id]
+	delete(u.open, id)
+	refl := u.refl
+	u.mu.Unlock()
+	if !open || refl == nil {
+		u.mu.Lock()
+		rep, ok := u.reports[id]
+		u.mu.Unlock()
+		return rep, ok
+	}
+	us.timer.Stop()
+	us.release()
+	rep, ok := refl.Close(id)
+	if !ok {
+		return rep, false
+	}
+	u.mu.Lock()
+	u.reports[id] = rep
+	u.mu.Unlock()
+	time.AfterFunc(reportGrace, func() {
+		u.mu.Lock()
+		delete(u.reports, id)
+		u.mu.Unlock()
+	})
+	return rep, true
+}
+
+func (u *udpService) handleClose(w http.ResponseWriter, r *http.Request) {
+	rep, ok := u.finish(r.PathValue("id"))
+	if !ok {
+		u.s.writeError(w, http.StatusNotFound, "unknown or expired UDP session")
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}

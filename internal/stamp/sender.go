@@ -1,0 +1,310 @@
+package stamp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// SenderConfig configures an isochronous Session-Sender.
+type SenderConfig struct {
+	// Conn is a socket connected to the reflector (Dial).
+	Conn  *Conn
+	Clock *Clock
+	SSID  uint16
+	// Interval between probes (≥ 100 µs) and the number of probes; the run
+	// also ends when ctx ends.
+	Interval time.Duration
+	Count    int
+	// PacketBytes is the UDP payload of each probe (BaseLen, or with the CoS
+	// TLV at least BaseLen + 8; padding fills larger sizes).
+	PacketBytes int
+	DSCP, ECN   int
+	// NoCoS leaves out the CoS TLV (for reflectors that reject TLVs).
+	NoCoS bool
+	// Timeout is how long a probe may take before it counts as lost; the
+	// run listens that long after the last probe (or until every reply is
+	// in).
+	Timeout time.Duration
+	// SpinWindow is how long before a deadline the sender stops sleeping
+	// and spins (default 50 µs): even a precise sleep wakes some µs late.
+	SpinWindow time.Duration
+	// NoReplyAbort ends the run early when no reply at all came within this
+	// time from the start (default Timeout + 2 s; negative: never).
+	NoReplyAbort time.Duration
+}
+
+// SendRecord is one probe as sent. Times are Clock ns.
+type SendRecord struct {
+	Deadline int64
+	T1       int64
+	Err      bool
+}
+
+// ReplyRecord is the first reply to one probe. T2 and T3 are the
+// reflector's clock; T4 the sender's.
+type ReplyRecord struct {
+	Got        bool
+	T2, T3, T4 int64
+	KernelTS   bool
+	ReflSeq    uint32
+	CoS        CoS
+	HasCoS     bool
+	// TOS and TTL as received by the sender (−1: unknown); SenderTTL the
+	// TTL the reflector saw.
+	TOS, TTL  int
+	SenderTTL uint8
+	Dups      int
+}
+
+// Arrival is one reply in arrival order.
+type Arrival struct {
+	SenderSeq, ReflSeq uint32
+	T4                 int64
+}
+
+// Run is everything a sender recorded. Sends and Replies are indexed by
+// sequence number and hold Sent entries.
+type Run struct {
+	Start    time.Time // wall clock, for labels
+	StartNs  int64     // Clock ns of the first deadline
+	Sent     int
+	Sends    []SendRecord
+	Replies  []ReplyRecord
+	Arrivals []Arrival
+	// Malformed counts unparsable datagrams; Foreign datagrams of another
+	// session or sequence range; Refused ICMP port-unreachable reports.
+	Malformed, Foreign, Refused int
+	// ClockSteps counts wall-clock steps seen during the run.
+	ClockSteps int
+	KernelTS   bool
+	// Err is why the run ended early, if it did.
+	Err error
+}
+
+// ErrNoReply means the reflector never answered.
+var ErrNoReply = errors.New("no reply from the reflector")
+
+// Validate checks a configuration.
+func (c *SenderConfig) Validate() error {
+	minLen := BaseLen
+	if !c.NoCoS {
+		minLen += TLVHeaderLen + CoSLen
+	}
+	switch {
+	case c.Conn == nil || c.Clock == nil:
+		return errors.New("stamp: sender needs a connection and a clock")
+	case c.Interval < 100*time.Microsecond:
+		return fmt.Errorf("interval %v below the 100µs minimum", c.Interval)
+	case c.Count < 1:
+		return fmt.Errorf("probe count %d: want at least 1", c.Count)
+	case c.PacketBytes != minLen && (c.PacketBytes < minLen+TLVHeaderLen || c.PacketBytes > MaxPacketLen):
+		return fmt.Errorf("packet size %d: want %d or %d-%d bytes", c.PacketBytes, minLen, minLen+TLVHeaderLen, MaxPacketLen)
+	case c.DSCP < 0 || c.DSCP > 63 || c.ECN < 0 || c.ECN > 3:
+		return fmt.Errorf("DSCP %d / ECN %d out of range (0-63 / 0-3)", c.DSCP, c.ECN)
+	case c.Timeout <= 0:
+		return fmt.Errorf("loss timeout must be positive, got %v", c.Timeout)
+	}
+	return nil
+}
+
+// template builds the probe bytes; Send patches seq and timestamp.
+func (c *SenderConfig) template() ([]byte, error) {
+	p := SenderPacket{SSID: c.SSID, Error: LocalErrorEstimate()}
+	if !c.NoCoS {
+		p.TLVs = []TLV{CoS{DSCP1: uint8(c.DSCP)}.TLV(FlagU)}
+	}
+	return p.AppendTo(nil, c.PacketBytes)
+}
+
+// RunSender sends cfg.Count probes on absolute deadlines (start + i ×
+// interval on the monotonic clock, so lateness never accumulates) and
+// records every reply, until the count is reached or ctx ends, then waits
+// for the stragglers. The returned Run holds whatever was measured even
+// when the run failed (Run.Err).
+func RunSender(ctx context.Context, cfg SenderConfig) (*Run, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.SpinWindow == 0 {
+		cfg.SpinWindow = 50 * time.Microsecond
+	}
+	if cfg.NoReplyAbort == 0 {
+		cfg.NoReplyAbort = cfg.Timeout + 2*time.Second
+	}
+	pkt, err := cfg.template()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Conn.SetBuffers(4 << 20)
+	run := &Run{
+		Sends: make([]SendRecord, cfg.Count), Replies: make([]ReplyRecord, cfg.Count),
+		KernelTS: cfg.Conn.KernelTimestamps,
+	}
+	var (
+		received atomic.Int64
+		sent     atomic.Int64
+		wg       sync.WaitGroup
+		refused  atomic.Int64
+	)
+	_ = cfg.Conn.SetReadDeadline(time.Time{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		receive(cfg, run, &received, &refused)
+	}()
+
+	tos := cfg.DSCP<<2 | cfg.ECN
+	start := time.Now().Add(2 * time.Millisecond) // let the receiver start
+	run.Start = start
+	run.StartNs = cfg.Clock.At(start)
+	defer pinThread()()
+	noReply := start.Add(cfg.NoReplyAbort)
+send:
+	for i := 0; i < cfg.Count; i++ {
+		deadline := start.Add(time.Duration(i) * cfg.Interval)
+		if err := waitUntil(ctx, cfg.Clock, deadline, cfg.SpinWindow); err != nil {
+			break
+		}
+		if cfg.NoReplyAbort > 0 && received.Load() == 0 && time.Now().After(noReply) {
+			run.Err = noReplyError(cfg, refused.Load() > 0)
+			break send
+		}
+		now := time.Now()
+		t1 := cfg.Clock.At(now)
+		binary.BigEndian.PutUint32(pkt[0:], uint32(i))
+		binary.BigEndian.PutUint64(pkt[4:], uint64(TimestampFromNs(t1)))
+		err := cfg.Conn.WriteTo(pkt, cfg.Conn.RemoteAddr(), tos)
+		run.Sends[i] = SendRecord{Deadline: cfg.Clock.At(deadline), T1: t1, Err: err != nil}
+		sent.Store(int64(i + 1))
+	}
+	run.Sent = int(sent.Load())
+	// Wait for the last replies: until all are in, the timeout passes, or
+	// (after a no-reply abort) at once.
+	if run.Err == nil {
+		end := time.Now().Add(cfg.Timeout)
+		for time.Now().Before(end) && received.Load() < int64(run.Sent) {
+			time.Sleep(min(5*time.Millisecond, time.Until(end)))
+		}
+		if run.Sent > 0 && received.Load() == 0 {
+			run.Err = noReplyError(cfg, refused.Load() > 0)
+		}
+	}
+	_ = cfg.Conn.SetReadDeadline(time.Now())
+	wg.Wait()
+	run.Refused = int(refused.Load())
+	return run, nil
+}
+
+func noReplyError(cfg SenderConfig, refused bool) error {
+	if refused {
+		return fmt.Errorf("%w at %s: the port is closed (ICMP port unreachable); is the server running with its UDP reflector?", ErrNoReply, cfg.Conn.RemoteAddr())
+	}
+	return fmt.Errorf("%w at %s within %v: the reflector is not running, the session expired, or UDP is blocked on the path", ErrNoReply, cfg.Conn.RemoteAddr(), cfg.NoReplyAbort)
+}
+
+// waitUntil sleeps until shortly before deadline and spins the rest, or
+// returns ctx's error. It sleeps with clock_nanosleep on an absolute
+// CLOCK_MONOTONIC deadline (the calling thread is locked and has a 1 ns
+// timer slack, see pinThread), because Go's timers can wake up to a
+// millisecond late; long waits are cut into 20 ms pieces to notice ctx.
+func waitUntil(ctx context.Context, clock *Clock, deadline time.Time, spin time.Duration) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d := time.Until(deadline)
+		if d <= spin {
+			break
+		}
+		wake := deadline.Add(-spin)
+		if d > 20*time.Millisecond+spin {
+			wake = time.Now().Add(20 * time.Millisecond)
+		}
+		ts := unix.NsecToTimespec(clock.monoAt(wake))
+		if err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil); err != nil && err != unix.EINTR {
+			time.Sleep(time.Until(wake)) // not expected on Linux; degrade to Go's timer
+		}
+	}
+	for time.Now().Before(deadline) {
+	}
+	return ctx.Err()
+}
+
+// pinThread locks the calling goroutine to its thread and sets the
+// thread's timer slack to 1 ns, so sleeps end on time; the returned
+// function undoes both.
+func pinThread() func() {
+	runtime.LockOSThread()
+	old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err == nil {
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	}
+	return func() {
+		if err == nil {
+			_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0)
+		}
+		runtime.UnlockOSThread()
+	}
+}
+
+// receive records replies until the read deadline is set to the past.
+func receive(cfg SenderConfig, run *Run, received, refused *atomic.Int64) {
+	buf := make([]byte, MaxPacketLen+1)
+	oob := make([]byte, OOBLen())
+	var steps StepDetector
+	for {
+		n, info, err := cfg.Conn.Read(buf, oob)
+		if err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				refused.Add(1)
+				continue
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, net.ErrClosed) {
+				run.ClockSteps = steps.Steps
+				return
+			}
+			run.Malformed++
+			continue
+		}
+		steps.Check(info.At)
+		t4 := cfg.Clock.At(info.At)
+		kernel := false
+		if info.KernelNs != 0 {
+			if k, ok := cfg.Clock.FromKernel(info.KernelNs, info.At); ok {
+				t4, kernel = k, true
+			}
+		}
+		p, perr := ParseReflector(buf[:n])
+		if perr != nil && !errors.Is(perr, ErrMalformTLV) {
+			run.Malformed++
+			continue
+		}
+		if p.SSID != cfg.SSID || int(p.SenderSeq) >= cfg.Count {
+			run.Foreign++
+			continue
+		}
+		run.Arrivals = append(run.Arrivals, Arrival{SenderSeq: p.SenderSeq, ReflSeq: p.Seq, T4: t4})
+		r := &run.Replies[p.SenderSeq]
+		if r.Got {
+			r.Dups++
+			continue
+		}
+		*r = ReplyRecord{
+			Got: true, T2: p.Receive.Ns(), T3: p.Timestamp.Ns(), T4: t4, KernelTS: kernel,
+			ReflSeq: p.Seq, TOS: info.TOS, TTL: info.TTL, SenderTTL: p.SenderTTL,
+		}
+		r.CoS, r.HasCoS = FindCoS(p.TLVs)
+		received.Add(1)
+	}
+}

@@ -1,0 +1,221 @@
+package udptest
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sonde-project/sonde/internal/lab"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/netns"
+	"github.com/sonde-project/sonde/internal/stamp"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_NET_ADMIN) to build network namespaces")
+	}
+}
+
+// inNS runs fn on a thread switched into the named network namespace;
+// sockets made there stay in it.
+func inNS(name string, fn func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		return err
+	}
+	defer orig.Close()
+	target, err := os.Open("/run/netns/" + name)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("setns %s: %w", name, err)
+	}
+	ferr := fn()
+	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+		// The thread is in the wrong namespace: never give it back.
+		runtime.Goexit()
+	}
+	return ferr
+}
+
+// nsRun measures one STAMP flow from a socket in clientNS to a reflector in
+// serverNS (at serverAddr), both made in-process.
+func nsRun(t *testing.T, clientNS, serverNS, serverAddr string, count int, interval time.Duration, dscp int) model.UDPFlow {
+	t.Helper()
+	var rconn, cconn *stamp.Conn
+	if err := inNS(serverNS, func() (err error) {
+		rconn, err = stamp.Listen("udp4", serverAddr+":0")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rclock := stamp.NewClock()
+	refl := stamp.NewReflector(rconn, rclock)
+	done := make(chan error, 1)
+	go func() { done <- refl.Serve() }()
+	t.Cleanup(func() { rconn.Close(); <-done })
+	if err := inNS(clientNS, func() (err error) {
+		cconn, err = stamp.Dial("udp4", rconn.LocalAddr().String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer cconn.Close()
+	ses, err := refl.Open(stamp.SessionSpec{Client: cconn.LocalAddr().Addr(), RatePPS: 2e4, Burst: 100,
+		Expires: time.Now().Add(time.Minute), MaxPackets: count, DSCP: dscp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cclock := stamp.NewClock()
+	run, err := stamp.RunSender(context.Background(), stamp.SenderConfig{Conn: cconn, Clock: cclock, SSID: ses.SSID,
+		Interval: interval, Count: count, PacketBytes: 64, DSCP: dscp, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Err != nil {
+		t.Fatal(run.Err)
+	}
+	rep, _ := refl.Close(ses.ID)
+	return Analyze(Input{Run: run, Report: &rep, Shared: true, SharedNs: rclock.Epoch() - cclock.Epoch(),
+		Timeout: 2, DSCP: dscp})
+}
+
+// TestLabAsymmetricDelay recovers 10 ms forward and 30 ms back through the
+// lab's emulated link (shared clock: the namespaces share the kernel).
+func TestLabAsymmetricDelay(t *testing.T) {
+	needRoot(t)
+	if testing.Short() {
+		t.Skip("lab test")
+	}
+	p, err := lab.Scenario{Name: "sondeasym", Links: []lab.ScenarioLink{{
+		Up: "rate=100Mbit delay=10ms", Down: "rate=100Mbit delay=30ms",
+	}}}.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.UpProfile(context.Background(), p, lab.Options{Seed: 1, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Down(); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	cns, _ := l.Namespace(lab.Client)
+	sns, _ := l.Namespace(lab.Server)
+	f := nsRun(t, cns, sns, l.ServerAddr(), 400, 5*time.Millisecond, 0)
+	t.Logf("lab 10/30 ms: forward min %.3f p50 %.3f ms, backward min %.3f p50 %.3f ms, RTT p50 %.3f ms, lost %d/%d",
+		f.Forward.OWDMs.Min, f.Forward.OWDMs.P50, f.Backward.OWDMs.Min, f.Backward.OWDMs.P50, f.RTTMs.P50, f.Forward.Lost, f.Backward.Lost)
+	if f.Replies < 390 {
+		t.Fatalf("only %d of 400 replies", f.Replies)
+	}
+	if d := f.Forward.OWDMs.P50 - 10; d < -0.2 || d > 0.2 {
+		t.Errorf("forward one-way delay p50 %.3f ms, want 10 ± 0.2", f.Forward.OWDMs.P50)
+	}
+	if d := f.Backward.OWDMs.P50 - 30; d < -0.2 || d > 0.2 {
+		t.Errorf("backward one-way delay p50 %.3f ms, want 30 ± 0.2", f.Backward.OWDMs.P50)
+	}
+}
+
+// TestRemarkedDSCP checks that a DSCP rewritten on the way out is
+// detected: a user-space relay between client and reflector rewrites the
+// forward DS field to CS1 (the kernel here has no tc pedit action to do it
+// on a link) and passes the backward one unchanged.
+func TestRemarkedDSCP(t *testing.T) {
+	rconn, err := stamp.Listen("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refl := stamp.NewReflector(rconn, stamp.NewClock())
+	go func() { _ = refl.Serve() }()
+	defer rconn.Close()
+	relay, err := stamp.Listen("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	go func() {
+		buf, oob := make([]byte, 2048), make([]byte, stamp.OOBLen())
+		var client netip.AddrPort
+		for {
+			n, info, err := relay.Read(buf, oob)
+			if err != nil {
+				return
+			}
+			if info.From == rconn.LocalAddr() {
+				_ = relay.WriteTo(buf[:n], client, info.TOS)
+				continue
+			}
+			client = info.From
+			_ = relay.WriteTo(buf[:n], rconn.LocalAddr(), 8<<2|info.TOS&3)
+		}
+	}()
+	cconn, err := stamp.Dial("udp4", relay.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cconn.Close()
+	ses, _ := refl.Open(stamp.SessionSpec{Client: netip.MustParseAddr("127.0.0.1"), RatePPS: 1e4, Burst: 100,
+		Expires: time.Now().Add(time.Minute), MaxPackets: 50, ECN: 1})
+	run, err := stamp.RunSender(context.Background(), stamp.SenderConfig{Conn: cconn, Clock: stamp.NewClock(), SSID: ses.SSID,
+		Interval: time.Millisecond, Count: 50, PacketBytes: 64, DSCP: 46, ECN: 1, Timeout: time.Second})
+	if err != nil || run.Err != nil {
+		t.Fatal(err, run.Err)
+	}
+	rep, _ := refl.Close(ses.ID)
+	f := Analyze(Input{Run: run, Report: &rep, Timeout: 1, DSCP: 46, ECN: 1})
+	m := f.Marks
+	if m == nil || m.AtReflectorDSCP == nil || *m.AtReflectorDSCP != 8 || *m.AtReflectorECN != 1 || m.ForwardOK == nil || *m.ForwardOK {
+		t.Fatalf("forward remark not detected: %+v", m)
+	}
+	if m.ForwardChanged != f.Replies || f.Replies != 50 {
+		t.Errorf("forward changed %d of %d replies", m.ForwardChanged, f.Replies)
+	}
+	// The reflector marked its replies with the DSCP asked for (CoS DSCP1)
+	// and the session's ECN; the relay left them alone.
+	if m.AtClientDSCP == nil || *m.AtClientDSCP != 46 || m.BackwardOK == nil || !*m.BackwardOK {
+		t.Errorf("backward marks %+v", m)
+	}
+}
+
+// TestVethClean checks that on a clean veth path there is no loss, no
+// reordering and sub-millisecond jitter.
+func TestVethClean(t *testing.T) {
+	needRoot(t)
+	a, err := netns.Add(netns.UniqueName("ua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Delete() })
+	b, err := netns.Add(netns.UniqueName("ub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Delete() })
+	if err := netns.Veth(a, netns.UniqueName("va"), "198.18.201.1/24", b, netns.UniqueName("vb"), "198.18.201.2/24"); err != nil {
+		t.Fatal(err)
+	}
+	f := nsRun(t, a.Name(), b.Name(), "198.18.201.2", 500, time.Millisecond, 0)
+	if f.Forward.Lost != 0 || f.Backward.Lost != 0 || f.Forward.Reordering.Reordered != 0 || f.Backward.Reordering.Reordered != 0 {
+		t.Errorf("clean path: lost %d/%d reordered %d/%d", f.Forward.Lost, f.Backward.Lost,
+			f.Forward.Reordering.Reordered, f.Backward.Reordering.Reordered)
+	}
+	if f.Forward.OWDMs.Min < 0 || f.Backward.OWDMs.Min < 0 {
+		t.Errorf("negative one-way delay on a shared clock: %v / %v", f.Forward.OWDMs.Min, f.Backward.OWDMs.Min)
+	}
+	t.Logf("veth 1 ms: RTT p50 %.3f ms; jitter %.4f / %.4f ms; schedule error p99 %.1f µs",
+		f.RTTMs.P50, f.Forward.JitterMs, f.Backward.JitterMs, f.ScheduleErrorUs.P99)
+}

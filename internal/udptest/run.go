@@ -1,0 +1,252 @@
+package udptest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/stamp"
+)
+
+// Profile defaults.
+const (
+	// VoiceInterval and VoiceBytes model a G.711 call: 20 ms frames of
+	// 160 bytes plus a 12-byte RTP header.
+	VoiceInterval = 20 * time.Millisecond
+	VoiceBytes    = 172
+	VoiceDSCP     = 46 // EF
+	// DefaultTimeout is the loss timeout (metrics.md §4).
+	DefaultTimeout = 3 * time.Second
+)
+
+// Options configure `sonde udp`.
+type Options struct {
+	// Server is the sonde server: host[:port] or http(s)://host[:port].
+	Server   string
+	Token    string
+	Insecure bool
+	Software string
+	Embedded bool
+
+	Interval    time.Duration
+	Duration    time.Duration
+	PacketBytes int
+	DSCP, ECN   int
+	Timeout     time.Duration
+	// Voice adds the E-model estimate (the voice profile also sets the
+	// interval, size and DSCP; see VoiceProfile).
+	Voice bool
+	// Classes runs one flow per class at the same time: its DSCP and, if
+	// Port is set, its local UDP source port.
+	Classes []model.Class
+	// NoCoS leaves out the Class of Service TLV (strict RFC 8762 peers).
+	NoCoS bool
+	// Raw, if set, receives one JSON line per probe.
+	Raw io.Writer
+}
+
+// VoiceProfile sets the voice profile's interval, size and DSCP on o
+// (fields the user set explicitly should be applied after).
+func (o *Options) VoiceProfile() {
+	o.Voice = true
+	o.Interval, o.PacketBytes, o.DSCP = VoiceInterval, VoiceBytes, VoiceDSCP
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	switch {
+	case o.Interval < 100*time.Microsecond:
+		return fmt.Errorf("interval %v: the minimum is 100µs", o.Interval)
+	case o.Duration <= 0:
+		return fmt.Errorf("duration must be positive, got %v", o.Duration)
+	case o.Duration/o.Interval > 2_000_000:
+		return fmt.Errorf("%v at %v is %d probes: at most 2,000,000 per run", o.Duration, o.Interval, o.Duration/o.Interval)
+	case o.DSCP < 0 || o.DSCP > 63:
+		return fmt.Errorf("DSCP %d out of range 0-63", o.DSCP)
+	case o.ECN < 0 || o.ECN > 3:
+		return fmt.Errorf("ECN %d out of range 0-3", o.ECN)
+	case o.Timeout <= 0:
+		return fmt.Errorf("loss timeout must be positive, got %v", o.Timeout)
+	}
+	cfg := stamp.SenderConfig{Conn: &stamp.Conn{}, Clock: &stamp.Clock{}, Interval: o.Interval, Count: 1,
+		PacketBytes: o.PacketBytes, DSCP: o.DSCP, ECN: o.ECN, NoCoS: o.NoCoS, Timeout: o.Timeout}
+	return cfg.Validate()
+}
+
+// flowSpec is one flow of a run.
+type flowSpec struct {
+	name      string
+	dscp, ecn int
+	localPort int
+}
+
+func (o *Options) flows() []flowSpec {
+	if len(o.Classes) == 0 {
+		name := "probe"
+		if o.Voice {
+			name = "voice"
+		}
+		return []flowSpec{{name: name, dscp: o.DSCP, ecn: o.ECN}}
+	}
+	var out []flowSpec
+	for _, c := range o.Classes {
+		out = append(out, flowSpec{name: c.Name, dscp: c.DSCP, ecn: o.ECN, localPort: c.Port})
+	}
+	return out
+}
+
+// Run runs the UDP quality test. The result holds whatever was measured
+// even when err is not nil (then also recorded in result.Errors).
+func Run(ctx context.Context, o Options) (*model.UDPResult, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	ctl, err := newControl(o.Server, o.Token, o.Software, o.Insecure)
+	if err != nil {
+		return nil, err
+	}
+	var idb [8]byte
+	_, _ = rand.Read(idb[:])
+	host, _ := os.Hostname()
+	res := &model.UDPResult{
+		Schema: model.UDPSchemaVersion, ID: hex.EncodeToString(idb[:]), Start: time.Now().UTC(),
+		Client: model.Endpoint{Software: o.Software, Hostname: host},
+		Server: model.Endpoint{Address: ctl.base.Host},
+		Config: model.UDPConfig{
+			Server: o.Server, Embedded: o.Embedded, IntervalUs: float64(o.Interval) / 1e3,
+			PacketBytes: o.PacketBytes, DurationS: o.Duration.Seconds(), TimeoutS: o.Timeout.Seconds(),
+			DSCP: o.DSCP, ECN: o.ECN, Classes: o.Classes,
+		},
+	}
+	if o.Voice {
+		res.Config.Profile = "voice"
+	}
+	specs := o.flows()
+	count := int(math.Ceil(float64(o.Duration) / float64(o.Interval)))
+	res.Flows = make([]model.UDPFlow, len(specs))
+	errs := make([]error, len(specs))
+	var rawMu sync.Mutex
+	var wg sync.WaitGroup
+	for i, spec := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			flow, run, off, err := runFlow(ctx, ctl, o, spec, count)
+			res.Flows[i] = flow
+			errs[i] = err
+			if o.Raw != nil && run != nil {
+				rawMu.Lock()
+				if werr := writeRaw(o.Raw, spec.name, run, off); werr != nil {
+					errs[i] = errors.Join(errs[i], fmt.Errorf("write raw records: %w", werr))
+				}
+				rawMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	res.End = time.Now().UTC()
+	for i, err := range errs {
+		if err != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", specs[i].name, err))
+		}
+	}
+	for _, f := range res.Flows {
+		if f.Clock.Steps > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: the wall clock stepped %d times during the run; sonde's timestamps do not step, but kernel timestamps taken at a step were replaced by user-space ones", f.Name, f.Clock.Steps))
+		}
+		if !f.KernelTimestamps && f.Sent > 0 {
+			res.Notes = append(res.Notes, f.Name+": no kernel receive timestamps (SO_TIMESTAMPNS); user-space times add scheduling delay")
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// runFlow opens a session, runs one sender and analyses it.
+func runFlow(ctx context.Context, ctl *control, o Options, spec flowSpec, count int) (model.UDPFlow, *stamp.Run, offsetModel, error) {
+	flow := model.UDPFlow{Name: spec.name, DSCP: spec.dscp, ECN: spec.ecn}
+	rep, err := ctl.open(ctx, stamp.SessionRequest{
+		Client: o.Software, DurationS: o.Duration.Seconds() + o.Timeout.Seconds(),
+		IntervalUs: float64(o.Interval) / 1e3, PacketBytes: o.PacketBytes, DSCP: spec.dscp, ECN: spec.ecn,
+	})
+	if err != nil {
+		return flow, nil, offsetModel{}, err
+	}
+	return measure(ctx, ctl, rep, senderOpts{
+		count: count, interval: o.Interval, bytes: o.PacketBytes, dscp: spec.dscp, ecn: spec.ecn,
+		timeout: o.Timeout, noCoS: o.NoCoS, localPort: spec.localPort, voice: o.Voice,
+	}, flow)
+}
+
+type senderOpts struct {
+	count       int
+	interval    time.Duration
+	bytes       int
+	dscp, ecn   int
+	timeout     time.Duration
+	noCoS       bool
+	localPort   int
+	voice       bool
+	stopSending context.Context // ends sending early (probes); nil: ctx
+}
+
+// measure runs the sender of an opened session, closes the session and
+// analyses the run.
+func measure(ctx context.Context, ctl *control, rep stamp.SessionReply, so senderOpts, flow model.UDPFlow) (model.UDPFlow, *stamp.Run, offsetModel, error) {
+	addr := ctl.reflectorAddr(rep.Port)
+	flow.ReflectorAddr = addr
+	var errs []error
+	conn, err := stamp.DialFrom("udp", so.localPort, addr)
+	if err != nil {
+		_, _ = ctl.close(context.WithoutCancel(ctx), rep.ID)
+		return flow, nil, offsetModel{}, err
+	}
+	defer conn.Close()
+	clock := stamp.NewClock()
+	sendCtx := ctx
+	if so.stopSending != nil {
+		sendCtx = so.stopSending
+	}
+	run, err := stamp.RunSender(sendCtx, stamp.SenderConfig{
+		Conn: conn, Clock: clock, SSID: rep.SSID, Interval: so.interval, Count: so.count,
+		PacketBytes: so.bytes, DSCP: so.dscp, ECN: so.ecn, NoCoS: so.noCoS, Timeout: so.timeout,
+	})
+	if err != nil {
+		_, _ = ctl.close(context.WithoutCancel(ctx), rep.ID)
+		return flow, nil, offsetModel{}, err
+	}
+	if run.Err != nil {
+		errs = append(errs, run.Err)
+	} else if ctx.Err() != nil {
+		errs = append(errs, fmt.Errorf("interrupted after %d probes: %w", run.Sent, ctx.Err()))
+	}
+	// Close even when ctx ended: the session report is part of the result.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	report, cerr := ctl.close(cctx, rep.ID)
+	cancel()
+	if cerr != nil {
+		errs = append(errs, fmt.Errorf("reflector report unavailable (%v): forward and backward loss are not split", cerr))
+	}
+	in := Input{
+		Run: run, Report: report, Timeout: so.timeout.Seconds(), DSCP: so.dscp, ECN: so.ecn, Voice: so.voice,
+		Shared:   rep.Clock.BootID != "" && rep.Clock.BootID == stamp.BootID(),
+		SharedNs: rep.Clock.EpochNs - clock.Epoch(),
+	}
+	name, dscp, ecn := flow.Name, flow.DSCP, flow.ECN
+	flow, off := analyze(in)
+	flow.Name, flow.DSCP, flow.ECN, flow.ReflectorAddr = name, dscp, ecn, addr
+	for _, e := range errs {
+		flow.Errors = append(flow.Errors, e.Error())
+	}
+	if run.Sent > 0 && flow.Replies > 0 && report == nil && !in.Shared {
+		flow.Errors = append(flow.Errors, "without the reflector's report, per-direction loss counts the round trip")
+	}
+	return flow, run, off, errors.Join(errs...)
+}
