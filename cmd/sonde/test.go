@@ -87,6 +87,7 @@ when a phase fails, with the error recorded in it.`,
 	f.DurationVar(&tf.cfg.ProbeInterval, "probe-interval", 20*time.Millisecond, "interval of latency probes, at most 50ms")
 	f.IntVar(&tf.cfg.BaselineSamples, "baseline-samples", 30, "idle RTT samples, at least 20")
 	f.BoolVar(&tf.cfg.NoForeign, "no-foreign-probes", false, "do not open new connections during load (disables RPM)")
+	f.BoolVar(&tf.cfg.NoUDP, "no-udp-probes", false, "no STAMP probes beside the TCP probes (they split delay under load by direction)")
 	f.StringVar(&tf.cfg.Token, "token", "", "bearer token for a private server")
 	f.BoolVarP(&tf.cfg.Insecure, "insecure", "k", false, "accept any TLS certificate (self-signed test servers)")
 	f.StringVar(&tf.jsonFile, "json", "", "write the result as JSON (docs/result-schema.md) to this file, - for stdout")

@@ -54,7 +54,9 @@ type Config struct {
 	Download, Upload bool
 	// NoForeign disables the RPM probes on new connections.
 	NoForeign bool
-	Software  string
+	// NoUDP disables the STAMP probes that split delay by direction.
+	NoUDP    bool
+	Software string
 	// Progress, if set, receives live readings during load phases.
 	Progress func(Progress)
 	// Embedded is recorded in the result when the server was started

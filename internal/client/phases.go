@@ -3,12 +3,14 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/tcpinfo"
+	"github.com/sonde-project/sonde/internal/udptest"
 )
 
 // baseline measures the idle RTT with echo probes on the probe connection.
@@ -17,7 +19,10 @@ func (t *tester) baseline(ctx context.Context, res *model.Result) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(n)*t.cfg.ProbeInterval+10*time.Second)
 	defer cancel()
 	from := t.since(time.Now())
-	if err := t.probe.run(ctx, t.cfg.ProbeInterval, n); err != nil {
+	udp := t.startUDP(ctx, "baseline", res)
+	err := t.probe.run(ctx, t.cfg.ProbeInterval, n)
+	res.BaselineUDP = t.stopUDP(udp, res)
+	if err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
 	samples, lost := t.probe.between(from, t.since(time.Now()), 3*time.Second)
@@ -32,6 +37,37 @@ func (t *tester) baseline(ctx context.Context, res *model.Result) error {
 		res.Baseline.ClientRTTMs = float64(smp.RTTUs) / 1000
 	}
 	return nil
+}
+
+// startUDP starts STAMP probes for a phase, or returns nil (with a note in
+// the result) when the server has no reflector or they are disabled.
+func (t *tester) startUDP(ctx context.Context, name string, res *model.Result) *udptest.Probes {
+	if t.cfg.NoUDP {
+		return nil
+	}
+	p, err := udptest.StartProbes(ctx, t.ep.base.String(), udptest.ProbeOptions{
+		Token: t.cfg.Token, Insecure: t.cfg.Insecure, Software: t.cfg.Software,
+		TestSession: t.session.ID, Interval: t.cfg.ProbeInterval, DSCP: max(t.cfg.DSCP, 0), Name: name,
+	})
+	if err != nil {
+		note := "UDP probes unavailable, one-way delays not measured: " + err.Error()
+		if !slices.Contains(res.Notes, note) {
+			res.Notes = append(res.Notes, note)
+		}
+		return nil
+	}
+	return p
+}
+
+func (t *tester) stopUDP(p *udptest.Probes, res *model.Result) *model.UDPFlow {
+	if p == nil {
+		return nil
+	}
+	f, err := p.Stop()
+	if err != nil {
+		res.Notes = append(res.Notes, "UDP probes: "+err.Error())
+	}
+	return &f
 }
 
 // finishBaseline adds the server's TCP_INFO view of the probe connection.
@@ -66,9 +102,12 @@ func (t *tester) direction(ctx context.Context, res *model.Result, dir string) e
 	for i := range specs {
 		specs[i] = flowSpec{tag: fmt.Sprintf("%s-%d", dir, i), mark: t.cfg.DSCP}
 	}
+	udp := t.startUDP(ctx, dir, res)
 	pr, perr := t.loadPhase(ctx, dir, specs, auto)
+	udpFlow := t.stopUDP(udp, res)
 	rep, rerr := t.report(context.WithoutCancel(ctx), false)
 	d := t.assemble(pr, rep, res.Baseline)
+	d.UDPLatency = udpFlow
 	if dir == protocol.KindDownload {
 		res.Download = d
 	} else {

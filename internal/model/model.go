@@ -12,17 +12,20 @@ const SchemaVersion = "sonde.result/v1"
 
 // Result is one complete run of `sonde test`.
 type Result struct {
-	Schema   string           `json:"schema"`
-	ID       string           `json:"id"`
-	Start    time.Time        `json:"start"`
-	End      time.Time        `json:"end"`
-	Client   Endpoint         `json:"client"`
-	Server   Endpoint         `json:"server"`
-	Config   TestConfig       `json:"config"`
-	Baseline *RTTResult       `json:"baseline,omitempty"`
-	Download *DirectionResult `json:"download,omitempty"`
-	Upload   *DirectionResult `json:"upload,omitempty"`
-	Classes  *ClassesResult   `json:"classes,omitempty"`
+	Schema   string     `json:"schema"`
+	ID       string     `json:"id"`
+	Start    time.Time  `json:"start"`
+	End      time.Time  `json:"end"`
+	Client   Endpoint   `json:"client"`
+	Server   Endpoint   `json:"server"`
+	Config   TestConfig `json:"config"`
+	Baseline *RTTResult `json:"baseline,omitempty"`
+	// BaselineUDP is STAMP probes on the idle path, the reference for
+	// the one-way delays under load.
+	BaselineUDP *UDPFlow         `json:"baseline_udp,omitempty"`
+	Download    *DirectionResult `json:"download,omitempty"`
+	Upload      *DirectionResult `json:"upload,omitempty"`
+	Classes     *ClassesResult   `json:"classes,omitempty"`
 	// Truth holds the configured properties of an emulated path (sonde test
 	// --lab), shown next to the measured figures.
 	Truth *GroundTruth `json:"ground_truth,omitempty"`
@@ -243,8 +246,11 @@ type DirectionResult struct {
 	Throughput  []RatePoint `json:"throughput"`
 	Flows       []Flow      `json:"flows"`
 	Latency     *RTTResult  `json:"latency_under_load,omitempty"`
-	RPM         *RPM        `json:"rpm,omitempty"`
-	RFC6349     *RFC6349    `json:"rfc6349,omitempty"`
+	// UDPLatency is STAMP probes during the phase: one-way delay per
+	// direction, so queueing is attributed to the loaded direction.
+	UDPLatency *UDPFlow `json:"udp_latency_under_load,omitempty"`
+	RPM        *RPM     `json:"rpm,omitempty"`
+	RFC6349    *RFC6349 `json:"rfc6349,omitempty"`
 }
 
 // ClassFlow is one class's result in a QoS classes test.

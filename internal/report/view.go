@@ -354,6 +354,45 @@ func directionTitle(d *model.DirectionResult) (key, title string) {
 	return key, strings.ToUpper(key[:1]) + key[1:]
 }
 
+// owdRows shows the one-way delays of the UDP probes under load next to
+// idle, so the added delay is attributed to a direction.
+func owdRows(idle, loaded *model.UDPFlow) []row {
+	if loaded == nil || loaded.Replies == 0 {
+		return nil
+	}
+	var rows []row
+	for _, d := range []struct {
+		label      string
+		load, base *model.UDPDirectionStats
+	}{{"one-way up", &loaded.Forward, nil}, {"one-way down", &loaded.Backward, nil}} {
+		if idle != nil && idle.Replies > 0 {
+			if d.label == "one-way up" {
+				d.base = &idle.Forward
+			} else {
+				d.base = &idle.Backward
+			}
+		}
+		if d.load.OWDMs.N == 0 || !finite(d.load.OWDMs.P50) {
+			continue
+		}
+		rw := row{Label: d.label, Value: "median " + FormatMs(d.load.OWDMs.P50) + ", p99 " + FormatMs(d.load.OWDMs.P99)}
+		if d.base != nil && d.base.OWDMs.N > 0 && finite(d.base.OWDMs.P50) {
+			rw.Value += " (" + FormatDeltaMs(d.load.OWDMs.P50-d.base.OWDMs.P50) + " vs idle)"
+		}
+		var notes []string
+		if d.load.OWDEstimated {
+			notes = append(notes, "estimate (clock offset)")
+		}
+		if d.load.Lost > 0 {
+			notes = append(notes, fmt.Sprintf("%.1f %% lost", d.load.LossPct))
+		}
+		notes = append(notes, "UDP, n="+strconv.Itoa(d.load.OWDMs.N))
+		rw.Note = strings.Join(notes, ", ")
+		rows = append(rows, rw)
+	}
+	return rows
+}
+
 // truthRate is the configured bottleneck rate of a direction in the lab,
 // or 0 when there is none to compare with.
 func truthRate(t *model.GroundTruth, key string) float64 {
@@ -457,6 +496,7 @@ func buildDirection(r *model.Result, d *model.DirectionResult) directionView {
 			dv.Summary = append(dv.Summary, ar)
 		}
 	}
+	dv.Summary = append(dv.Summary, owdRows(r.BaselineUDP, d.UDPLatency)...)
 	if p := d.RPM; p != nil {
 		rr := row{Label: "RPM", Value: formatRPM(p.RPM)}
 		if p.IdleRPM > 0 {
