@@ -221,11 +221,16 @@ func (t *tester) classes(ctx context.Context, res *model.Result) error {
 		for i, c := range t.cfg.Classes {
 			specs[i] = flowSpec{tag: fmt.Sprintf("class-%s-%d", dir, i), mark: c.DSCP, port: c.Port}
 		}
+		udp := make([]*udptest.Probes, len(t.cfg.Classes))
+		for i, c := range t.cfg.Classes {
+			udp[i] = t.startClassUDP(ctx, c, res)
+		}
 		pr, perr := t.loadPhase(ctx, dir, specs, false)
 		rep, rerr := t.report(context.WithoutCancel(ctx), false)
 		d := t.assemble(pr, rep, nil)
 		for i, c := range t.cfg.Classes {
-			cf := model.ClassFlow{Class: c, Direction: dir}
+			cf := model.ClassFlow{Class: c, Direction: dir, UDP: t.stopUDP(udp[i], res)}
+			cf.ReceivedDSCP, cf.MarksOK = classMarks(cf.UDP, dir)
 			if i < len(d.Flows) {
 				cf.Bytes, cf.GoodputBps = d.Flows[i].Bytes, d.Flows[i].GoodputBps
 			}
@@ -243,6 +248,35 @@ func (t *tester) classes(ctx context.Context, res *model.Result) error {
 		}
 	}
 	return nil
+}
+
+// startClassUDP starts a class's STAMP probes, marked like its TCP flow.
+func (t *tester) startClassUDP(ctx context.Context, c model.Class, res *model.Result) *udptest.Probes {
+	if t.cfg.NoUDP {
+		return nil
+	}
+	p, err := udptest.StartProbes(ctx, t.ep.base.String(), udptest.ProbeOptions{
+		Token: t.cfg.Token, Insecure: t.cfg.Insecure, Software: t.cfg.Software,
+		TestSession: t.session.ID, Interval: t.cfg.ProbeInterval, DSCP: c.DSCP, Name: c.Name,
+	})
+	if err != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("class %s: UDP probes unavailable, marks not checked: %v", c.Name, err))
+		return nil
+	}
+	return p
+}
+
+// classMarks is the DSCP that arrived in the loaded direction of a class
+// (upload: at the reflector; download: at the client) and whether it is
+// the one sent.
+func classMarks(f *model.UDPFlow, dir string) (*int, *bool) {
+	if f == nil || f.Marks == nil {
+		return nil, nil
+	}
+	if dir == protocol.KindUpload {
+		return f.Marks.AtReflectorDSCP, f.Marks.ForwardOK
+	}
+	return f.Marks.AtClientDSCP, f.Marks.BackwardOK
 }
 
 func rttsOf(s []model.RTTSample) []float64 {

@@ -19,6 +19,7 @@ type Counters struct {
 	DropMTU      uint64 `json:"drop_mtu"`
 	Marked       uint64 `json:"marked"`
 	Duplicated   uint64 `json:"duplicated"`
+	Remarked     uint64 `json:"remarked"`
 	BacklogPkts  int    `json:"backlog_packets"`
 	BacklogBytes int    `json:"backlog_bytes"`
 	InFlight     int    `json:"in_flight"` // serialised, not yet delivered
@@ -155,6 +156,9 @@ func (l *Link) Enqueue(p *Packet, now time.Duration) bool {
 	if l.loss.lost(&l.p, len(p.Data)) {
 		l.drop(p, DropLoss)
 		return false
+	}
+	if r := l.p.Remark; r != nil && RemarkDSCP(p.Data, r.From, r.To) {
+		l.c.Remarked++
 	}
 	var dup *Packet
 	if l.p.Duplicate > 0 && l.dup.Float64() < l.p.Duplicate {

@@ -117,6 +117,34 @@ func MarkCE(b []byte) bool {
 	return true
 }
 
+// RemarkDSCP rewrites the DSCP of an IPv4 or IPv6 packet from `from` (-1:
+// any) to `to`, keeping the ECN bits, and reports whether it did.
+func RemarkDSCP(b []byte, from, to int) bool {
+	switch ipVersion(b) {
+	case 4:
+		if len(b) < 20 || from >= 0 && int(b[1]>>2) != from || int(b[1]>>2) == to {
+			return false
+		}
+		old := binary.BigEndian.Uint16(b[0:2])
+		b[1] = byte(to)<<2 | b[1]&3
+		updateChecksum(b[10:12], old, binary.BigEndian.Uint16(b[0:2]))
+		return true
+	case 6:
+		if len(b) < 40 {
+			return false
+		}
+		tc := b[0]<<4 | b[1]>>4
+		if from >= 0 && int(tc>>2) != from || int(tc>>2) == to {
+			return false
+		}
+		tc = byte(to)<<2 | tc&3
+		b[0] = b[0]&0xf0 | tc>>4
+		b[1] = b[1]&0x0f | tc<<4
+		return true
+	}
+	return false
+}
+
 // updateChecksum applies HC' = ~(~HC + ~m + m') to the checksum at c.
 func updateChecksum(c []byte, old, new uint16) {
 	sum := uint32(^binary.BigEndian.Uint16(c)) + uint32(^old) + uint32(new)

@@ -101,6 +101,15 @@ type Params struct {
 	Interval time.Duration `json:"interval_ns,omitempty"`
 	// MTU is the largest IP packet the link carries; 0 means no limit.
 	MTU int `json:"mtu,omitempty"`
+	// Remark rewrites the DSCP of packets crossing the link, as a
+	// misconfigured or policing network does.
+	Remark *Remark `json:"remark,omitempty"`
+}
+
+// Remark rewrites DSCP From (-1: any) to To.
+type Remark struct {
+	From int `json:"from"`
+	To   int `json:"to"`
 }
 
 // Step changes a direction's parameters at a time since the start.
@@ -125,6 +134,9 @@ func (p Params) Validate() error {
 	}
 	if p.Delay < 0 {
 		bad("delay %v is negative", p.Delay)
+	}
+	if r := p.Remark; r != nil && (r.From < -1 || r.From > 63 || r.To < 0 || r.To > 63) {
+		bad("remark %d:%d: DSCP values are 0-63", r.From, r.To)
 	}
 	if p.Jitter < 0 {
 		bad("jitter %v is negative", p.Jitter)

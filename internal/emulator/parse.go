@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/dscp"
 )
 
 // ParseParams applies a link specification to base. A specification is a
@@ -87,10 +89,32 @@ func (p *Params) set(key, val string, hasVal bool) error {
 		p.Interval, err = time.ParseDuration(val)
 	case "mtu":
 		p.MTU, err = strconv.Atoi(val)
+	case "remark":
+		p.Remark, err = parseRemark(val)
 	default:
 		return fmt.Errorf("unknown setting %q", key)
 	}
 	return err
+}
+
+// parseRemark reads "TO" (every packet) or "FROM:TO", DSCPs as numbers or
+// names (ef, cs1, af41...).
+func parseRemark(val string) (*Remark, error) {
+	r := &Remark{From: -1}
+	from, to, pair := strings.Cut(val, ":")
+	if !pair {
+		to = from
+	}
+	var err error
+	if r.To, err = dscp.Parse(to); err != nil {
+		return nil, err
+	}
+	if pair {
+		if r.From, err = dscp.Parse(from); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // ParseProb reads a probability: "0.04" or "4%".

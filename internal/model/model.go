@@ -263,6 +263,10 @@ type ClassFlow struct {
 	ReceivedDSCP *int    `json:"received_dscp,omitempty"`
 	// MarksOK is nil when the receiver could not read the mark.
 	MarksOK *bool `json:"marks_ok,omitempty"`
+	// UDP is the class's STAMP probe flow, run beside its TCP flow with
+	// the same DSCP: delay, jitter and loss per direction, and the marks
+	// as they arrived (ReceivedDSCP and MarksOK come from it).
+	UDP *UDPFlow `json:"udp,omitempty"`
 }
 
 // ClassesResult is a QoS classes test: one flow per class at the same time.

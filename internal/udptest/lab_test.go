@@ -219,3 +219,42 @@ func TestVethClean(t *testing.T) {
 	t.Logf("veth 1 ms: RTT p50 %.3f ms; jitter %.4f / %.4f ms; schedule error p99 %.1f µs",
 		f.RTTMs.P50, f.Forward.JitterMs, f.Backward.JitterMs, f.ScheduleErrorUs.P99)
 }
+
+// TestLabRemarkedDSCP sends EF probes across an emulated link that remarks
+// EF to CS1 upstream only, as a policing access network might, and checks
+// that the test says so for the forward direction and not the backward.
+func TestLabRemarkedDSCP(t *testing.T) {
+	needRoot(t)
+	if testing.Short() {
+		t.Skip("lab test")
+	}
+	p, err := lab.Scenario{Name: "sonderemark", Links: []lab.ScenarioLink{{
+		Up: "delay=1ms remark=ef:cs1", Down: "delay=1ms",
+	}}}.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.UpProfile(context.Background(), p, lab.Options{Seed: 1, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Down(); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	cns, _ := l.Namespace(lab.Client)
+	sns, _ := l.Namespace(lab.Server)
+	f := nsRun(t, cns, sns, l.ServerAddr(), 100, 5*time.Millisecond, 46)
+	m := f.Marks
+	if m == nil || m.AtReflectorDSCP == nil || m.ForwardOK == nil || m.BackwardOK == nil {
+		t.Fatalf("marks not reported: %+v", m)
+	}
+	if *m.AtReflectorDSCP != 8 || *m.ForwardOK || m.ForwardChanged == 0 {
+		t.Errorf("forward: reflector saw DSCP %d, ok=%v, %d changed; want CS1 (8) detected as remarked",
+			*m.AtReflectorDSCP, *m.ForwardOK, m.ForwardChanged)
+	}
+	if !*m.BackwardOK || m.BackwardChanged != 0 {
+		t.Errorf("backward: ok=%v, %d changed; the link does not remark downstream", *m.BackwardOK, m.BackwardChanged)
+	}
+}
