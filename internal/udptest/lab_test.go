@@ -11,10 +11,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cmp"
+	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/lab"
+	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/netns"
 	"github.com/sonde-project/sonde/internal/stamp"
+	"slices"
 )
 
 func needRoot(t *testing.T) {
@@ -256,5 +260,80 @@ func TestLabRemarkedDSCP(t *testing.T) {
 	}
 	if !*m.BackwardOK || m.BackwardChanged != 0 {
 		t.Errorf("backward: ok=%v, %d changed; the link does not remark downstream", *m.BackwardOK, m.BackwardChanged)
+	}
+}
+
+// TestLabGilbertElliottLoss sends probes across a link with bursty
+// Gilbert–Elliott loss upstream and checks that the forward loss pattern
+// sonde reports (RFC 3357 loss periods) is exactly the one the emulator's
+// ground-truth file records for the same packets.
+func TestLabGilbertElliottLoss(t *testing.T) {
+	needRoot(t)
+	if testing.Short() {
+		t.Skip("lab test")
+	}
+	// Good→bad 2%, bad→good 30%, loss 60% in the bad state: mean bursts of
+	// a few packets, about 4% loss overall.
+	p, err := lab.Scenario{Name: "sondege", Links: []lab.ScenarioLink{{
+		Up: "delay=1ms ge=2%/30%/60%/0%", Down: "delay=1ms",
+	}}}.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	truthPath := t.TempDir() + "/truth.sgt"
+	l, err := lab.UpProfile(context.Background(), p, lab.Options{Seed: 7, StateDir: t.TempDir(), TruthPath: truthPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Down() })
+	cns, _ := l.Namespace(lab.Client)
+	sns, _ := l.Namespace(lab.Server)
+	const n = 3000
+	f := nsRun(t, cns, sns, l.ServerAddr(), n, 2*time.Millisecond, 0)
+	if err := l.Down(); err != nil { // flushes and closes the truth file
+		t.Fatal(err)
+	}
+
+	fh, err := os.Open(truthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	tr, err := emulator.NewTruthReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := tr.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Records come in the order fates were decided; arrival order is Seq.
+	var up []emulator.Record
+	for _, r := range recs {
+		if r.Dir == emulator.Up && r.Proto == 17 {
+			up = append(up, r)
+		}
+	}
+	slices.SortFunc(up, func(a, b emulator.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	if len(up) != n {
+		t.Fatalf("ground truth has %d upstream UDP packets, want %d", len(up), n)
+	}
+	lost := make([]bool, n)
+	for i, r := range up {
+		lost[i] = r.Fate == emulator.DropLoss
+	}
+	want := metrics.LossPatternOf(lost, 1)
+	got := f.Forward.LossPattern
+	t.Logf("ground truth: %d lost in %d periods (mean length %.2f); sonde forward: %d lost in %d periods (mean %.2f)",
+		want.Lost, want.Periods, want.PeriodLength.Mean, got.Lost, got.Periods, got.PeriodLength.Mean)
+	if want.Lost < 40 || want.Periods < 10 {
+		t.Fatalf("too little loss to compare: %d lost in %d periods", want.Lost, want.Periods)
+	}
+	if got.Lost != want.Lost || got.Periods != want.Periods || got.PeriodLength != want.PeriodLength ||
+		got.InterPeriodLength != want.InterPeriodLength || got.LossDistance != want.LossDistance {
+		t.Fatalf("forward loss pattern differs from the ground truth:\n got %+v\nwant %+v", got, want)
+	}
+	if f.Backward.Lost != 0 {
+		t.Errorf("backward lost %d; the down link has no loss", f.Backward.Lost)
 	}
 }
