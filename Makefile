@@ -6,14 +6,24 @@ BIN      := bin/sonde
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOFILES  := $(shell find cmd internal -name '*.go' -not -name '*_test.go' 2>/dev/null)
 # Debian packages the tests and benchmarks use (peers and tools).
-APT_PKGS := iperf3 iputils-ping iproute2 tcpdump
+APT_PKGS := iperf3 iputils-ping iproute2 tcpdump chromium
 NDT7_DIR := test/interop/ndt7
+WEB_SRC  := $(wildcard web/src/*) web/build.mjs web/package.json web/package-lock.json
 
-.PHONY: build run test deps apt-deps node-deps bench clean
+.PHONY: build run test deps apt-deps node-deps web bench clean
 
 build: $(BIN)
 
-$(BIN): $(GOFILES) go.mod go.sum
+# The browser page (TypeScript) is built into web/dist, which the binary
+# embeds. web/dist is committed, so a machine without npm still builds.
+web/dist/app.js: $(WEB_SRC)
+	@if command -v npm >/dev/null; then \
+		cd web && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent build; \
+	else echo "make: no npm; using the committed web/dist"; fi
+
+web: web/dist/app.js
+
+$(BIN): $(GOFILES) go.mod go.sum web/dist/app.js
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sonde
 
 # The main job: the full test suite across an emulated bufferbloated ADSL
@@ -28,6 +38,7 @@ run: build
 # a reason when not root; CI runs as root.
 test: build deps
 	$(GO) vet ./...
+	cd web && npm test --silent
 	$(GO) test -count=1 -timeout 15m ./...
 
 deps: apt-deps node-deps
@@ -40,10 +51,12 @@ apt-deps:
 		else echo "make: installing$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi; \
 	fi
 
-# The ndt7 reference client for the interop test.
+# The ndt7 reference client (interop test) and the page's build and test
+# tools (esbuild, TypeScript, playwright-core for the Chromium test).
 node-deps:
 	@if [ -f $(NDT7_DIR)/package-lock.json ] && [ ! -d $(NDT7_DIR)/node_modules ]; then \
 		cd $(NDT7_DIR) && npm ci --no-audit --no-fund --loglevel=error; fi
+	@[ -d web/node_modules ] || (cd web && npm ci --no-audit --no-fund --loglevel=error)
 
 bench: build apt-deps
 	bash bench/tcp.sh

@@ -1,8 +1,6 @@
 package client
 
 import (
-	"math"
-	"sort"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/metrics"
@@ -57,18 +55,18 @@ func (t *tester) assemble(pr *phaseResult, rep protocol.Report, baseline *model.
 		} else {
 			f.StartS, f.EndS = t.since(lf.start), t.since(lf.end)
 		}
-		f.Throughput = nonNil(metrics.Rates(resample(counts, plotStep)))
+		f.Throughput = nonNil(metrics.Rates(metrics.Resample(counts, plotStep)))
 		all = append(all, counts)
 		d.Flows = append(d.Flows, f)
 	}
-	agg := sumCounts(all, countEvery.Seconds())
+	agg := metrics.SumCounts(all, countEvery.Seconds())
 	if len(agg) > 0 {
 		d.Bytes = agg[len(agg)-1].Bytes
 		if span := agg[len(agg)-1].TS - agg[0].TS; span > 0 {
 			d.GoodputBps = float64(d.Bytes) * 8 / span
 		}
 	}
-	d.Throughput = nonNil(metrics.Rates(resample(agg, plotStep)))
+	d.Throughput = nonNil(metrics.Rates(metrics.Resample(agg, plotStep)))
 	d.Latency = t.loaded(pr)
 	d.RPM = rpm(pr, baseline)
 	baseMs := 0.0
@@ -124,59 +122,6 @@ func rpm(pr *phaseResult, baseline *model.RTTResult) *model.RPM {
 		r.IdleRPM = metrics.IdleRPM(rttsOf(baseline.Samples))
 	}
 	return r
-}
-
-// valueAt interpolates a cumulative series at ts (clamped at its ends).
-func valueAt(c []model.ByteCount, ts float64) float64 {
-	if len(c) == 0 {
-		return 0
-	}
-	i := sort.Search(len(c), func(i int) bool { return c[i].TS >= ts })
-	switch {
-	case i == 0:
-		return float64(c[0].Bytes)
-	case i == len(c):
-		return float64(c[len(c)-1].Bytes)
-	}
-	a, b := c[i-1], c[i]
-	if b.TS == a.TS {
-		return float64(b.Bytes)
-	}
-	return float64(a.Bytes) + float64(b.Bytes-a.Bytes)*(ts-a.TS)/(b.TS-a.TS)
-}
-
-// sumCounts adds cumulative series on a common grid of the given step over
-// their joint span.
-func sumCounts(series [][]model.ByteCount, step float64) []model.ByteCount {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, c := range series {
-		if len(c) > 0 {
-			lo, hi = math.Min(lo, c[0].TS), math.Max(hi, c[len(c)-1].TS)
-		}
-	}
-	if hi <= lo {
-		return nil
-	}
-	var out []model.ByteCount
-	for i := 0; ; i++ {
-		ts := math.Min(lo+float64(i)*step, hi)
-		var sum float64
-		for _, c := range series {
-			sum += valueAt(c, ts)
-		}
-		out = append(out, model.ByteCount{TS: ts, Bytes: int64(math.Round(sum))})
-		if ts >= hi {
-			return out
-		}
-	}
-}
-
-// resample thins a cumulative series to one point per step.
-func resample(c []model.ByteCount, step float64) []model.ByteCount {
-	if len(c) < 2 {
-		return c
-	}
-	return sumCounts([][]model.ByteCount{c}, step)
 }
 
 // wireOverhead maps the configuration (negative: none) to bytes.

@@ -60,3 +60,56 @@ func countAt(counts []ByteCount, t float64) float64 {
 	f := (t - a.TS) / (b.TS - a.TS)
 	return float64(a.Bytes) + f*float64(b.Bytes-a.Bytes)
 }
+
+// ValueAt interpolates a cumulative series at ts (clamped at its ends).
+func ValueAt(c []ByteCount, ts float64) float64 {
+	if len(c) == 0 {
+		return 0
+	}
+	i := sort.Search(len(c), func(i int) bool { return c[i].TS >= ts })
+	switch {
+	case i == 0:
+		return float64(c[0].Bytes)
+	case i == len(c):
+		return float64(c[len(c)-1].Bytes)
+	}
+	a, b := c[i-1], c[i]
+	if b.TS == a.TS {
+		return float64(b.Bytes)
+	}
+	return float64(a.Bytes) + float64(b.Bytes-a.Bytes)*(ts-a.TS)/(b.TS-a.TS)
+}
+
+// SumCounts adds cumulative series on a common grid of the given step over
+// their joint span.
+func SumCounts(series [][]ByteCount, step float64) []ByteCount {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, c := range series {
+		if len(c) > 0 {
+			lo, hi = math.Min(lo, c[0].TS), math.Max(hi, c[len(c)-1].TS)
+		}
+	}
+	if hi <= lo {
+		return nil
+	}
+	var out []ByteCount
+	for i := 0; ; i++ {
+		ts := math.Min(lo+float64(i)*step, hi)
+		var sum float64
+		for _, c := range series {
+			sum += ValueAt(c, ts)
+		}
+		out = append(out, ByteCount{TS: ts, Bytes: int64(math.Round(sum))})
+		if ts >= hi {
+			return out
+		}
+	}
+}
+
+// Resample thins a cumulative series to one point per step.
+func Resample(c []ByteCount, step float64) []ByteCount {
+	if len(c) < 2 {
+		return c
+	}
+	return SumCounts([][]ByteCount{c}, step)
+}

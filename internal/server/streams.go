@@ -48,7 +48,8 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		}
 		mark = d
 	}
-	if !headerHas(r.Header, "Upgrade", protocol.StreamUpgrade) {
+	ws := isWebSocket(r) // browsers: the same frames inside WebSocket messages
+	if !ws && !headerHas(r.Header, "Upgrade", protocol.StreamUpgrade) {
 		w.Header().Set("Upgrade", protocol.StreamUpgrade)
 		s.writeError(w, http.StatusUpgradeRequired, "stream requests must upgrade to "+protocol.StreamUpgrade)
 		return
@@ -63,7 +64,13 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many streams in one test (limit %d)", s.cfg.MaxStreams))
 		return
 	}
-	conn, err := hijack(w, mark)
+	var conn *stream.BufferedConn
+	var err error
+	if ws {
+		conn, err = upgradeWebSocket(w, r, mark)
+	} else {
+		conn, err = hijack(w, mark)
+	}
 	if err != nil {
 		f.report = protocol.FlowReport{ID: f.id, Kind: kind, Tag: tag, Error: err.Error()}
 		close(f.done)

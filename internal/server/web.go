@@ -1,0 +1,262 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/metrics"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/protocol"
+	"github.com/sonde-project/sonde/web"
+)
+
+// webRoutes serves the browser test page at / and the endpoint that turns
+// a browser's measurements into a model.Result.
+//
+// The page sends what only it saw (its receive counts, probe RTTs); the
+// server joins them with its own records of the same session (TCP_INFO
+// series, upload counts) and runs the same metrics code as `sonde test`, so
+// page and CLI report identical figures from one implementation.
+func (s *Server) webRoutes() {
+	files := http.FileServerFS(web.Assets())
+	// "/" without a method: a method pattern would conflict with ndt7's
+	// method-less paths under Go's mux precedence rules.
+	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.writeError(w, http.StatusMethodNotAllowed, "method not allowed")
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'")
+		files.ServeHTTP(w, r)
+	}))
+	s.mux.HandleFunc("POST "+protocol.PathSessions+"/{id}/result", s.handleBrowserResult)
+}
+
+// BrowserRun is what the page measured. Times are seconds since the page
+// sent its session request (its time zero).
+type BrowserRun struct {
+	Software  string    `json:"software"`
+	UserAgent string    `json:"user_agent"`
+	Start     time.Time `json:"start"`
+	// OffsetS is the server's session start on the page's clock: half the
+	// round trip of the session request.
+	OffsetS   float64        `json:"offset_s"`
+	Streams   string         `json:"streams"`
+	DurationS float64        `json:"duration_s"`
+	ProbeMs   float64        `json:"probe_interval_ms"`
+	Baseline  *BrowserProbes `json:"baseline,omitempty"`
+	Download  *BrowserPhase  `json:"download,omitempty"`
+	Upload    *BrowserPhase  `json:"upload,omitempty"`
+	Errors    []string       `json:"errors,omitempty"`
+	Notes     []string       `json:"notes,omitempty"`
+}
+
+// BrowserProbes are the page's application echoes over a probe stream.
+type BrowserProbes struct {
+	Samples []model.RTTSample `json:"samples"`
+	Lost    int               `json:"lost"`
+}
+
+// BrowserPhase is one load phase as the page ran it.
+type BrowserPhase struct {
+	Auto   bool    `json:"auto"`
+	StartS float64 `json:"start_s"`
+	EndS   float64 `json:"end_s"`
+	// Tags name the phase's streams in the order they were opened.
+	Tags []string `json:"tags"`
+	// Counts are the page's cumulative receive counts per tag (download).
+	Counts  map[string][]model.ByteCount `json:"counts,omitempty"`
+	Latency *BrowserProbes               `json:"latency,omitempty"`
+	// SelfMs are probe RTTs on the loaded streams themselves.
+	SelfMs []float64 `json:"self_ms,omitempty"`
+}
+
+// maxBrowserRun bounds the request body: 10 s of 50 ms counts for 64
+// streams and 20 ms probes is far below it.
+const maxBrowserRun = 8 << 20
+
+func (s *Server) handleBrowserResult(w http.ResponseWriter, r *http.Request) {
+	ses := s.lookup(w, r)
+	if ses == nil {
+		return
+	}
+	var run BrowserRun
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBrowserRun)).Decode(&run); err != nil {
+		s.writeError(w, http.StatusBadRequest, "invalid browser result: "+err.Error())
+		return
+	}
+	reps, ok := waitFlows(r, ses, 3*time.Second)
+	if !ok {
+		return
+	}
+	res := s.assembleBrowser(ses, &run, reps, r)
+	writeJSON(w, http.StatusOK, res)
+}
+
+// waitFlows returns every flow's report, waiting up to wait in all for
+// streams the page has just closed; false if the request went away.
+func waitFlows(r *http.Request, ses *session, wait time.Duration) ([]protocol.FlowReport, bool) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	var out []protocol.FlowReport
+	for _, f := range ses.flowList() {
+		select {
+		case <-f.done:
+			out = append(out, f.report)
+		case <-t.C:
+			out = append(out, protocol.FlowReport{ID: f.id, Kind: f.kind, Tag: f.tag, Error: "still running"})
+		case <-r.Context().Done():
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func (s *Server) assembleBrowser(ses *session, run *BrowserRun, reps []protocol.FlowReport, r *http.Request) *model.Result {
+	host, _ := os.Hostname()
+	res := &model.Result{
+		Schema: model.SchemaVersion, ID: ses.id, Start: run.Start, End: time.Now().UTC(),
+		Client: model.Endpoint{Address: clientIP(r), Software: run.Software},
+		Server: model.Endpoint{Software: s.cfg.Software, Hostname: host},
+		Config: model.TestConfig{Server: r.Host, TLS: r.TLS != nil, Streams: run.Streams,
+			DurationS: run.DurationS, ProbeMs: run.ProbeMs},
+		Errors: run.Errors, Notes: run.Notes,
+	}
+	if res.Start.IsZero() {
+		res.Start = ses.start.UTC()
+	}
+	if run.UserAgent != "" {
+		res.Notes = append(res.Notes, "browser: "+run.UserAgent)
+	}
+	off := run.OffsetS
+	if res.Baseline = rttResult(run.Baseline); res.Baseline != nil {
+		for _, f := range reps {
+			if f.Kind == protocol.KindProbe && len(f.TCPInfo) > 0 {
+				res.Baseline.ServerMinRTTMs = float64(f.TCPInfo[len(f.TCPInfo)-1].MinRTTUs) / 1000
+				res.Baseline.ServerRTTMs = float64(f.TCPInfo[0].RTTUs) / 1000
+				break
+			}
+		}
+	}
+	baseMs := 0.0
+	if res.Baseline != nil && res.Baseline.RTTMs.N > 0 {
+		baseMs = res.Baseline.RTTMs.Min
+	}
+	if run.Download != nil {
+		res.Download = assemblePhase(protocol.KindDownload, run.Download, reps, off, baseMs, res.Baseline)
+	}
+	if run.Upload != nil {
+		res.Upload = assemblePhase(protocol.KindUpload, run.Upload, reps, off, baseMs, res.Baseline)
+		res.Notes = append(res.Notes, "upload: a browser cannot read its socket's TCP_INFO, so the upload's sender figures (efficiency, bottleneck, window) are not available; its goodput is the server's receive count")
+	}
+	for _, f := range reps {
+		if f.Error != "" && f.Error != "still running" {
+			res.Errors = append(res.Errors, fmt.Sprintf("server: %s stream %q: %s", f.Kind, f.Tag, f.Error))
+		}
+	}
+	return res
+}
+
+// assemblePhase joins the page's and the server's view of one load phase,
+// like the CLI's: receiver counts give goodput, the sender's TCP_INFO the
+// RFC 6349 figures. off shifts server times onto the page's clock.
+func assemblePhase(dir string, bp *BrowserPhase, reps []protocol.FlowReport, off, baseMs float64, baseline *model.RTTResult) *model.DirectionResult {
+	d := &model.DirectionResult{Direction: dir, StreamsMode: "fixed", Streams: len(bp.Tags),
+		DurationS: bp.EndS - bp.StartS, Flows: []model.Flow{}}
+	if bp.Auto {
+		d.StreamsMode = "auto"
+	}
+	byTag := map[string]protocol.FlowReport{}
+	for _, f := range reps {
+		if f.Kind == dir {
+			byTag[f.Tag] = f
+		}
+	}
+	var all [][]model.ByteCount
+	for i, tag := range bp.Tags {
+		srv := byTag[tag]
+		f := model.Flow{ID: i, DSCP: srv.DSCP, TCPInfo: []model.TCPSample{}}
+		var counts []model.ByteCount
+		if dir == protocol.KindDownload {
+			counts = bp.Counts[tag]
+			f.Sender, f.SndBufBytes = "server", srv.SndBufBytes
+			f.TCPInfo = shiftTCP(srv.TCPInfo, off)
+		} else {
+			counts = shiftCounts(srv.Counts, off)
+			f.Sender, f.RcvBufBytes = "client", srv.RcvBufBytes
+		}
+		if len(counts) > 0 {
+			f.StartS, f.EndS = counts[0].TS, counts[len(counts)-1].TS
+			f.Bytes = counts[len(counts)-1].Bytes - counts[0].Bytes
+			if span := f.EndS - f.StartS; span > 0 {
+				f.GoodputBps = float64(f.Bytes) * 8 / span
+			}
+		} else {
+			f.StartS, f.EndS = srv.StartS+off, srv.EndS+off
+		}
+		f.Throughput = metrics.Rates(metrics.Resample(counts, 0.1))
+		all = append(all, counts)
+		d.Flows = append(d.Flows, f)
+	}
+	agg := metrics.SumCounts(all, 0.05)
+	if len(agg) > 0 {
+		d.Bytes = agg[len(agg)-1].Bytes - agg[0].Bytes
+		if span := agg[len(agg)-1].TS - agg[0].TS; span > 0 {
+			d.GoodputBps = float64(d.Bytes) * 8 / span
+		}
+	}
+	d.Throughput = metrics.Rates(metrics.Resample(agg, 0.1))
+	d.Latency = rttResult(bp.Latency)
+	if len(bp.SelfMs) > 0 {
+		// The page cannot time TCP or TLS handshakes of new connections,
+		// so only the self-probe half of RPM exists; the Stats carry it and
+		// RPM itself stays 0 rather than a figure of a different definition.
+		d.RPM = &model.RPM{SelfMs: metrics.Summarize(bp.SelfMs)}
+		if baseline != nil {
+			d.RPM.IdleRPM = metrics.IdleRPM(rtts(baseline.Samples))
+		}
+	}
+	d.RFC6349 = metrics.BuildRFC6349(d, agg, baseMs, 0, 0)
+	return d
+}
+
+func rttResult(p *BrowserProbes) *model.RTTResult {
+	if p == nil {
+		return nil
+	}
+	r := &model.RTTResult{Samples: p.Samples, Lost: p.Lost}
+	if r.Samples == nil {
+		r.Samples = []model.RTTSample{}
+	}
+	r.RTTMs = metrics.Summarize(rtts(r.Samples))
+	return r
+}
+
+func rtts(s []model.RTTSample) []float64 {
+	out := make([]float64, len(s))
+	for i, x := range s {
+		out[i] = x.RTTMs
+	}
+	return out
+}
+
+func shiftTCP(in []model.TCPSample, off float64) []model.TCPSample {
+	out := make([]model.TCPSample, len(in))
+	for i, s := range in {
+		s.TS += off
+		out[i] = s
+	}
+	return out
+}
+
+func shiftCounts(in []model.ByteCount, off float64) []model.ByteCount {
+	out := make([]model.ByteCount, len(in))
+	for i, c := range in {
+		out[i] = model.ByteCount{TS: c.TS + off, Bytes: c.Bytes}
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+// Pure client logic of the page: automatic stream count, rates from
+// cumulative counts, and the plain-language summary of a result.
+
+export interface ByteCount { t_s: number; bytes: number }
+export interface TCPSample {
+  busy_time_us: number; rwnd_limited_us: number; sndbuf_limited_us: number;
+  [k: string]: number;
+}
+export interface LiveFlow { id: number; kind: string; bytes: number; tcpinfo: TCPSample; done: boolean }
+
+/**
+ * AutoStreams grows the stream count like the native client
+ * (internal/client autoStreams): add a stream while the aggregate goodput
+ * grows by more than 5% per added stream and the senders are limited by a
+ * window or buffer; stop at the first stream that did not help. limited is
+ * null when the sender's TCP_INFO is unknown (a browser upload), in which
+ * case only the goodput rule applies.
+ */
+export class AutoStreams {
+  private lastAdd = -1;
+  stopped = false;
+  constructor(readonly max: number) {}
+
+  step(goodputBps: number, limited: boolean | null, streams: number): "add" | "hold" | "stop" {
+    if (this.stopped) return "stop";
+    if (streams >= this.max || limited === false) return "hold";
+    if (this.lastAdd >= 0 && goodputBps <= this.lastAdd * 1.05) {
+      this.stopped = true;
+      return "stop";
+    }
+    this.lastAdd = goodputBps;
+    return "add";
+  }
+}
+
+/**
+ * limited reports whether, between two /live readings, the server's
+ * sending flows spent more than half of their busy time limited by the
+ * receiver window or their send buffer.
+ */
+export function limited(prev: Map<number, TCPSample>, now: LiveFlow[], kind: string): boolean {
+  let busy = 0, lim = 0;
+  for (const f of now) {
+    if (f.kind !== kind || f.done) continue;
+    const p = prev.get(f.id);
+    const s = f.tcpinfo;
+    if (p && s.busy_time_us >= p.busy_time_us) {
+      busy += s.busy_time_us - p.busy_time_us;
+      lim += (s.rwnd_limited_us - p.rwnd_limited_us) + (s.sndbuf_limited_us - p.sndbuf_limited_us);
+    }
+  }
+  prev.clear();
+  for (const f of now) if (f.kind === kind && !f.done) prev.set(f.id, f.tcpinfo);
+  return busy > 0 && lim * 2 > busy;
+}
+
+/** Goodput in bit/s between the first and last of a cumulative series. */
+export function goodput(c: ByteCount[]): number {
+  if (c.length < 2) return 0;
+  const a = c[0], b = c[c.length - 1];
+  return b.t_s > a.t_s ? ((b.bytes - a.bytes) * 8) / (b.t_s - a.t_s) : 0;
+}
+
+/** Rate over the last window seconds of a cumulative series. */
+export function recentRate(c: ByteCount[], window: number): number {
+  if (c.length < 2) return 0;
+  const last = c[c.length - 1];
+  let i = c.length - 2;
+  while (i > 0 && last.t_s - c[i].t_s < window) i--;
+  return goodput([c[i], last]);
+}
+
+export function median(xs: number[]): number {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = (s.length - 1) / 2;
+  return (s[Math.floor(m)] + s[Math.ceil(m)]) / 2;
+}
+
+export function fmtRate(bps: number): string {
+  if (!Number.isFinite(bps)) return "–";
+  if (bps >= 1e9) return (bps / 1e9).toFixed(2) + " Gbit/s";
+  if (bps >= 1e6) return (bps / 1e6).toFixed(1) + " Mbit/s";
+  return (bps / 1e3).toFixed(0) + " kbit/s";
+}
+
+export function fmtMs(ms: number): string {
+  if (!Number.isFinite(ms)) return "–";
+  return ms < 10 ? ms.toFixed(2) + " ms" : ms.toFixed(1) + " ms";
+}
+
+interface Stats { n: number; min: number; p50: number; mean: number }
+interface Dir { goodput_bps: number; streams: number; latency_under_load?: { rtt_ms: Stats } }
+export interface ResultLike {
+  baseline?: { rtt_ms: Stats };
+  download?: Dir;
+  upload?: Dir;
+  errors?: string[];
+}
+
+/** Added queueing delay of a phase: loaded median RTT − idle minimum, ms. */
+export function addedDelay(r: ResultLike, d?: Dir): number {
+  const base = r.baseline?.rtt_ms;
+  const load = d?.latency_under_load?.rtt_ms;
+  if (!base || !load || base.n === 0 || load.n === 0) return NaN;
+  return load.p50 - base.min;
+}
+
+/** verdict names the effect of a queueing delay on interactive use. */
+export function verdict(addedMs: number): string {
+  if (!Number.isFinite(addedMs)) return "";
+  if (addedMs >= 100) return "bufferbloat: calls and games will suffer while this link is busy";
+  if (addedMs >= 30) return "noticeable queueing: interactive use slows down under load";
+  return "little queueing: the link stays responsive under load";
+}
+
+/** One line per finding, in plain words. */
+export function summary(r: ResultLike): string[] {
+  const out: string[] = [];
+  if (r.baseline && r.baseline.rtt_ms.n > 0) out.push(`Idle round trip to the server: ${fmtMs(r.baseline.rtt_ms.min)} (best), ${fmtMs(r.baseline.rtt_ms.p50)} (typical).`);
+  for (const [name, d] of [["download", r.download], ["upload", r.upload]] as const) {
+    if (!d) continue;
+    const s = d.streams === 1 ? "stream" : "streams";
+    out.push(`${name[0].toUpperCase() + name.slice(1)}: ${fmtRate(d.goodput_bps)} over ${d.streams} ${s}.`);
+    const added = addedDelay(r, d);
+    if (Number.isFinite(added)) out.push(`${name[0].toUpperCase() + name.slice(1)} adds ${Math.max(0, added).toFixed(added < 10 ? 1 : 0)} ms of queueing delay: ${verdict(added)}.`);
+  }
+  for (const e of r.errors ?? []) out.push(`Problem: ${e}`);
+  return out;
+}

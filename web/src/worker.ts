@@ -1,0 +1,138 @@
+// One sonde stream over a WebSocket, run in a Web Worker so that the
+// page's rendering never delays reading or sending. Kinds: download
+// (count payload, self-probe every 100 ms), upload (send a pre-filled frame
+// paced by bufferedAmount, self-probe likewise), probe (echo every
+// interval). Times sent back are seconds since the page's time zero.
+import { FrameParser, encodeProbe, dataFrame, probeRTT, ProbeReply } from "./frames";
+
+export interface StartMsg {
+  cmd: "start";
+  url: string;
+  kind: "download" | "upload" | "probe";
+  t0: number; // page time zero, ms on the shared clock (timeOrigin + now)
+  intervalMs: number; // probe cadence (probe) or self-probe cadence (load)
+  frameBytes?: number; // upload frame payload
+  highWater?: number; // upload: keep bufferedAmount below this
+}
+export type FromWorker =
+  | { type: "open" }
+  | { type: "count"; t_s: number; bytes: number }
+  | { type: "rtt"; t_s: number; rtt_ms: number; server_ms: number; self: boolean }
+  | { type: "closed"; counts: { t_s: number; bytes: number }[]; lost: number[]; sent: number; error?: string }
+  | { type: "error"; message: string };
+
+const post = (m: FromWorker) => (self as unknown as Worker).postMessage(m);
+const clock = () => performance.timeOrigin + performance.now();
+
+let ws: WebSocket | null = null;
+let t0 = 0;
+const parser = new FrameParser();
+const counts: { t_s: number; bytes: number }[] = [];
+const outstanding = new Map<number, number>(); // seq → send time, s
+let seq = 0;
+let sent = 0;
+let timers: ReturnType<typeof setInterval>[] = [];
+let failed = "";
+let done = false;
+
+const since = () => (clock() - t0) / 1000;
+
+function probe(): void {
+  if (!ws || ws.readyState !== WebSocket.OPEN) return;
+  seq++;
+  const t = since();
+  outstanding.set(seq, t);
+  ws.send(encodeProbe(seq, t * 1e9));
+}
+
+function onReply(r: ProbeReply, selfProbe: boolean): void {
+  const recvNs = since() * 1e9;
+  const sentAt = outstanding.get(r.seq);
+  if (sentAt === undefined) return;
+  outstanding.delete(r.seq);
+  const { rttMs, serverMs } = probeRTT(r, recvNs);
+  post({ type: "rtt", t_s: sentAt, rtt_ms: rttMs, server_ms: serverMs, self: selfProbe });
+}
+
+function finish(): void {
+  if (done) return;
+  done = true;
+  for (const t of timers) clearInterval(t);
+  timers = [];
+  counts.push({ t_s: since(), bytes: parser.payloadBytes });
+  post({ type: "closed", counts, lost: [...outstanding.values()], sent, error: failed || undefined });
+}
+
+function start(m: StartMsg): void {
+  t0 = m.t0;
+  ws = new WebSocket(m.url, "sonde.v1");
+  ws.binaryType = "arraybuffer";
+  const selfProbe = m.kind !== "probe";
+  ws.onopen = () => {
+    counts.push({ t_s: since(), bytes: 0 });
+    post({ type: "open" });
+    timers.push(setInterval(probe, m.intervalMs));
+    if (m.kind === "download") {
+      timers.push(setInterval(() => {
+        const c = { t_s: since(), bytes: parser.payloadBytes };
+        counts.push(c);
+        post({ type: "count", ...c });
+      }, 50));
+    }
+    if (m.kind === "upload") upload(m.frameBytes ?? 1 << 20, m.highWater ?? 16 << 20);
+  };
+  ws.onmessage = (ev: MessageEvent) => {
+    try {
+      parser.push(ev.data as ArrayBuffer, (r) => onReply(r, selfProbe));
+    } catch (e) {
+      failed = "malformed data from the server: " + (e as Error).message;
+      ws?.close(1002);
+    }
+  };
+  ws.onerror = () => {
+    if (!failed && !done) failed = "the WebSocket to the server failed";
+  };
+  ws.onclose = (ev: CloseEvent) => {
+    if (!done && ev.code !== 1000 && !stopping && !failed) failed = `the server closed the ${m.kind} stream (code ${ev.code})`;
+    finish();
+  };
+}
+
+// upload keeps the socket's send queue filled with the same pre-built frame.
+// WebSocket has no "buffered amount low" event, so a short timer refills
+// the queue whenever it has drained below the high-water mark; the queue
+// is deep enough (≥ 16 MiB) to cover the timer's 4 ms clamp at 10 Gbit/s.
+function upload(frameBytes: number, highWater: number): void {
+  const frame = dataFrame(frameBytes);
+  const fill = () => {
+    if (!ws || ws.readyState !== WebSocket.OPEN || stopping) return;
+    while (ws.bufferedAmount < highWater) {
+      ws.send(frame);
+      sent += frameBytes;
+    }
+    setTimeout(fill, 1);
+  };
+  fill();
+}
+
+let stopping = false;
+
+self.onmessage = (ev: MessageEvent) => {
+  const m = ev.data as StartMsg | { cmd: "stop" };
+  if (m.cmd === "start") {
+    try {
+      start(m);
+    } catch (e) {
+      post({ type: "error", message: (e as Error).message });
+    }
+  } else if (m.cmd === "stop") {
+    stopping = true;
+    for (const t of timers) clearInterval(t);
+    timers = [];
+    if (ws && ws.readyState <= WebSocket.OPEN) {
+      ws.close(1000);
+      // A close handshake that never completes must not hang the page.
+      setTimeout(finish, 3000);
+    } else finish();
+  }
+};
