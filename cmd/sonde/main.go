@@ -47,12 +47,13 @@ and responsiveness (RPM), and an RFC 6349 report built from TCP_INFO.
   sonde test [SERVER]         run the TCP test suite against SERVER, or against
                               an embedded loopback server when none is given
   sonde udp [SERVER]          UDP quality: one-way delay, jitter, loss patterns
+  sonde analyze FILE...       passive TCP and QUIC (spin bit) RTT from captures
   sonde lab / sonde emulate   emulated paths with per-packet ground truth`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newServeCmd(), newTestCmd(), newUDPCmd(), newLabCmd(), newEmulateCmd())
+	root.AddCommand(newServeCmd(), newTestCmd(), newUDPCmd(), newAnalyzeCmd(), newCaptureCmd(), newLabCmd(), newEmulateCmd())
 	return root
 }
 

@@ -1,0 +1,169 @@
+package model
+
+// AnalyzeSchema names the JSON schema of Analysis (`sonde analyze`).
+const AnalyzeSchema = "sonde.analyze/v1"
+
+// Analysis is the result of analysing one or more capture files.
+type Analysis struct {
+	Schema    string         `json:"schema"`
+	Files     []CaptureFile  `json:"files"`
+	Packets   uint64         `json:"packets"`
+	Bytes     uint64         `json:"bytes"`
+	Skipped   uint64         `json:"skipped_packets"` // not IP, fragments, malformed
+	StartUnix float64        `json:"start_unix_s"`
+	DurationS float64        `json:"duration_s"`
+	TCP       []TCPConn      `json:"tcp,omitempty"`
+	QUIC      []QUICConn     `json:"quic,omitempty"`
+	Truth     *TruthCompare  `json:"ground_truth,omitempty"`
+	Samples   []PassiveRTT   `json:"samples,omitempty"` // with --samples
+	Errors    []string       `json:"errors,omitempty"`
+	Notes     []string       `json:"notes,omitempty"`
+	Stats     AnalyzeRuntime `json:"runtime"`
+}
+
+// CaptureFile describes one input file.
+type CaptureFile struct {
+	Path    string `json:"path"`
+	Format  string `json:"format"`
+	Packets uint64 `json:"packets"`
+	// DamageOffset is the byte offset where reading stopped on a truncated
+	// or corrupt file (-1: read to the end).
+	DamageOffset int64  `json:"damage_offset"`
+	Damage       string `json:"damage,omitempty"`
+}
+
+// AnalyzeRuntime reports the analyser's own cost.
+type AnalyzeRuntime struct {
+	WallS          float64 `json:"wall_s"`
+	PacketsPerS    float64 `json:"packets_per_s"`
+	PeakLiveFlows  int     `json:"peak_live_flows"`
+	EvictedFlows   int     `json:"evicted_flows"`
+	TruncatedFlows int     `json:"truncated_flows,omitempty"` // flows beyond --max-flows, not analysed
+}
+
+// RTTSummary summarises one RTT method's valid samples, milliseconds.
+type RTTSummary struct {
+	Samples  int     `json:"samples"`
+	Rejected int     `json:"rejected,omitempty"`
+	MinMs    float64 `json:"min_ms,omitempty"`
+	MeanMs   float64 `json:"mean_ms,omitempty"`
+	MedianMs float64 `json:"median_ms,omitempty"`
+	P90Ms    float64 `json:"p90_ms,omitempty"`
+	MaxMs    float64 `json:"max_ms,omitempty"`
+}
+
+// TCPDir is one direction of a TCP connection (A→B is client→server when
+// the SYN was seen).
+type TCPDir struct {
+	Packets         uint64  `json:"packets"`
+	Bytes           uint64  `json:"bytes"` // IP bytes
+	DataPackets     uint64  `json:"data_packets"`
+	DataBytes       uint64  `json:"data_bytes"`   // payload, retransmissions included
+	UniqueBytes     uint64  `json:"unique_bytes"` // new sequence space
+	Retransmissions uint64  `json:"retransmissions"`
+	OutOfOrder      uint64  `json:"out_of_order"`
+	DupACKs         uint64  `json:"dup_acks"`
+	ZeroWindows     uint64  `json:"zero_windows"`
+	MSS             int     `json:"mss,omitempty"`
+	WindowScale     int     `json:"window_scale"` // -1: not offered
+	SACKPermitted   bool    `json:"sack_permitted"`
+	SACKBlocks      uint64  `json:"sack_blocks,omitempty"`
+	Timestamps      bool    `json:"timestamps"`
+	GoodputBps      float64 `json:"goodput_bps"` // unique bytes over the connection's duration
+	// GoodputSeries is unique bytes per interval as bit/s.
+	GoodputSeries []float64 `json:"goodput_series_bps,omitempty"`
+}
+
+// TCPConn is one TCP connection.
+type TCPConn struct {
+	A         string  `json:"a"` // client (SYN sender) when seen, else the lower-port guess
+	B         string  `json:"b"`
+	SawSYN    bool    `json:"saw_syn"`
+	Closed    string  `json:"closed,omitempty"` // fin, rst or "" (open at the end)
+	StartS    float64 `json:"start_s"`          // since the first packet of the analysis
+	DurationS float64 `json:"duration_s"`
+	IntervalS float64 `json:"interval_s"`
+	AB        TCPDir  `json:"a_to_b"`
+	BA        TCPDir  `json:"b_to_a"`
+	// RTT: TCP timestamps (pping), full and per side; SEQ/ACK with Karn's
+	// rule per data direction. "Side B" is observer → B → observer.
+	TSFull      RTTSummary `json:"ts_full_rtt"`
+	TSSideA     RTTSummary `json:"ts_side_a_rtt"`
+	TSSideB     RTTSummary `json:"ts_side_b_rtt"`
+	SeqAckSideA RTTSummary `json:"seqack_side_a_rtt"`
+	SeqAckSideB RTTSummary `json:"seqack_side_b_rtt"`
+	HTTP        *HTTPConn  `json:"http,omitempty"`
+}
+
+// HTTPConn is HTTP/1.x behaviour on one connection.
+type HTTPConn struct {
+	Requests  int       `json:"requests"`
+	Responses int       `json:"responses"`
+	KeepAlive bool      `json:"keep_alive"` // more than one request, or no close
+	CloseBy   string    `json:"close_by,omitempty"`
+	TTFBMs    []float64 `json:"ttfb_ms,omitempty"` // request start → first response byte
+}
+
+// QUICConn is one QUIC connection (per UDP 4-tuple).
+type QUICConn struct {
+	Client    string        `json:"client"`
+	Server    string        `json:"server"`
+	Version   string        `json:"version"`
+	DCIDLen   [2]int        `json:"dcid_len"` // short-header DCID length client→server, server→client
+	StartS    float64       `json:"start_s"`
+	DurationS float64       `json:"duration_s"`
+	Packets   [2]uint64     `json:"packets"`
+	Bytes     [2]uint64     `json:"bytes"`
+	Short     [2]uint64     `json:"short_header_packets"`
+	Coalesced uint64        `json:"coalesced_packets"`
+	Greased   uint64        `json:"greased_fixed_bit"`
+	CIDChange [2]int        `json:"cid_changes"`
+	Spin      string        `json:"spin"` // unknown, spinning, constant, random
+	Edges     [2]int        `json:"edges"`
+	Glitches  [2]int        `json:"reorder_glitches"`
+	Rejected  []Count       `json:"rejected,omitempty"`
+	SpinRTT   [2]RTTSummary `json:"spin_rtt"`      // per direction of the edges
+	Component [2]RTTSummary `json:"component_rtt"` // [0]: observer→server→observer, [1]: →client→
+}
+
+// Count is a named counter.
+type Count struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
+// PassiveRTT is one RTT sample.
+type PassiveRTT struct {
+	TimeS  float64 `json:"t_s"` // since the start of the analysis
+	Flow   string  `json:"flow"`
+	Method string  `json:"method"` // ts-full, ts-side-a, ts-side-b, seqack-side-a/b, spin-full-up/down, spin-side-server/client
+	RTTMs  float64 `json:"rtt_ms"`
+	Valid  bool    `json:"valid"`
+	Flag   string  `json:"flag,omitempty"`
+	// TrueMs is the ground truth for this sample (0: not matched).
+	TrueMs float64 `json:"true_ms,omitempty"`
+}
+
+// TruthCompare is the error of every RTT method against ground truth.
+type TruthCompare struct {
+	File     string        `json:"file"`
+	Observer string        `json:"observer"` // e.g. "link 1 end A"
+	Methods  []MethodError `json:"methods"`
+}
+
+// MethodError is one RTT method's error, e = (est − true) / true, with the
+// statistics over |e| in percent as seed 004 reports them.
+type MethodError struct {
+	Method        string  `json:"method"`
+	Samples       int     `json:"samples"`
+	Matched       int     `json:"matched"`
+	MeanAbsPct    float64 `json:"mean_abs_error_pct"`
+	StddevPct     float64 `json:"stddev_pct"`
+	MedianPct     float64 `json:"median_pct"`
+	P90Pct        float64 `json:"p90_pct"`
+	P99Pct        float64 `json:"p99_pct"`
+	MaxPct        float64 `json:"max_pct"`
+	MeanSignedPct float64 `json:"mean_signed_error_pct"`
+	SamplesPerS   float64 `json:"samples_per_s"`
+	MeanTrueMs    float64 `json:"mean_true_ms"`
+}

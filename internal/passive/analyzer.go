@@ -1,0 +1,336 @@
+// Package passive is sonde's capture analyser (`sonde analyze`): it sorts
+// packets into TCP connections and QUIC flows, keeps per-connection
+// counters (tcptrace-like), runs the passive RTT estimators (tcprtt,
+// spinbit) and compares their samples with the emulator's per-packet ground
+// truth. The per-packet path parses in place and looks flows up in a map
+// keyed by a fixed-size struct: it allocates only when a flow is created or
+// one of its rings or sample lists grows.
+package passive
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/emulator"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/pcap"
+)
+
+// Config tunes an Analyzer.
+type Config struct {
+	// Interval is the bin of goodput series (default 1 s).
+	Interval time.Duration
+	// IdleTimeout evicts a flow that saw no packet for this long in
+	// capture time (default 120 s; closed TCP connections after 10 s).
+	IdleTimeout time.Duration
+	// MaxFlows bounds live flows; packets of further flows are counted but
+	// not analysed (default 1<<20).
+	MaxFlows int
+	// Interface keeps only packets of this pcapng interface (-1: all).
+	// A lab capture holds every packet twice, once per link end: pick one.
+	Interface int
+	// Identity computes each packet's ground-truth identity hash
+	// (emulator.PacketIdentity); needed for truth comparison.
+	Identity bool
+	// QUICPorts are UDP ports whose traffic is taken as QUIC even when the
+	// handshake was not captured (default 443).
+	QUICPorts []uint16
+}
+
+type flowKey struct {
+	lo, hi         [16]byte
+	loPort, hiPort uint16
+	proto          uint8
+}
+
+type flow struct {
+	key   flowKey
+	index int  // in Analyzer.names
+	aIsLo bool // side A (client) is key.lo
+	first int64
+	last  int64
+	tcp   *tcpConn
+	quic  *quicConn
+	// samples are this flow's RTT samples, moved to Analyzer.samples
+	// when the flow finishes.
+	samples []sample
+}
+
+// Analyzer consumes packets and builds a model.Analysis.
+type Analyzer struct {
+	cfg      Config
+	flows    map[flowKey]*flow
+	names    []string // flow names by index, "a > b"
+	samples  []sample
+	res      model.Analysis
+	first    int64
+	last     int64
+	started  bool
+	nextScan int64
+	peak     int
+	wall     time.Duration
+}
+
+// New returns an Analyzer.
+func New(cfg Config) *Analyzer {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 120 * time.Second
+	}
+	if cfg.MaxFlows <= 0 {
+		cfg.MaxFlows = 1 << 20
+	}
+	if cfg.QUICPorts == nil {
+		cfg.QUICPorts = []uint16{443}
+	}
+	return &Analyzer{cfg: cfg, flows: make(map[flowKey]*flow), res: model.Analysis{Schema: model.AnalyzeSchema}}
+}
+
+// ReadFile analyses one capture file. A damaged file is analysed up to the
+// damage, which is recorded in the returned CaptureFile (and not returned
+// as an error); err is for files that cannot be read at all.
+func (a *Analyzer) ReadFile(path string) (model.CaptureFile, error) {
+	cf := model.CaptureFile{Path: path, DamageOffset: -1}
+	f, err := os.Open(path)
+	if err != nil {
+		return cf, err
+	}
+	defer f.Close()
+	return a.Read(f, cf)
+}
+
+// Read analyses a capture from r; cf names it.
+func (a *Analyzer) Read(r io.Reader, cf model.CaptureFile) (model.CaptureFile, error) {
+	start := time.Now()
+	defer func() { a.wall += time.Since(start) }()
+	rd, err := pcap.NewReader(r)
+	if err != nil {
+		return cf, err
+	}
+	cf.Format = rd.Format().String()
+	var p pcap.Packet
+	for {
+		err := rd.Next(&p)
+		if err != nil {
+			if d, ok := pcap.IsDamage(err); ok {
+				cf.DamageOffset, cf.Damage = d.Offset, d.Reason
+				a.res.Errors = append(a.res.Errors, fmt.Sprintf("%s: %v", cf.Path, err))
+			} else if !errors.Is(err, io.EOF) {
+				return cf, err
+			}
+			break
+		}
+		if a.cfg.Interface >= 0 && p.Interface != a.cfg.Interface {
+			continue
+		}
+		cf.Packets++
+		a.Packet(p.TimeNs, pcap.Network(p.LinkType, p.Data))
+	}
+	a.res.Files = append(a.res.Files, cf)
+	return cf, nil
+}
+
+// Packet analyses one IP packet (nil: not IP) captured at t (Unix ns).
+func (a *Analyzer) Packet(t int64, ip []byte) {
+	a.res.Packets++
+	var p ipPacket
+	if ip == nil || !decodeIP(ip, &p) || p.fragment {
+		a.res.Skipped++
+		return
+	}
+	a.res.Bytes += uint64(p.length)
+	if !a.started {
+		a.first, a.started = t, true
+		a.nextScan = t + int64(time.Second)
+	}
+	a.last = max(a.last, t)
+	if t >= a.nextScan {
+		a.evict(t)
+		a.nextScan = t + int64(time.Second)
+	}
+	var id uint64
+	if a.cfg.Identity {
+		id = emulator.PacketIdentity(ip).Hash
+	}
+	switch p.proto {
+	case 6:
+		a.tcpPacket(t, &p, id)
+	case 17:
+		a.udpPacket(t, &p, id)
+	default:
+		a.res.Skipped++
+	}
+}
+
+// lookup finds or creates the flow of a packet and returns it with the
+// packet's direction (0: A→B). create decides the orientation of a new
+// flow from the first packet: it returns whether the sender is side A, or
+// ok=false to ignore the packet.
+func (a *Analyzer) lookup(p *ipPacket, sport, dport uint16, t int64, create func() (senderIsA, ok bool)) (*flow, uint8) {
+	k := flowKey{proto: p.proto}
+	srcLo := bytes.Compare(p.src[:], p.dst[:]) < 0 || (p.src == p.dst && sport <= dport)
+	if srcLo {
+		k.lo, k.hi, k.loPort, k.hiPort = p.src, p.dst, sport, dport
+	} else {
+		k.lo, k.hi, k.loPort, k.hiPort = p.dst, p.src, dport, sport
+	}
+	f := a.flows[k]
+	if f == nil {
+		senderIsA, ok := create()
+		if !ok {
+			return nil, 0
+		}
+		if len(a.flows) >= a.cfg.MaxFlows {
+			a.res.Stats.TruncatedFlows++
+			return nil, 0
+		}
+		f = &flow{key: k, aIsLo: senderIsA == srcLo, first: t, index: len(a.names)}
+		a.flows[k] = f
+		a.peak = max(a.peak, len(a.flows))
+		a.names = append(a.names, "")
+	}
+	f.last = t
+	if srcLo == f.aIsLo {
+		return f, 0
+	}
+	return f, 1
+}
+
+func addrPort(a [16]byte, port uint16) string {
+	ip := netip.AddrFrom16(a).Unmap()
+	return netip.AddrPortFrom(ip, port).String()
+}
+
+// ends returns side A's and B's addresses.
+func (f *flow) ends() (string, string) {
+	lo, hi := addrPort(f.key.lo, f.key.loPort), addrPort(f.key.hi, f.key.hiPort)
+	if f.aIsLo {
+		return lo, hi
+	}
+	return hi, lo
+}
+
+// evict finishes flows idle for the timeout (closed TCP after 10 s).
+func (a *Analyzer) evict(now int64) {
+	idle := int64(a.cfg.IdleTimeout)
+	for k, f := range a.flows {
+		limit := idle
+		if f.tcp != nil && f.tcp.closed != "" {
+			limit = min(idle, int64(10*time.Second))
+		}
+		if now-f.last > limit {
+			a.finish(f)
+			delete(a.flows, k)
+			a.res.Stats.EvictedFlows++
+		}
+	}
+}
+
+func (a *Analyzer) finish(f *flow) {
+	A, B := f.ends()
+	switch {
+	case f.tcp != nil:
+		a.names[f.index] = A + " > " + B
+		a.res.TCP = append(a.res.TCP, f.tcp.result(a, f, A, B))
+	case f.quic != nil:
+		a.names[f.index] = A + " > " + B
+		a.res.QUIC = append(a.res.QUIC, f.quic.result(a, f, A, B))
+	}
+	a.samples = append(a.samples, f.samples...)
+	f.samples = nil
+}
+
+// Finish ends the analysis: every live flow is finished. truth, if not
+// nil, is compared with the samples.
+func (a *Analyzer) Finish(truth *Truth) *model.Analysis {
+	for k, f := range a.flows {
+		a.finish(f)
+		delete(a.flows, k)
+	}
+	r := &a.res
+	if a.started {
+		r.StartUnix = float64(a.first) / 1e9
+		r.DurationS = float64(a.last-a.first) / 1e9
+	}
+	r.Stats.PeakLiveFlows = a.peak
+	r.Stats.WallS = a.wall.Seconds()
+	if a.wall > 0 {
+		r.Stats.PacketsPerS = float64(r.Packets) / a.wall.Seconds()
+	}
+	if truth != nil {
+		r.Truth = truth.compare(a)
+	}
+	return r
+}
+
+// Samples returns every RTT sample as model records (for --samples, CSV
+// and plots), with ground truth when truth is not nil.
+func (a *Analyzer) Samples(truth *Truth) []model.PassiveRTT {
+	out := make([]model.PassiveRTT, 0, len(a.samples))
+	for i := range a.samples {
+		s := &a.samples[i]
+		r := model.PassiveRTT{
+			TimeS: float64(s.t-a.first) / 1e9, Flow: a.names[s.flow], Method: s.method.String(),
+			RTTMs: float64(s.rtt) / 1e6, Valid: s.flag == "", Flag: s.flag,
+		}
+		if truth != nil {
+			if v, ok := truth.trueRTT(s); ok {
+				r.TrueMs = float64(v) / 1e6
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Method is an RTT estimation method.
+type Method uint8
+
+// RTT methods. "Side B" is observer → B (server) → observer.
+const (
+	TSFull Method = iota
+	TSSideA
+	TSSideB
+	SeqAckSideA
+	SeqAckSideB
+	SpinFullUp   // edges client→server
+	SpinFullDown // edges server→client
+	SpinSideServer
+	SpinSideClient
+	numMethods
+)
+
+var methodNames = [numMethods]string{"ts-full", "ts-side-a", "ts-side-b", "seqack-side-a", "seqack-side-b",
+	"spin-full-up", "spin-full-down", "spin-side-server", "spin-side-client"}
+
+func (m Method) String() string {
+	if m < numMethods {
+		return methodNames[m]
+	}
+	return "method-" + strconv.Itoa(int(m))
+}
+
+// sample is one RTT estimate as the analyser keeps it.
+type sample struct {
+	t      int64
+	rtt    int64
+	flow   int32
+	method Method
+	flag   string // "" = valid
+	// ids identify the packets of the sample's chain: for a component,
+	// (start, end); for a spin full RTT, (opening edge, reflected edge,
+	// closing edge). pairs marks a sum of two independent components
+	// (TCP full RTT): ids holds their starts and ends their ends.
+	ids   [3]uint64
+	ends  [3]uint64
+	n     uint8
+	pairs bool
+}

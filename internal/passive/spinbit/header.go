@@ -1,0 +1,162 @@
+// Package spinbit reads QUIC packet headers as an on-path observer sees
+// them (RFC 8999 invariants, v1, v2 and late drafts) and estimates RTT from
+// the latency spin bit (RFC 9000 §17.4, RFC 9312) with the validity
+// heuristics of metrics.md §8: reordering glitches, implausible samples,
+// app-limited edges, non-spinning and random-spin flows, connection-ID
+// changes.
+package spinbit
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// QUIC versions sonde recognises.
+const (
+	Version1 uint32 = 0x00000001
+	Version2 uint32 = 0x6b3343cf
+)
+
+// KnownVersion reports whether v is QUIC v1, v2 or an IETF draft 29–34
+// (the drafts deployed before v1), whose long-header layout sonde parses.
+func KnownVersion(v uint32) bool {
+	return v == Version1 || v == Version2 || (v >= 0xff00001d && v <= 0xff000022)
+}
+
+// PacketType of a long-header packet, independent of the version's
+// encoding.
+type PacketType uint8
+
+// Long-header packet types.
+const (
+	Initial PacketType = iota + 1
+	ZeroRTT
+	Handshake
+	Retry
+	VersionNegotiation
+	OneRTT // short header
+)
+
+var typeNames = [...]string{"?", "initial", "0rtt", "handshake", "retry", "version-negotiation", "1rtt"}
+
+func (t PacketType) String() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return "?"
+}
+
+// Header is one QUIC packet's clear-text header. DCID and SCID point into
+// the datagram.
+type Header struct {
+	Long    bool
+	Type    PacketType
+	Version uint32
+	DCID    []byte
+	SCID    []byte
+	// Spin is the latency spin bit of a short header.
+	Spin bool
+	// FixedBit is 0x40 of the first byte; RFC 9287 lets endpoints grease it.
+	FixedBit bool
+	// Size is the packet's length in the datagram.
+	Size int
+}
+
+// Errors from Parse.
+var (
+	ErrShort   = errors.New("quic: truncated header")
+	ErrVersion = errors.New("quic: unknown version")
+)
+
+func varint(b []byte) (v uint64, n int, ok bool) {
+	if len(b) == 0 {
+		return 0, 0, false
+	}
+	n = 1 << (b[0] >> 6)
+	if len(b) < n {
+		return 0, 0, false
+	}
+	v = uint64(b[0] & 0x3f)
+	for _, c := range b[1:n] {
+		v = v<<8 | uint64(c)
+	}
+	return v, n, true
+}
+
+// Parse reads the packet at the start of datagram b. dcidLen is the length
+// of short-header connection IDs on this path (learned from the handshake;
+// 0 if unknown). It returns the rest of the datagram: coalesced packets
+// follow a long-header packet that carries a Length field.
+func Parse(b []byte, dcidLen int, h *Header) (rest []byte, err error) {
+	*h = Header{}
+	if len(b) == 0 {
+		return nil, ErrShort
+	}
+	h.FixedBit = b[0]&0x40 != 0
+	if b[0]&0x80 == 0 {
+		h.Type = OneRTT
+		if len(b) < 1+dcidLen {
+			return nil, ErrShort
+		}
+		h.Spin = b[0]&0x20 != 0
+		h.DCID = b[1 : 1+dcidLen]
+		h.Size = len(b)
+		return nil, nil
+	}
+	h.Long = true
+	if len(b) < 7 {
+		return nil, ErrShort
+	}
+	h.Version = binary.BigEndian.Uint32(b[1:])
+	p := 5
+	dl := int(b[p])
+	p++
+	if dl > 255 || len(b) < p+dl+1 {
+		return nil, ErrShort
+	}
+	h.DCID = b[p : p+dl]
+	p += dl
+	sl := int(b[p])
+	p++
+	if len(b) < p+sl {
+		return nil, ErrShort
+	}
+	h.SCID = b[p : p+sl]
+	p += sl
+	if h.Version == 0 {
+		h.Type = VersionNegotiation
+		h.Size = len(b)
+		return nil, nil
+	}
+	if !KnownVersion(h.Version) {
+		h.Size = len(b)
+		return nil, ErrVersion
+	}
+	if dl > 20 || sl > 20 {
+		return nil, ErrShort // v1 and v2 limit connection IDs to 20 bytes
+	}
+	bits := b[0] >> 4 & 3
+	if h.Version == Version2 {
+		h.Type = [4]PacketType{Retry, Initial, ZeroRTT, Handshake}[bits]
+	} else {
+		h.Type = [4]PacketType{Initial, ZeroRTT, Handshake, Retry}[bits]
+	}
+	if h.Type == Retry {
+		h.Size = len(b)
+		return nil, nil
+	}
+	if h.Type == Initial {
+		tl, n, ok := varint(b[p:])
+		if !ok || uint64(len(b)-p-n) < tl {
+			return nil, ErrShort
+		}
+		p += n + int(tl)
+	}
+	l, n, ok := varint(b[p:])
+	if !ok || uint64(len(b)-p-n) < l {
+		return nil, ErrShort
+	}
+	p += n + int(l)
+	h.Size = p
+	return b[p:], nil
+}

@@ -1,0 +1,318 @@
+package passive
+
+import (
+	"slices"
+
+	"github.com/sonde-project/sonde/internal/metrics"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/passive/tcprtt"
+)
+
+type tcpDir struct {
+	st      model.TCPDir
+	haveSeq bool
+	high    uint32 // highest sequence end sent
+	highT   int64
+	lastAck uint32
+	lastWin uint16
+	haveAck bool
+	series  []uint64 // unique bytes per interval
+	finSeen bool
+	holes   [maxHoles]hole // sequence ranges skipped by a jump ahead
+	nholes  int
+}
+
+// maxHoles bounds the sequence holes remembered per direction.
+const maxHoles = 32
+
+type hole struct {
+	start, end uint32
+	t          int64
+}
+
+// fill removes [seq, end) from the holes and reports whether it was in
+// one, with the time the hole appeared.
+func (d *tcpDir) fill(seq, end uint32) (bool, int64) {
+	for i := 0; i < d.nholes; i++ {
+		h := &d.holes[i]
+		if after(end, h.start) && after(h.end, seq) {
+			t := h.t
+			switch {
+			case !after(h.start, seq) && !after(end, h.end) && seq == h.start:
+				h.start = end
+			case end == h.end:
+				h.end = seq
+			default:
+				h.start = end // a fill in the middle: keep the upper part
+			}
+			if !after(h.end, h.start) {
+				d.holes[i] = d.holes[d.nholes-1]
+				d.nholes--
+			}
+			return true, t
+		}
+	}
+	return false, 0
+}
+
+func (d *tcpDir) addHole(start, end uint32, t int64) {
+	if d.nholes == maxHoles {
+		copy(d.holes[:], d.holes[1:])
+		d.nholes--
+	}
+	d.holes[d.nholes] = hole{start, end, t}
+	d.nholes++
+}
+
+type tcpConn struct {
+	dir     [2]tcpDir
+	ts      tcprtt.Timestamps
+	sa      tcprtt.SeqAck
+	sawSYN  bool
+	closed  string
+	minRTT  int64 // smallest RTT sample so far
+	minFull int64 // smallest TS full RTT, for the reordering window
+	// lastComp is the latest TS component per starting direction.
+	lastComp [2]tcprtt.Sample
+}
+
+func (a *Analyzer) tcpPacket(t int64, p *ipPacket, id uint64) {
+	var s tcpSegment
+	if !decodeTCP(p.l4, p.l4Len, &s) {
+		a.res.Skipped++
+		return
+	}
+	f, dir := a.lookup(p, s.sport, s.dport, t, func() (bool, bool) {
+		if s.flags&(flagSYN|flagACK) == flagSYN|flagACK {
+			return false, true // SYN-ACK: the sender is the server
+		}
+		if s.flags&flagSYN != 0 {
+			return true, true
+		}
+		// Mid-stream: the client usually has the higher (ephemeral) port.
+		return s.sport > s.dport, true
+	})
+	if f == nil {
+		return
+	}
+	if f.tcp == nil {
+		f.tcp = &tcpConn{}
+		for i := range f.tcp.dir {
+			f.tcp.dir[i].st.WindowScale = -1
+		}
+	}
+	f.tcp.packet(a, f, dir, t, p, &s, id)
+}
+
+func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, s *tcpSegment, id uint64) {
+	d := &c.dir[dir]
+	o := &c.dir[dir^1]
+	st := &d.st
+	st.Packets++
+	st.Bytes += uint64(p.length)
+	if s.flags&flagSYN != 0 {
+		c.sawSYN = true
+		st.MSS = int(s.mss)
+		st.WindowScale = int(s.wscale)
+		st.SACKPermitted = s.sackPerm
+		st.Timestamps = s.hasTS
+	}
+	if s.hasTS {
+		st.Timestamps = true
+	}
+	st.SACKBlocks += uint64(s.sackBlocks)
+	switch {
+	case s.flags&flagRST != 0:
+		c.closed = "rst"
+	case s.flags&flagFIN != 0:
+		d.finSeen = true
+		if o.finSeen {
+			c.closed = "fin"
+		}
+	}
+	if s.window == 0 && s.flags&(flagRST|flagSYN) == 0 {
+		st.ZeroWindows++
+	}
+	plen := uint32(s.payloadLen)
+	seqLen := plen
+	if s.flags&(flagSYN|flagFIN) != 0 {
+		seqLen++
+	}
+	end := s.seq + seqLen
+	retrans, ooo := false, false
+	if seqLen > 0 {
+		if plen > 0 {
+			st.DataPackets++
+			st.DataBytes += uint64(plen)
+		}
+		switch {
+		case !d.haveSeq || after(end, d.high):
+			newBytes := uint64(plen)
+			if d.haveSeq && after(d.high, s.seq) {
+				newBytes = uint64(end - d.high) // partly resent
+				retrans = true
+			}
+			if d.haveSeq && after(s.seq, d.high) {
+				// A hole: earlier segments missed the observer or come later.
+				newBytes = uint64(plen)
+				d.addHole(d.high, s.seq, t)
+			}
+			d.high, d.highT, d.haveSeq = end, t, true
+			if s.flags&flagFIN != 0 && newBytes > 0 {
+				newBytes--
+			}
+			if s.flags&flagSYN != 0 && newBytes > 0 && plen == 0 {
+				newBytes = 0
+			}
+			st.UniqueBytes += newBytes
+			d.addSeries(a, f, t, newBytes)
+		default:
+			// Below the high mark. Seen before: a retransmission. Filling
+			// a hole: a late original if the hole is recent (reordering,
+			// 3 ms as tshark, at most half the full RTT), else the
+			// retransmission of a segment lost before the observer.
+			inHole, ht := d.fill(s.seq, end)
+			win := int64(3e6)
+			if c.minFull > 0 {
+				win = min(win, c.minFull/2)
+			}
+			if inHole && t-ht < win {
+				ooo = true
+				st.UniqueBytes += uint64(plen)
+				d.addSeries(a, f, t, uint64(plen))
+			} else {
+				retrans = true
+				if inHole {
+					st.UniqueBytes += uint64(plen)
+					d.addSeries(a, f, t, uint64(plen))
+				}
+			}
+		}
+		if retrans {
+			st.Retransmissions++
+		}
+		if ooo {
+			st.OutOfOrder++
+		}
+		if !ooo {
+			c.sa.Data(dir, t, s.seq, end, id)
+		}
+	}
+	pureDup := false
+	if s.flags&flagACK != 0 {
+		if plen == 0 && s.flags&(flagSYN|flagFIN|flagRST) == 0 && d.haveAck &&
+			s.ack == d.lastAck && s.window == d.lastWin && o.haveSeq && after(o.high, s.ack) {
+			st.DupACKs++
+			pureDup = true
+		}
+		if !pureDup {
+			if r, ok := c.sa.Ack(dir, t, s.ack, id); ok {
+				c.add(f, t, r, SeqAckSideA, SeqAckSideB)
+			}
+		}
+		d.lastAck, d.lastWin, d.haveAck = s.ack, s.window, true
+	}
+	if s.hasTS {
+		comp, full, gc, gf := c.ts.Packet(dir, t, s.tsval, s.tsecr, id, retrans, pureDup)
+		if gc {
+			c.lastComp[comp.Dir] = comp
+			c.add(f, t, comp, TSSideA, TSSideB)
+		}
+		if gf {
+			if c.minFull == 0 || full.RTT < c.minFull {
+				c.minFull = full.RTT
+			}
+			// The full RTT's truth is that of its two components.
+			f.samples = append(f.samples, sample{t: t, rtt: full.RTT, flow: int32(f.index), method: TSFull,
+				ids: [3]uint64{c.lastComp[0].StartID, c.lastComp[1].StartID}, n: 2, pairs: true,
+				ends: [3]uint64{c.lastComp[0].EndID, c.lastComp[1].EndID}})
+		}
+	}
+}
+
+// add records a component sample: the side measured is the receiver of
+// the starting packet's direction.
+func (c *tcpConn) add(f *flow, t int64, r tcprtt.Sample, sideA, sideB Method) {
+	m := sideB
+	if r.Dir == 1 {
+		m = sideA
+	}
+	if r.RTT > 0 && (c.minRTT == 0 || r.RTT < c.minRTT) {
+		c.minRTT = r.RTT
+	}
+	f.samples = append(f.samples, sample{t: t, rtt: r.RTT, flow: int32(f.index), method: m,
+		ids: [3]uint64{r.StartID, r.EndID}, n: 2})
+}
+
+func after(x, y uint32) bool { return int32(x-y) > 0 }
+
+func (d *tcpDir) addSeries(a *Analyzer, f *flow, t int64, n uint64) {
+	if n == 0 {
+		return
+	}
+	i := int((t - f.first) / int64(a.cfg.Interval))
+	if i < 0 || i > 1<<20 {
+		return
+	}
+	for len(d.series) <= i {
+		d.series = append(d.series, 0)
+	}
+	d.series[i] += n
+}
+
+func (c *tcpConn) result(a *Analyzer, f *flow, A, B string) model.TCPConn {
+	r := model.TCPConn{A: A, B: B, SawSYN: c.sawSYN, Closed: c.closed,
+		StartS: float64(f.first-a.first) / 1e9, DurationS: float64(f.last-f.first) / 1e9,
+		IntervalS: a.cfg.Interval.Seconds(), AB: c.dir[0].st, BA: c.dir[1].st}
+	for i, dst := range []*model.TCPDir{&r.AB, &r.BA} {
+		if r.DurationS > 0 {
+			dst.GoodputBps = float64(dst.UniqueBytes) * 8 / r.DurationS
+		}
+		for _, b := range c.dir[i].series {
+			dst.GoodputSeries = append(dst.GoodputSeries, float64(b)*8/a.cfg.Interval.Seconds())
+		}
+	}
+	by := groupSamples(f.samples)
+	r.TSFull = summarize(by[TSFull])
+	r.TSSideA = summarize(by[TSSideA])
+	r.TSSideB = summarize(by[TSSideB])
+	r.SeqAckSideA = summarize(by[SeqAckSideA])
+	r.SeqAckSideB = summarize(by[SeqAckSideB])
+	return r
+}
+
+// groupSamples groups a flow's samples by method.
+func groupSamples(ss []sample) [numMethods][]*sample {
+	var by [numMethods][]*sample
+	for i := range ss {
+		by[ss[i].method] = append(by[ss[i].method], &ss[i])
+	}
+	return by
+}
+
+// summarize describes the valid samples; invalid ones are counted.
+func summarize(ss []*sample) model.RTTSummary {
+	var r model.RTTSummary
+	ms := make([]float64, 0, len(ss))
+	for _, s := range ss {
+		if s.flag != "" {
+			r.Rejected++
+			continue
+		}
+		ms = append(ms, float64(s.rtt)/1e6)
+	}
+	r.Samples = len(ms)
+	if len(ms) == 0 {
+		return r
+	}
+	slices.Sort(ms)
+	sum := 0.0
+	for _, v := range ms {
+		sum += v
+	}
+	r.MinMs, r.MaxMs = ms[0], ms[len(ms)-1]
+	r.MeanMs = sum / float64(len(ms))
+	r.MedianMs = metrics.Percentile(ms, 50)
+	r.P90Ms = metrics.Percentile(ms, 90)
+	return r
+}

@@ -1,0 +1,221 @@
+package passive
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+
+	"github.com/sonde-project/sonde/internal/emulator"
+	"github.com/sonde-project/sonde/internal/metrics"
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// maxTruthLinks bounds the links a truth entry records (lab.MaxLinks).
+const maxTruthLinks = 16
+
+type truthEntry struct {
+	dir   uint8
+	mask  uint16 // links with a delivered record
+	delay [maxTruthLinks]int64
+	dup   bool // the identity hash is not unique: unusable
+}
+
+// Truth is the emulator's per-packet ground truth indexed by packet
+// identity, with the observer's position on the path.
+type Truth struct {
+	File  string
+	links int
+	// Links on each side of the observer: server side (packets travelling
+	// up reach the server through them) and client side.
+	serverSide, clientSide uint16
+	observer               string
+	packets                map[uint64]*truthEntry
+}
+
+// LoadTruth reads a ground-truth file. The observer is at end ('A' or 'B')
+// of link (1-based): a lab capture's interface 0 is end A, 1 is end B.
+func LoadTruth(path string, link int, end byte) (*Truth, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadTruth(f, path, link, end)
+}
+
+// ReadTruth is LoadTruth from a reader.
+func ReadTruth(r io.Reader, name string, link int, end byte) (*Truth, error) {
+	tr, err := emulator.NewTruthReader(r)
+	if err != nil {
+		return nil, err
+	}
+	n := len(tr.Header.Links)
+	if n == 0 || n > maxTruthLinks {
+		return nil, fmt.Errorf("truth file %s: %d links", name, n)
+	}
+	if link < 1 || link > n || (end != 'A' && end != 'B') {
+		return nil, fmt.Errorf("observer link %d end %c: the truth file has links 1 to %d, ends A and B", link, end, n)
+	}
+	t := &Truth{File: name, links: n, packets: make(map[uint64]*truthEntry),
+		observer: fmt.Sprintf("link %d (%s) end %c", link, tr.Header.Links[link-1].Name, end)}
+	// Link indexes are 0-based in records. Observer at end A of link k sees
+	// packets before they cross link k: link k is on the server side.
+	first := link - 1
+	if end == 'B' {
+		first = link
+	}
+	for i := range n {
+		if i >= first {
+			t.serverSide |= 1 << i
+		} else {
+			t.clientSide |= 1 << i
+		}
+	}
+	for {
+		rec, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				break // a crashed writer's last record
+			}
+			return nil, fmt.Errorf("truth file %s: %w", name, err)
+		}
+		if rec.Fate != 1 || int(rec.Link) >= n {
+			continue
+		}
+		e := t.packets[rec.Hash]
+		if e == nil {
+			e = &truthEntry{dir: rec.Dir}
+			t.packets[rec.Hash] = e
+		}
+		bit := uint16(1) << rec.Link
+		if e.mask&bit != 0 || e.dir != rec.Dir {
+			e.dup = true
+			continue
+		}
+		e.mask |= bit
+		e.delay[rec.Link] = int64(rec.Delay())
+	}
+	return t, nil
+}
+
+// component is the true delay between the observer and the endpoint the
+// start packet heads to, and back: the start and end packets' delays over
+// the links on that side. A side with no links (observer at the endpoint)
+// is 0.
+func (t *Truth) component(start, end uint64) (int64, bool) {
+	s, e := t.packets[start], t.packets[end]
+	if s == nil || e == nil || s.dup || e.dup || s.dir == e.dir {
+		return 0, false
+	}
+	side := t.serverSide
+	if s.dir == emulator.Down {
+		side = t.clientSide
+	}
+	if s.mask&side != side || e.mask&side != side {
+		return 0, false
+	}
+	var d int64
+	for i := range t.links {
+		if side&(1<<i) != 0 {
+			d += s.delay[i] + e.delay[i]
+		}
+	}
+	return d, true
+}
+
+// trueRTT is the ground truth of one sample.
+func (t *Truth) trueRTT(s *sample) (int64, bool) {
+	switch {
+	case s.pairs:
+		a, ok1 := t.component(s.ids[0], s.ends[0])
+		b, ok2 := t.component(s.ids[1], s.ends[1])
+		return a + b, ok1 && ok2
+	case s.n == 2:
+		if isFull(s.method) {
+			return 0, false // a spin full sample without the reflected edge
+		}
+		return t.component(s.ids[0], s.ids[1])
+	case s.n == 3:
+		a, ok1 := t.component(s.ids[0], s.ids[1])
+		b, ok2 := t.component(s.ids[1], s.ids[2])
+		return a + b, ok1 && ok2
+	}
+	return 0, false
+}
+
+func isFull(m Method) bool { return m == TSFull || m == SpinFullUp || m == SpinFullDown }
+
+// compare computes every method's error over its valid samples.
+func (t *Truth) compare(a *Analyzer) *model.TruthCompare {
+	var errs [numMethods][]float64
+	var trueSum [numMethods]float64
+	var count [numMethods]int
+	for i := range a.samples {
+		s := &a.samples[i]
+		if s.flag != "" {
+			continue
+		}
+		count[s.method]++
+		tr, ok := t.trueRTT(s)
+		if !ok || tr <= 0 {
+			continue
+		}
+		errs[s.method] = append(errs[s.method], float64(s.rtt-tr)/float64(tr))
+		trueSum[s.method] += float64(tr) / 1e6
+	}
+	dur := float64(a.last-a.first) / 1e9
+	tc := &model.TruthCompare{File: t.File, Observer: t.observer}
+	for m := range numMethods {
+		if count[m] == 0 {
+			continue
+		}
+		me := ErrorStats(errs[m])
+		me.Method, me.Samples = m.String(), count[m]
+		if dur > 0 {
+			me.SamplesPerS = float64(count[m]) / dur
+		}
+		if me.Matched > 0 {
+			me.MeanTrueMs = trueSum[m] / float64(me.Matched)
+		}
+		tc.Methods = append(tc.Methods, me)
+	}
+	return tc
+}
+
+// ErrorStats summarises relative errors e = (est − true)/true: statistics
+// of |e| in percent, and the mean signed error.
+func ErrorStats(e []float64) model.MethodError {
+	me := model.MethodError{Matched: len(e)}
+	if len(e) == 0 {
+		return me
+	}
+	abs := make([]float64, len(e))
+	var sum, signed float64
+	for i, v := range e {
+		abs[i] = math.Abs(v) * 100
+		sum += abs[i]
+		signed += v * 100
+	}
+	n := float64(len(e))
+	me.MeanAbsPct = sum / n
+	me.MeanSignedPct = signed / n
+	var sq float64
+	for _, v := range abs {
+		sq += (v - me.MeanAbsPct) * (v - me.MeanAbsPct)
+	}
+	if len(e) > 1 {
+		me.StddevPct = math.Sqrt(sq / (n - 1))
+	}
+	slices.Sort(abs)
+	me.MedianPct = metrics.Percentile(abs, 50)
+	me.P90Pct = metrics.Percentile(abs, 90)
+	me.P99Pct = metrics.Percentile(abs, 99)
+	me.MaxPct = abs[len(abs)-1]
+	return me
+}

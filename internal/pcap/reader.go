@@ -1,0 +1,407 @@
+// Package pcap reads capture files (pcap and pcapng, any byte order,
+// microsecond or nanosecond or any if_tsresol) packet by packet without
+// allocating, and finds the network-layer packet inside the link layers
+// sonde meets (Ethernet with VLAN tags, raw IP, Linux SLL/SLL2,
+// BSD loopback/null). A damaged file is read up to the damage, which is
+// reported as a *DamageError carrying its byte offset; the reader never
+// panics on bad input.
+package pcap
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+)
+
+// Format of a capture file.
+type Format uint8
+
+// Capture file formats.
+const (
+	FormatPcap Format = iota + 1
+	FormatPcapNG
+)
+
+func (f Format) String() string {
+	switch f {
+	case FormatPcap:
+		return "pcap"
+	case FormatPcapNG:
+		return "pcapng"
+	}
+	return "unknown"
+}
+
+// Packet is one captured frame. Data points into the reader's buffer and
+// is valid only until the next call to Next.
+type Packet struct {
+	TimeNs    int64 // Unix time, nanoseconds
+	Data      []byte
+	Length    int // original length on the wire
+	LinkType  LinkType
+	Interface int   // pcapng interface index (0 for pcap)
+	Offset    int64 // byte offset of the packet's record in the file
+	// Direction from pcapng epb_flags: 0 unknown, 1 inbound, 2 outbound.
+	Direction uint8
+}
+
+// DamageError reports where a file stops being readable.
+type DamageError struct {
+	Offset int64
+	Reason string
+}
+
+func (e *DamageError) Error() string {
+	return fmt.Sprintf("capture damaged at byte %d: %s", e.Offset, e.Reason)
+}
+
+// Limits that separate a damaged length field from a real record.
+const (
+	maxRecord   = 256 << 10 // larger than any snaplen in use (262144)
+	maxBlock    = 16 << 20
+	bufferBytes = 1 << 20
+)
+
+type iface struct {
+	link    LinkType
+	snaplen uint32
+	// Timestamp units: pow10 ≥ 0 means 10^pow10 per second, otherwise
+	// 2^pow2 per second.
+	pow10   int
+	pow2    uint
+	offsetS int64
+}
+
+// Reader reads one capture file.
+type Reader struct {
+	br     *bufio.Reader
+	format Format
+	off    int64 // bytes consumed so far
+	order  binary.ByteOrder
+	// pcap
+	nanos bool
+	link  LinkType
+	snap  uint32
+	// pcapng
+	ifaces []iface
+	// scratch holds records too large to be returned from the bufio buffer.
+	scratch []byte
+	err     error
+}
+
+// NewReader detects the format from the first bytes of r.
+func NewReader(r io.Reader) (*Reader, error) {
+	rd := &Reader{br: bufio.NewReaderSize(r, bufferBytes)}
+	head, err := rd.br.Peek(4)
+	if err != nil {
+		return nil, fmt.Errorf("capture header: %w", err)
+	}
+	switch {
+	case binary.LittleEndian.Uint32(head) == 0x0A0D0D0A:
+		rd.format = FormatPcapNG
+		return rd, nil // the section header is read as the first block
+	default:
+		rd.format = FormatPcap
+		return rd, rd.pcapHeader()
+	}
+}
+
+// Format is the file's format.
+func (r *Reader) Format() Format { return r.format }
+
+// Offset is the number of bytes consumed so far.
+func (r *Reader) Offset() int64 { return r.off }
+
+func (r *Reader) pcapHeader() error {
+	h, err := r.br.Peek(24)
+	if err != nil {
+		return fmt.Errorf("pcap header: %w", err)
+	}
+	switch m := binary.LittleEndian.Uint32(h); m {
+	case 0xa1b2c3d4:
+		r.order = binary.LittleEndian
+	case 0xa1b23c4d:
+		r.order, r.nanos = binary.LittleEndian, true
+	case 0xd4c3b2a1:
+		r.order = binary.BigEndian
+	case 0x4d3cb2a1:
+		r.order, r.nanos = binary.BigEndian, true
+	default:
+		return fmt.Errorf("not a pcap or pcapng file (magic %08x)", m)
+	}
+	r.snap = r.order.Uint32(h[16:])
+	// The upper bits of the link type field carry FCS information.
+	r.link = LinkType(r.order.Uint32(h[20:]) & 0x0fffffff)
+	r.discard(24)
+	return nil
+}
+
+func (r *Reader) discard(n int) {
+	d, _ := r.br.Discard(n)
+	r.off += int64(d)
+}
+
+// take returns the next n bytes and consumes them. The slice is valid until
+// the next call.
+func (r *Reader) take(n int) ([]byte, error) {
+	if n <= r.br.Size() {
+		b, err := r.br.Peek(n)
+		if err != nil {
+			return b, err
+		}
+		r.discard(n)
+		return b, nil
+	}
+	if cap(r.scratch) < n {
+		r.scratch = make([]byte, n)
+	}
+	b := r.scratch[:n]
+	m, err := io.ReadFull(r.br, b)
+	r.off += int64(m)
+	return b, err
+}
+
+func (r *Reader) damage(off int64, format string, a ...any) error {
+	r.err = &DamageError{Offset: off, Reason: fmt.Sprintf(format, a...)}
+	return r.err
+}
+
+// Next reads the next packet into p. It returns io.EOF at a clean end of
+// file and a *DamageError where the file is truncated or corrupt; after
+// an error every call returns the same error.
+func (r *Reader) Next(p *Packet) error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.format == FormatPcap {
+		return r.nextPcap(p)
+	}
+	return r.nextNG(p)
+}
+
+func (r *Reader) nextPcap(p *Packet) error {
+	start := r.off
+	h, err := r.br.Peek(16)
+	if len(h) == 0 && err == io.EOF {
+		r.err = io.EOF
+		return io.EOF
+	}
+	if err != nil {
+		return r.damage(start, "truncated record header (%d of 16 bytes)", len(h))
+	}
+	sec, frac := r.order.Uint32(h), r.order.Uint32(h[4:])
+	incl, orig := r.order.Uint32(h[8:]), r.order.Uint32(h[12:])
+	if incl > maxRecord || (r.snap > 0 && incl > max(r.snap, 65535)) {
+		return r.damage(start, "record length %d exceeds snaplen %d", incl, r.snap)
+	}
+	limit := uint32(999_999)
+	if r.nanos {
+		limit = 999_999_999
+	}
+	if frac > limit {
+		return r.damage(start, "fractional timestamp %d out of range", frac)
+	}
+	r.discard(16)
+	data, err := r.take(int(incl))
+	if err != nil {
+		return r.damage(start, "truncated packet data (%d of %d bytes)", len(data), incl)
+	}
+	ns := int64(frac)
+	if !r.nanos {
+		ns *= 1000
+	}
+	*p = Packet{TimeNs: int64(sec)*1e9 + ns, Data: data, Length: int(orig), LinkType: r.link, Offset: start}
+	return nil
+}
+
+// pcapng block types.
+const (
+	blockSHB = 0x0A0D0D0A
+	blockIDB = 1
+	blockOPB = 2
+	blockSPB = 3
+	blockEPB = 6
+)
+
+func (r *Reader) nextNG(p *Packet) error {
+	for {
+		start := r.off
+		h, err := r.br.Peek(12)
+		if len(h) == 0 && err == io.EOF {
+			r.err = io.EOF
+			return io.EOF
+		}
+		if err != nil {
+			return r.damage(start, "truncated block header (%d bytes)", len(h))
+		}
+		typ := binary.LittleEndian.Uint32(h)
+		if typ == blockSHB {
+			// The byte-order magic decides how to read everything in the
+			// section, including this block's length.
+			switch binary.LittleEndian.Uint32(h[8:]) {
+			case 0x1A2B3C4D:
+				r.order = binary.LittleEndian
+			case 0x4D3C2B1A:
+				r.order = binary.BigEndian
+			default:
+				return r.damage(start, "section header with bad byte-order magic")
+			}
+			r.ifaces = r.ifaces[:0]
+		} else if r.order == nil {
+			return r.damage(start, "pcapng file does not start with a section header")
+		} else {
+			typ = r.order.Uint32(h)
+		}
+		n := r.order.Uint32(h[4:])
+		if n < 12 || n%4 != 0 || n > maxBlock {
+			return r.damage(start, "block type %#x with invalid length %d", typ, n)
+		}
+		b, err := r.take(int(n))
+		if err != nil {
+			return r.damage(start, "truncated block type %#x (%d of %d bytes)", typ, len(b), n)
+		}
+		if r.order.Uint32(b[n-4:]) != n {
+			return r.damage(start, "block type %#x: trailing length differs from %d", typ, n)
+		}
+		body := b[8 : n-4]
+		switch typ {
+		case blockSHB:
+			if len(body) < 16 {
+				return r.damage(start, "short section header")
+			}
+		case blockIDB:
+			if err := r.addInterface(body, start); err != nil {
+				return err
+			}
+		case blockEPB, blockOPB:
+			return r.packetBlock(p, typ, body, start)
+		case blockSPB:
+			if len(r.ifaces) == 0 {
+				return r.damage(start, "simple packet block before any interface")
+			}
+			if len(body) < 4 {
+				return r.damage(start, "short simple packet block")
+			}
+			orig := r.order.Uint32(body)
+			data := body[4:]
+			if uint32(len(data)) > orig {
+				data = data[:orig]
+			}
+			if s := r.ifaces[0].snaplen; s > 0 && uint32(len(data)) > s {
+				data = data[:s]
+			}
+			// A simple packet block carries no timestamp.
+			*p = Packet{Data: data, Length: int(orig), LinkType: r.ifaces[0].link, Offset: start}
+			return nil
+		}
+		// Other blocks (statistics, name resolution, custom) are skipped.
+	}
+}
+
+func (r *Reader) addInterface(body []byte, start int64) error {
+	if len(body) < 8 {
+		return r.damage(start, "short interface description block")
+	}
+	if len(r.ifaces) >= 1<<16 {
+		return r.damage(start, "too many interfaces")
+	}
+	ifc := iface{link: LinkType(r.order.Uint16(body)), snaplen: r.order.Uint32(body[4:]), pow10: 6}
+	for opts := body[8:]; len(opts) >= 4; {
+		code, l := r.order.Uint16(opts), int(r.order.Uint16(opts[2:]))
+		if code == 0 {
+			break
+		}
+		if 4+l > len(opts) {
+			return r.damage(start, "interface option %d overruns its block", code)
+		}
+		v := opts[4 : 4+l]
+		switch {
+		case code == 9 && l >= 1: // if_tsresol
+			if v[0]&0x80 != 0 {
+				ifc.pow10, ifc.pow2 = -1, uint(v[0]&0x7f)
+				if ifc.pow2 > 62 {
+					return r.damage(start, "if_tsresol 2^-%d out of range", ifc.pow2)
+				}
+			} else {
+				ifc.pow10 = int(v[0])
+				if ifc.pow10 > 18 {
+					return r.damage(start, "if_tsresol 10^-%d out of range", ifc.pow10)
+				}
+			}
+		case code == 14 && l >= 8: // if_tsoffset, seconds
+			ifc.offsetS = int64(r.order.Uint64(v))
+		}
+		opts = opts[4+(l+3)&^3:]
+	}
+	r.ifaces = append(r.ifaces, ifc)
+	return nil
+}
+
+var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
+
+func (ifc *iface) nanos(ts uint64) int64 {
+	var ns int64
+	switch {
+	case ifc.pow10 >= 0 && ifc.pow10 <= 9:
+		ns = int64(ts) * pow10[9-ifc.pow10]
+	case ifc.pow10 > 9:
+		ns = int64(ts / uint64(pow10[ifc.pow10-9]))
+	default:
+		sec := ts >> ifc.pow2
+		frac := ts & (1<<ifc.pow2 - 1)
+		ns = int64(sec) * 1e9
+		if ifc.pow2 > 0 {
+			// frac·10⁹ needs 128 bits before the shift.
+			hi, lo := bits.Mul64(frac, 1e9)
+			ns += int64(hi<<(64-ifc.pow2) | lo>>ifc.pow2)
+		}
+	}
+	return ns + ifc.offsetS*1e9
+}
+
+func (r *Reader) packetBlock(p *Packet, typ uint32, body []byte, start int64) error {
+	if len(body) < 20 {
+		return r.damage(start, "short packet block")
+	}
+	var id int
+	if typ == blockEPB {
+		id = int(r.order.Uint32(body))
+	} else {
+		id = int(r.order.Uint16(body))
+	}
+	if id >= len(r.ifaces) {
+		return r.damage(start, "packet on undeclared interface %d", id)
+	}
+	ifc := &r.ifaces[id]
+	ts := uint64(r.order.Uint32(body[4:]))<<32 | uint64(r.order.Uint32(body[8:]))
+	capl, orig := r.order.Uint32(body[12:]), r.order.Uint32(body[16:])
+	padded := (uint64(capl) + 3) &^ 3
+	if uint64(len(body)-20) < padded {
+		return r.damage(start, "captured length %d overruns its block", capl)
+	}
+	data := body[20 : 20+capl]
+	var dir uint8
+	opts := body[20+padded:]
+	for len(opts) >= 4 {
+		code, l := r.order.Uint16(opts), int(r.order.Uint16(opts[2:]))
+		if code == 0 || 4+l > len(opts) {
+			break
+		}
+		if code == 2 && l == 4 { // epb_flags / pack_flags
+			dir = uint8(r.order.Uint32(opts[4:]) & 3)
+		}
+		opts = opts[4+(l+3)&^3:]
+	}
+	*p = Packet{TimeNs: ifc.nanos(ts), Data: data, Length: int(orig), LinkType: ifc.link, Interface: id, Offset: start, Direction: dir}
+	return nil
+}
+
+// IsDamage reports whether err is a *DamageError and returns it.
+func IsDamage(err error) (*DamageError, bool) {
+	var d *DamageError
+	ok := errors.As(err, &d)
+	return d, ok
+}
