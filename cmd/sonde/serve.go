@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -44,14 +46,21 @@ Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
 			if err != nil {
 				return err
 			}
-			if cfg.UDPAddr != "off" {
-				ua, err := srv.StartUDP()
-				if err != nil {
-					return fmt.Errorf("STAMP reflector: %w (use --udp-addr, or off)", err)
+			// The reflector starts once the TCP listeners are up, so their
+			// errors (address, certificate) come first and alone.
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			var udpErr error
+			err = srv.ListenAndServe(ctx, func(addrs []net.Addr) {
+				if cfg.UDPAddr != "off" {
+					ua, err := srv.StartUDP()
+					if err != nil {
+						udpErr = fmt.Errorf("STAMP reflector: %w (choose another --udp-addr, or off)", err)
+						cancel()
+						return
+					}
+					fmt.Fprintf(os.Stderr, "sonde: STAMP reflector on udp %s\n", ua)
 				}
-				fmt.Fprintf(os.Stderr, "sonde: STAMP reflector on udp %s\n", ua)
-			}
-			return srv.ListenAndServe(cmd.Context(), func(addrs []net.Addr) {
 				scheme := "http"
 				if cfg.CertFile != "" {
 					scheme = "https"
@@ -60,6 +69,7 @@ Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
 					fmt.Fprintf(os.Stderr, "sonde: serving %s on %s\n", scheme, a)
 				}
 			})
+			return errors.Join(udpErr, err)
 		},
 	}
 	f := cmd.Flags()
@@ -73,7 +83,7 @@ Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
 	f.StringVar(&maxBytes, "max-bytes", "0", "payload one test may move, e.g. 10G (0: unlimited)")
 	f.IntVar(&cfg.PerIPPerMinute, "per-ip-rate", 60, "tests per minute one client IP may start (-1: unlimited)")
 	f.IntVar(&cfg.MaxStreams, "max-streams", 64, "streams per test session")
-	f.StringVar(&cfg.UDPAddr, "udp-addr", server.DefaultUDPAddr, "STAMP reflector address (docs/udp.md); the default falls back to "+server.UDPFallbackAddr+" without the privilege to bind port 862; off for none")
+	f.StringVar(&cfg.UDPAddr, "udp-addr", "", "STAMP reflector address (docs/udp.md); default port 862 on --addr's host, or an ephemeral port there when 862 is taken or needs privileges; off for none")
 	f.Float64Var(&cfg.UDPMaxRate, "udp-max-rate", 20000, "probes per second one UDP session may send")
 	f.Float64Var(&cfg.UDPMaxBitrate, "udp-max-bitrate", 200e6, "bit/s one UDP session may send")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every session and stream error")

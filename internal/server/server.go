@@ -50,10 +50,10 @@ type Config struct {
 	Software string
 	// Logger receives one line per notable event (default: discard).
 	Logger *slog.Logger
-	// UDPAddr is the STAMP reflector's address (docs/udp.md): "" for an
-	// ephemeral port, "off" for none; DefaultUDPAddr falls back to
-	// UDPFallbackAddr without the privilege to bind it. The socket opens on
-	// the first UDP session, or at once with StartUDP.
+	// UDPAddr is the STAMP reflector's address (docs/udp.md): "" for port
+	// 862 on Addr's host (an ephemeral port there if 862 is taken or needs
+	// privileges), "off" for none, else exactly this address. The socket
+	// opens on the first UDP session, or at once with StartUDP.
 	UDPAddr string
 	// UDPMaxRate bounds one UDP session's probes per second (default
 	// 20000), UDPMaxBitrate its probe rate × size in bit/s (default 200e6).

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -17,11 +19,8 @@ import (
 
 // UDP reflector defaults (docs/udp.md).
 const (
-	// DefaultUDPAddr is `sonde serve`'s reflector address: the STAMP port.
-	DefaultUDPAddr = ":862"
-	// UDPFallbackAddr is used when DefaultUDPAddr cannot be bound for want
-	// of privileges (ports below 1024 need root or CAP_NET_BIND_SERVICE).
-	UDPFallbackAddr = ":8862"
+	// STAMPPort is the reflector's default port (RFC 8762).
+	STAMPPort = 862
 	// udpSlack is how long a UDP session outlives its planned duration, so
 	// the last probes' replies (and stragglers up to the client's loss
 	// timeout) are still reflected.
@@ -79,17 +78,15 @@ func (u *udpService) reflector() (*stamp.Reflector, error) {
 		return nil, errors.New("server is shutting down")
 	}
 	addr := u.s.cfg.UDPAddr
-	switch addr {
-	case "off":
+	if addr == "off" {
 		return nil, errors.New("this server runs no UDP reflector (--udp-addr off)")
-	case "":
-		addr = ":0"
 	}
-	conn, err := stamp.Listen("udp", addr)
-	if err != nil && addr == DefaultUDPAddr && errors.Is(err, syscall.EACCES) {
-		u.s.cfg.Logger.Warn("cannot bind the STAMP port without privileges; using the fallback",
-			"wanted", DefaultUDPAddr, "using", UDPFallbackAddr, "uid", os.Geteuid())
-		conn, err = stamp.Listen("udp", UDPFallbackAddr)
+	var conn *stamp.Conn
+	var err error
+	if addr == "" {
+		conn, err = u.listenDefault()
+	} else {
+		conn, err = stamp.Listen("udp", addr)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("UDP reflector: %w", err)
@@ -105,6 +102,24 @@ func (u *udpService) reflector() (*stamp.Reflector, error) {
 		}
 	}()
 	return u.refl, nil
+}
+
+// listenDefault binds the STAMP port on the main listener's host, or an
+// ephemeral port there when 862 is taken or needs privileges (ports below
+// 1024 need root or CAP_NET_BIND_SERVICE). sonde clients learn the port
+// from the session reply, so only third-party senders need 862.
+func (u *udpService) listenDefault() (*stamp.Conn, error) {
+	host, _, err := net.SplitHostPort(u.s.cfg.Addr)
+	if err != nil {
+		host = ""
+	}
+	want := net.JoinHostPort(host, strconv.Itoa(STAMPPort))
+	conn, err := stamp.Listen("udp", want)
+	if err == nil || !(errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EADDRINUSE)) {
+		return conn, err
+	}
+	u.s.cfg.Logger.Warn("STAMP port unavailable; using an ephemeral port", "wanted", want, "err", err, "uid", os.Geteuid())
+	return stamp.Listen("udp", net.JoinHostPort(host, "0"))
 }
 
 // close stops the reflector and ends every UDP session.

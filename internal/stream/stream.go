@@ -32,6 +32,7 @@ const (
 	MinChunk    = 16 << 10
 	MaxChunk    = 1 << 20
 	TargetWrite = 10 * time.Millisecond
+	copyAlign   = 64
 )
 
 // Payload is a block of random bytes shared read-only by every sender of a
@@ -129,12 +130,27 @@ func (s *Sender) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { _ = s.conn.SetWriteDeadline(time.Unix(1, 0)) })
 	defer stop()
 
+	out, gather := s.writer()
 	chunk := MinChunk
 	s.limitUnsent(chunk)
-	var hdr [protocol.HeaderLen]byte
-	bufs := make(net.Buffers, 0, 8)
+	var (
+		hdr     [protocol.HeaderLen]byte
+		bufs    = make(net.Buffers, 0, 8)
+		scratch []byte
+	)
 	for ctx.Err() == nil {
-		n := chunk
+		bufs = bufs[:0]
+		bufs = append(bufs, s.takeCtrl()...)
+		// Keep each write a multiple of copyAlign long and take the
+		// payload from the same offset mod copyAlign as where it lands in
+		// the kernel's buffer: a misaligned copy costs about 30% more CPU
+		// (measured on loopback, bench/tcp.sh).
+		lead := protocol.HeaderLen
+		for _, c := range bufs {
+			lead += len(c)
+		}
+		lead %= copyAlign
+		n := chunk - lead
 		if s.MaxBytes > 0 {
 			left := s.MaxBytes - s.sent.Load()
 			if left <= 0 {
@@ -143,12 +159,20 @@ func (s *Sender) Run(ctx context.Context) error {
 			n = int(min(int64(n), left))
 		}
 		protocol.PutHeader(hdr[:], protocol.FrameData, n)
-		bufs = bufs[:0]
-		bufs = append(bufs, s.takeCtrl()...)
-		bufs = append(bufs, hdr[:], s.payload[:n])
+		bufs = append(bufs, hdr[:], s.payload[lead:lead+n])
 		start := time.Now()
-		w := bufs // WriteTo consumes its receiver
-		if _, err := w.WriteTo(s.conn); err != nil {
+		var err error
+		if gather {
+			w := bufs // WriteTo consumes its receiver
+			_, err = w.WriteTo(out)
+		} else {
+			scratch = scratch[:0]
+			for _, b := range bufs {
+				scratch = append(scratch, b...)
+			}
+			_, err = out.Write(scratch)
+		}
+		if err != nil {
 			// The write deadline can fire a moment before the context's
 			// own timer marks it done: both mean the phase is over.
 			if ctx.Err() != nil || hasDeadline && !time.Now().Before(dl) {
@@ -165,18 +189,18 @@ func (s *Sender) Run(ctx context.Context) error {
 	return nil
 }
 
-// FlushCtrl writes queued control frames without data, for senders that have
-// stopped sending data (or never send any, like a probe stream's server).
-func (s *Sender) FlushCtrl() error {
-	c := s.takeCtrl()
-	if len(c) == 0 {
-		return nil
+// writer returns where frames are written and whether it takes a gathered
+// write (writev) in one system call. net.Buffers gathers only on a bare
+// *net.TCPConn; on anything else (TLS, WebSocket) it would issue one write
+// per buffer, sending each 8-byte frame header as its own TLS record or
+// packet, so those get one flattened write per frame instead.
+func (s *Sender) writer() (io.Writer, bool) {
+	c := s.conn
+	if bc, ok := c.(*BufferedConn); ok {
+		c = bc.Conn // BufferedConn changes only reads
 	}
-	b := net.Buffers(c)
-	if _, err := b.WriteTo(s.conn); err != nil {
-		return fmt.Errorf("stream: send control: %w", err)
-	}
-	return nil
+	_, tcp := c.(*net.TCPConn)
+	return c, tcp
 }
 
 func adapt(chunk int, took time.Duration) int {
