@@ -6,7 +6,7 @@ BIN      := bin/sonde
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOFILES  := $(shell find cmd internal -name '*.go' -not -name '*_test.go' 2>/dev/null)
 # Debian packages the tests and benchmarks use (peers and tools).
-APT_PKGS := iperf3 iputils-ping iproute2 tcpdump chromium
+APT_PKGS := iperf3 irtt iputils-ping iproute2 tcpdump chromium
 NDT7_DIR := test/interop/ndt7
 WEB_SRC  := $(wildcard web/src/*) web/build.mjs web/package.json web/package-lock.json
 
@@ -60,6 +60,8 @@ node-deps:
 
 bench: build apt-deps
 	bash bench/tcp.sh
+	bash bench/udp.sh
+	$(GO) test -run XXX -bench Emulator -benchtime 1x ./bench/
 
 clean:
 	rm -rf bin

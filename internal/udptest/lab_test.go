@@ -337,3 +337,85 @@ func TestLabGilbertElliottLoss(t *testing.T) {
 		t.Errorf("backward lost %d; the down link has no loss", f.Backward.Lost)
 	}
 }
+
+// TestLabJitterWithoutReordering sends probes across a link with normal
+// jitter that keeps packet order (the default, like a real link) and checks
+// that the one-way delay distribution, RFC 3550 jitter and the absence of
+// reordering that sonde reports match the emulator's per-packet ground truth.
+func TestLabJitterWithoutReordering(t *testing.T) {
+	needRoot(t)
+	if testing.Short() {
+		t.Skip("lab test")
+	}
+	p, err := lab.Scenario{Name: "sondejit", Links: []lab.ScenarioLink{{
+		Up: "delay=10ms jitter=2ms dist=normal", Down: "delay=5ms",
+	}}}.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	truthPath := t.TempDir() + "/truth.sgt"
+	l, err := lab.UpProfile(context.Background(), p, lab.Options{Seed: 11, StateDir: t.TempDir(), TruthPath: truthPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Down() })
+	cns, _ := l.Namespace(lab.Client)
+	sns, _ := l.Namespace(lab.Server)
+	const n = 1500
+	f := nsRun(t, cns, sns, l.ServerAddr(), n, 5*time.Millisecond, 0)
+	if err := l.Down(); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(truthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	tr, err := emulator.NewTruthReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := tr.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up []emulator.Record
+	for _, r := range recs {
+		if r.Dir == emulator.Up && r.Proto == 17 && r.Fate == emulator.Delivered {
+			up = append(up, r)
+		}
+	}
+	slices.SortFunc(up, func(a, b emulator.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	if len(up) != n {
+		t.Fatalf("ground truth has %d delivered upstream probes, want %d", len(up), n)
+	}
+	// The emulator's own delay of each probe, and when it entered and left.
+	delay := make([]float64, n)
+	in, out := make([]float64, n), make([]float64, n)
+	for i, r := range up {
+		delay[i] = float64(r.Sent-r.Arrival) / 1e6
+		in[i], out[i] = float64(r.Arrival)/1e6, float64(r.Sent)/1e6
+	}
+	want := metrics.Summarize(delay)
+	wantJitter := metrics.Jitter3550(in, out)
+	got := f.Forward
+	t.Logf("ground truth: delay mean %.3f sd %.3f p50 %.3f ms, jitter %.3f ms; sonde forward OWD mean %.3f sd %.3f p50 %.3f ms, jitter %.3f ms, reordered %d",
+		want.Mean, want.Stddev, want.P50, wantJitter, got.OWDMs.Mean, got.OWDMs.Stddev, got.OWDMs.P50, got.JitterMs, got.Reordering.Reordered)
+	if want.Stddev < 1.5 {
+		t.Fatalf("ground truth stddev %.3f ms: the link did not jitter as configured", want.Stddev)
+	}
+	// OWD includes the TUN devices and stacks around the emulator: a small,
+	// steady offset that moves the centre but not the spread.
+	if d := got.OWDMs.P50 - want.P50; d < 0 || d > 0.2 {
+		t.Errorf("forward OWD median %.3f ms vs ground truth %.3f ms: off by %.3f ms, want within [0, 0.2]", got.OWDMs.P50, want.P50, d)
+	}
+	if r := got.OWDMs.Stddev / want.Stddev; r < 0.95 || r > 1.05 {
+		t.Errorf("forward OWD stddev %.3f ms vs ground truth %.3f ms (ratio %.3f), want within 5%%", got.OWDMs.Stddev, want.Stddev, r)
+	}
+	if r := got.JitterMs / wantJitter; r < 0.9 || r > 1.1 {
+		t.Errorf("RFC 3550 jitter %.3f ms vs ground truth %.3f ms (ratio %.3f), want within 10%%", got.JitterMs, wantJitter, r)
+	}
+	if got.Reordering.Reordered != 0 {
+		t.Errorf("%d probes reordered across an order-preserving link", got.Reordering.Reordered)
+	}
+}
