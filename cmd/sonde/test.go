@@ -236,9 +236,11 @@ func writeFile(name string, stdout io.Writer, write func(io.Writer) error) error
 	return f.Close()
 }
 
-// startEmbedded runs a server on a loopback port for this process.
+// startEmbedded runs a server, with its STAMP reflector, on loopback ports
+// for this process (sonde test and sonde udp without SERVER).
 func startEmbedded(ctx context.Context) (addr string, stop func(), err error) {
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", PerIPPerMinute: -1, Software: "sonde/" + version + " (embedded)"})
+	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", UDPAddr: "127.0.0.1:0", PerIPPerMinute: -1,
+		Software: "sonde/" + version + " (embedded)"})
 	if err != nil {
 		return "", nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/model"
-	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/udptest"
 )
 
@@ -140,7 +138,7 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 		return err
 	}
 	if uf.opts.Server == "" {
-		addr, stop, err := startEmbeddedUDP(ctx)
+		addr, stop, err := startEmbedded(ctx)
 		if err != nil {
 			return err
 		}
@@ -187,26 +185,6 @@ func openOutput(name string, stdout io.Writer) (io.Writer, func(), error) {
 		return nil, nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	return f, func() { f.Close() }, nil
-}
-
-// startEmbeddedUDP runs a server with its reflector on loopback.
-func startEmbeddedUDP(ctx context.Context) (addr string, stop func(), err error) {
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", UDPAddr: "127.0.0.1:0", PerIPPerMinute: -1,
-		Software: "sonde/" + version + " (embedded)"})
-	if err != nil {
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("embedded server: %w", err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(sctx, []net.Listener{ln}, nil)
-	}()
-	return ln.Addr().String(), func() { cancel(); <-done }, nil
 }
 
 // writeUDPText prints the summary of a UDP run.

@@ -165,7 +165,7 @@ func Run(ctx context.Context, cfg Config) (*model.Result, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	base, err := parseServer(cfg.Server)
+	base, err := protocol.ParseServer(cfg.Server)
 	if err != nil {
 		return nil, err
 	}

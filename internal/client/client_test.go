@@ -107,20 +107,3 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
-
-func TestParseServer(t *testing.T) {
-	for in, want := range map[string]string{
-		"example.net": "http://example.net:8080", "h:1": "http://h:1", "https://h": "https://h:443",
-		"http://[::1]:9/x?y": "http://[::1]:9",
-	} {
-		u, err := parseServer(in)
-		if err != nil || u.String() != want {
-			t.Errorf("parseServer(%q) = %v, %v; want %s", in, u, err, want)
-		}
-	}
-	for _, bad := range []string{"", "ftp://h", "http://"} {
-		if _, err := parseServer(bad); err == nil {
-			t.Errorf("parseServer(%q) accepted", bad)
-		}
-	}
-}

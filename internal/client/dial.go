@@ -28,36 +28,6 @@ type endpoint struct {
 	software string
 }
 
-// parseServer accepts "host", "host:port", "http://host:port" or
-// "https://host:port".
-func parseServer(s string) (*url.URL, error) {
-	if s == "" {
-		return nil, errors.New("no server address given")
-	}
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("invalid server address %q: %w", s, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("invalid server address %q: scheme must be http or https", s)
-	}
-	if u.Hostname() == "" {
-		return nil, fmt.Errorf("invalid server address %q: no host", s)
-	}
-	if u.Port() == "" {
-		port := "8080"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		u.Host = net.JoinHostPort(u.Hostname(), port)
-	}
-	u.Path, u.RawQuery, u.Fragment = "", "", ""
-	return u, nil
-}
-
 // hostPort returns the address to dial, with port overridden if port > 0.
 func (e *endpoint) hostPort(port int) string {
 	if port > 0 {

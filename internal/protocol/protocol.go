@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
+	"strings"
 
 	"github.com/sonde-project/sonde/internal/model"
 )
@@ -282,4 +285,35 @@ func (fr *Reader) Next(onData func(n int)) (typ byte, payload []byte, err error)
 		}
 	}
 	return typ, nil, nil
+}
+
+// ParseServer reads a sonde server address: "host", "host:port" or
+// "http(s)://host[:port]". The default port is 8080 (443 for https); path,
+// query and fragment are dropped.
+func ParseServer(s string) (*url.URL, error) {
+	if s == "" {
+		return nil, errors.New("no server address given")
+	}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("invalid server address %q: %w", s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("invalid server address %q: scheme must be http or https", s)
+	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("invalid server address %q: no host", s)
+	}
+	if u.Port() == "" {
+		port := "8080"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		u.Host = net.JoinHostPort(u.Hostname(), port)
+	}
+	u.Path, u.RawQuery, u.Fragment = "", "", ""
+	return u, nil
 }

@@ -109,3 +109,20 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+func TestParseServer(t *testing.T) {
+	for in, want := range map[string]string{
+		"example.net": "http://example.net:8080", "h:1": "http://h:1", "https://h": "https://h:443",
+		"http://[::1]:9/x?y": "http://[::1]:9",
+	} {
+		u, err := ParseServer(in)
+		if err != nil || u.String() != want {
+			t.Errorf("ParseServer(%q) = %v, %v; want %s", in, u, err, want)
+		}
+	}
+	for _, bad := range []string{"", "ftp://h", "http://"} {
+		if _, err := ParseServer(bad); err == nil {
+			t.Errorf("ParseServer(%q) accepted", bad)
+		}
+	}
+}

@@ -11,10 +11,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stamp"
 )
 
@@ -27,7 +27,7 @@ type control struct {
 }
 
 func newControl(server, token, software string, insecure bool) (*control, error) {
-	u, err := parseServer(server)
+	u, err := protocol.ParseServer(server)
 	if err != nil {
 		return nil, err
 	}
@@ -36,36 +36,6 @@ func newControl(server, token, software string, insecure bool) (*control, error)
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // --insecure asks for it
 	}
 	return &control{base: u, hc: &http.Client{Transport: tr, Timeout: 15 * time.Second}, token: token, software: software}, nil
-}
-
-// parseServer accepts "host", "host:port" or "http(s)://host[:port]"; the
-// default port is 8080 (443 for https).
-func parseServer(s string) (*url.URL, error) {
-	if s == "" {
-		return nil, errors.New("no server address given")
-	}
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("invalid server address %q: %w", s, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("invalid server address %q: scheme must be http or https", s)
-	}
-	if u.Hostname() == "" {
-		return nil, fmt.Errorf("invalid server address %q: no host", s)
-	}
-	if u.Port() == "" {
-		port := "8080"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		u.Host = net.JoinHostPort(u.Hostname(), port)
-	}
-	u.Path, u.RawQuery, u.Fragment = "", "", ""
-	return u, nil
 }
 
 // reflectorAddr is the reflector's UDP address: the server's host with the

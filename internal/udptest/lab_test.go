@@ -103,21 +103,7 @@ func TestLabAsymmetricDelay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("lab test")
 	}
-	p, err := lab.Scenario{Name: "sondeasym", Links: []lab.ScenarioLink{{
-		Up: "rate=100Mbit delay=10ms", Down: "rate=100Mbit delay=30ms",
-	}}}.Parse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.UpProfile(context.Background(), p, lab.Options{Seed: 1, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Down(); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
+	l, _ := upLab(t, "sondeasym", "rate=100Mbit delay=10ms", "rate=100Mbit delay=30ms", 1, false)
 	cns, _ := l.Namespace(lab.Client)
 	sns, _ := l.Namespace(lab.Server)
 	f := nsRun(t, cns, sns, l.ServerAddr(), 400, 5*time.Millisecond, 0)
@@ -232,21 +218,7 @@ func TestLabRemarkedDSCP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("lab test")
 	}
-	p, err := lab.Scenario{Name: "sonderemark", Links: []lab.ScenarioLink{{
-		Up: "delay=1ms remark=ef:cs1", Down: "delay=1ms",
-	}}}.Parse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.UpProfile(context.Background(), p, lab.Options{Seed: 1, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Down(); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
+	l, _ := upLab(t, "sonderemark", "delay=1ms remark=ef:cs1", "delay=1ms", 1, false)
 	cns, _ := l.Namespace(lab.Client)
 	sns, _ := l.Namespace(lab.Server)
 	f := nsRun(t, cns, sns, l.ServerAddr(), 100, 5*time.Millisecond, 46)
@@ -274,18 +246,7 @@ func TestLabGilbertElliottLoss(t *testing.T) {
 	}
 	// Good→bad 2%, bad→good 30%, loss 60% in the bad state: mean bursts of
 	// a few packets, about 4% loss overall.
-	p, err := lab.Scenario{Name: "sondege", Links: []lab.ScenarioLink{{
-		Up: "delay=1ms ge=2%/30%/60%/0%", Down: "delay=1ms",
-	}}}.Parse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	truthPath := t.TempDir() + "/truth.sgt"
-	l, err := lab.UpProfile(context.Background(), p, lab.Options{Seed: 7, StateDir: t.TempDir(), TruthPath: truthPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Down() })
+	l, truthPath := upLab(t, "sondege", "delay=1ms ge=2%/30%/60%/0%", "delay=1ms", 7, true)
 	cns, _ := l.Namespace(lab.Client)
 	sns, _ := l.Namespace(lab.Server)
 	const n = 3000
@@ -293,28 +254,7 @@ func TestLabGilbertElliottLoss(t *testing.T) {
 	if err := l.Down(); err != nil { // flushes and closes the truth file
 		t.Fatal(err)
 	}
-
-	fh, err := os.Open(truthPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	tr, err := emulator.NewTruthReader(fh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := tr.ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Records come in the order fates were decided; arrival order is Seq.
-	var up []emulator.Record
-	for _, r := range recs {
-		if r.Dir == emulator.Up && r.Proto == 17 {
-			up = append(up, r)
-		}
-	}
-	slices.SortFunc(up, func(a, b emulator.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	up := upstreamUDP(t, truthPath)
 	if len(up) != n {
 		t.Fatalf("ground truth has %d upstream UDP packets, want %d", len(up), n)
 	}
@@ -347,18 +287,7 @@ func TestLabJitterWithoutReordering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("lab test")
 	}
-	p, err := lab.Scenario{Name: "sondejit", Links: []lab.ScenarioLink{{
-		Up: "delay=10ms jitter=2ms dist=normal", Down: "delay=5ms",
-	}}}.Parse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	truthPath := t.TempDir() + "/truth.sgt"
-	l, err := lab.UpProfile(context.Background(), p, lab.Options{Seed: 11, StateDir: t.TempDir(), TruthPath: truthPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Down() })
+	l, truthPath := upLab(t, "sondejit", "delay=10ms jitter=2ms dist=normal", "delay=5ms", 11, true)
 	cns, _ := l.Namespace(lab.Client)
 	sns, _ := l.Namespace(lab.Server)
 	const n = 1500
@@ -366,26 +295,7 @@ func TestLabJitterWithoutReordering(t *testing.T) {
 	if err := l.Down(); err != nil {
 		t.Fatal(err)
 	}
-	fh, err := os.Open(truthPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	tr, err := emulator.NewTruthReader(fh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := tr.ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var up []emulator.Record
-	for _, r := range recs {
-		if r.Dir == emulator.Up && r.Proto == 17 && r.Fate == emulator.Delivered {
-			up = append(up, r)
-		}
-	}
-	slices.SortFunc(up, func(a, b emulator.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	up := slices.DeleteFunc(upstreamUDP(t, truthPath), func(r emulator.Record) bool { return r.Fate != emulator.Delivered })
 	if len(up) != n {
 		t.Fatalf("ground truth has %d delivered upstream probes, want %d", len(up), n)
 	}
@@ -418,4 +328,54 @@ func TestLabJitterWithoutReordering(t *testing.T) {
 	if got.Reordering.Reordered != 0 {
 		t.Errorf("%d probes reordered across an order-preserving link", got.Reordering.Reordered)
 	}
+}
+
+// upLab builds a one-link lab from up and down link specifications, with a
+// ground-truth file when truth is set; the lab comes down at cleanup (or
+// earlier through its Down, which flushes the file).
+func upLab(t *testing.T, name, up, down string, seed uint64, truth bool) (l *lab.Lab, truthPath string) {
+	t.Helper()
+	p, err := lab.Scenario{Name: name, Links: []lab.ScenarioLink{{Up: up, Down: down}}}.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := lab.Options{Seed: seed, StateDir: t.TempDir()}
+	if truth {
+		truthPath = t.TempDir() + "/truth.sgt"
+		opts.TruthPath = truthPath
+	}
+	l, err = lab.UpProfile(context.Background(), p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Down() })
+	return l, truthPath
+}
+
+// upstreamUDP reads the ground truth of the UDP packets that entered the
+// link upstream, in arrival order (the file holds them in the order their
+// fates were decided).
+func upstreamUDP(t *testing.T, path string) []emulator.Record {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	tr, err := emulator.NewTruthReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := tr.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up []emulator.Record
+	for _, r := range recs {
+		if r.Dir == emulator.Up && r.Proto == 17 {
+			up = append(up, r)
+		}
+	}
+	slices.SortFunc(up, func(a, b emulator.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	return up
 }
