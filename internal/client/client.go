@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/apiclient"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stream"
@@ -145,7 +146,6 @@ func (c *Config) linkRate(dir string) float64 {
 type tester struct {
 	cfg     Config
 	ep      *endpoint
-	hc      *http.Client
 	session protocol.SessionReply
 	payload stream.Payload
 	t0      time.Time
@@ -169,14 +169,16 @@ func Run(ctx context.Context, cfg Config) (*model.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tester{cfg: cfg, ep: &endpoint{base: base, token: cfg.Token, software: cfg.Software}}
+	var tlsCfg *tls.Config
 	if base.Scheme == "https" {
-		t.ep.tls = &tls.Config{ServerName: base.Hostname(), InsecureSkipVerify: cfg.Insecure, NextProtos: []string{"http/1.1"}}
+		tlsCfg = &tls.Config{ServerName: base.Hostname(), InsecureSkipVerify: cfg.Insecure, NextProtos: []string{"http/1.1"}}
 	}
-	t.hc = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: t.ep.tls, ForceAttemptHTTP2: false, MaxIdleConns: 2,
-	}}
-	defer t.hc.CloseIdleConnections()
+	api, err := apiclient.New(cfg.Server, cfg.Token, cfg.Software, tlsCfg)
+	if err != nil {
+		return nil, err
+	}
+	defer api.Close()
+	t := &tester{cfg: cfg, ep: &endpoint{api: api, base: base, tls: tlsCfg, software: cfg.Software}}
 
 	res := &model.Result{Schema: model.SchemaVersion, Start: time.Now().UTC(), Config: t.resultConfig(),
 		Client: localEndpoint(cfg.Software), Truth: withProbeRTT(cfg.Truth)}
@@ -264,7 +266,7 @@ func (t *tester) open(ctx context.Context) error {
 	t.tcpinfoInterval = tcpinfoInterval
 	req := protocol.SessionRequest{Client: t.cfg.Software, DurationS: t.cfg.Duration.Seconds(),
 		TCPInfoIntervalMs: ms(tcpinfoInterval)}
-	if err := t.ep.call(ctx, t.hc, http.MethodPost, protocol.PathSessions, req, &t.session); err != nil {
+	if err := t.ep.api.Call(ctx, http.MethodPost, protocol.PathSessions, req, &t.session); err != nil {
 		return err
 	}
 	// The server's session clock started about half a round trip after ours.
@@ -296,7 +298,7 @@ func (t *tester) checkClassPorts() error {
 func (t *tester) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	_ = t.ep.call(ctx, t.hc, http.MethodDelete, protocol.PathSessions+"/"+t.session.ID, nil, nil)
+	_ = t.ep.api.Call(ctx, http.MethodDelete, protocol.PathSessions+"/"+t.session.ID, nil, nil)
 }
 
 // report fetches the server's measurements of the session's flows; all
@@ -307,7 +309,7 @@ func (t *tester) report(ctx context.Context, all bool) (protocol.Report, error) 
 	if all {
 		path += "?wait=all"
 	}
-	err := t.ep.call(ctx, t.hc, http.MethodGet, path, nil, &rep)
+	err := t.ep.api.Call(ctx, http.MethodGet, path, nil, &rep)
 	if err != nil {
 		return rep, fmt.Errorf("fetch server report: %w", err)
 	}
@@ -328,7 +330,7 @@ func (t *tester) report(ctx context.Context, all bool) (protocol.Report, error) 
 // live fetches the server's current view of the session's flows.
 func (t *tester) live(ctx context.Context) (protocol.Live, error) {
 	var l protocol.Live
-	err := t.ep.call(ctx, t.hc, http.MethodGet, protocol.PathSessions+"/"+t.session.ID+"/live", nil, &l)
+	err := t.ep.api.Call(ctx, http.MethodGet, protocol.PathSessions+"/"+t.session.ID+"/live", nil, &l)
 	return l, err
 }
 

@@ -119,7 +119,7 @@ func Run(ctx context.Context, o Options) (*model.UDPResult, error) {
 	res := &model.UDPResult{
 		Schema: model.UDPSchemaVersion, ID: hex.EncodeToString(idb[:]), Start: time.Now().UTC(),
 		Client: model.Endpoint{Software: o.Software, Hostname: host},
-		Server: model.Endpoint{Address: ctl.base.Host},
+		Server: model.Endpoint{Address: ctl.api.Base.Host},
 		Config: model.UDPConfig{
 			Server: o.Server, Embedded: o.Embedded, IntervalUs: float64(o.Interval) / 1e3,
 			PacketBytes: o.PacketBytes, DurationS: o.Duration.Seconds(), TimeoutS: o.Timeout.Seconds(),

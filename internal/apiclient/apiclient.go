@@ -1,0 +1,174 @@
+// Package apiclient makes the JSON calls of sonde's control APIs (the test
+// sessions of docs/protocol.md, the UDP sessions of docs/udp.md) and turns
+// every way they fail into one line a user can act on: the server's own
+// reason when it is a sonde server, otherwise what was found instead.
+package apiclient
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/protocol"
+)
+
+// Client calls one sonde server.
+type Client struct {
+	Base     *url.URL // scheme://host:port
+	HTTP     *http.Client
+	Token    string
+	Software string
+}
+
+// New parses the server address (protocol.ParseServer) and makes a client;
+// tlsCfg is used for https (nil: the defaults).
+func New(server, token, software string, tlsCfg *tls.Config) (*Client, error) {
+	u, err := protocol.ParseServer(server)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Base: u, Token: token, Software: software, HTTP: &http.Client{
+		Timeout:   15 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: false, MaxIdleConns: 2},
+	}}, nil
+}
+
+// Close drops idle connections.
+func (c *Client) Close() { c.HTTP.CloseIdleConnections() }
+
+// Call does one request to the control API, sending body (if not nil) as
+// JSON and decoding a JSON reply into out (if not nil). Every failure comes
+// back as one line a user can act on.
+func (c *Client) Call(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = strings.NewReader(string(b))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base.String()+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", c.Software)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		if isTLSError(err) {
+			return ExplainTLS(c.Base, err)
+		}
+		return ExplainDial(c.Base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return ErrorFromReply(resp)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(out); err != nil {
+		return fmt.Errorf("%s is not a sonde server (invalid reply to %s %s: %v)", c.Base.Host, method, path, err)
+	}
+	return nil
+}
+
+// ErrorFromReply turns a non-success reply into one line: the server's own
+// reason when it is a sonde server, otherwise what was found instead.
+func ErrorFromReply(resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	var er protocol.ErrorReply
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && json.Unmarshal(body, &er) == nil && er.Error != "" {
+		return &RefusedError{Status: resp.StatusCode, Reason: er.Error}
+	}
+	if strings.Contains(string(body), "HTTP request to an HTTPS server") {
+		return errors.New("the server speaks HTTPS: use https:// in the server address")
+	}
+	host := ""
+	if resp.Request != nil {
+		host = resp.Request.URL.Host + " "
+	}
+	return &StatusError{Status: resp.StatusCode, Msg: fmt.Sprintf("not a sonde server: %sanswered %q", host, resp.Status)}
+}
+
+// StatusError is a reply that is not from a sonde server (no JSON reason),
+// with its status so a caller can say more (e.g. 404: an older server).
+type StatusError struct {
+	Status int
+	Msg    string
+}
+
+func (e *StatusError) Error() string { return e.Msg }
+
+// RefusedError is a sonde server's refusal, with its reason.
+type RefusedError struct {
+	Status int
+	Reason string
+}
+
+func (e *RefusedError) Error() string { return "server refused the test: " + e.Reason }
+
+func isTLSError(err error) bool {
+	var re tls.RecordHeaderError
+	var ce *tls.CertificateVerificationError
+	return errors.As(err, &re) || errors.As(err, &ce) || strings.Contains(err.Error(), "tls:") ||
+		strings.Contains(err.Error(), errPlainReply)
+}
+
+// errPlainReply is how net/http reports a plain HTTP answer to a TLS
+// handshake; it keeps no tls.RecordHeaderError to match.
+const errPlainReply = "server gave HTTP response to HTTPS client"
+
+func ExplainTLS(u *url.URL, err error) error {
+	var re tls.RecordHeaderError
+	if errors.As(err, &re) || strings.Contains(err.Error(), errPlainReply) {
+		return fmt.Errorf("TLS handshake with %s failed: the server does not speak TLS (use http://)", u.Host)
+	}
+	var ce *tls.CertificateVerificationError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("TLS handshake with %s failed: certificate not trusted (%v); use --insecure for a self-signed test server", u.Host, ce.Err)
+	}
+	return fmt.Errorf("TLS handshake with %s failed: %v", u.Host, err)
+}
+
+func ExplainDial(u *url.URL, err error) error {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("cannot reach sonde server at %s: connection refused (is `sonde serve` running?)", u.Host)
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return fmt.Errorf("cannot reach sonde server at %s: no route to host", u.Host)
+	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+		return fmt.Errorf("cannot reach sonde server at %s: timed out", u.Host)
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("%s closed the connection: not a sonde server, or TLS expected (try https://)", u.Host)
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return fmt.Errorf("cannot resolve %s: %v", u.Hostname(), dnsErr.Err)
+	}
+	return fmt.Errorf("cannot reach sonde server at %s: %v", u.Host, err)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

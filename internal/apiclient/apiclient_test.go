@@ -1,0 +1,62 @@
+package apiclient
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestCallExplainsFailures(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"id":"abc"}`))
+		case "/busy":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":"server busy: 1 of 1 test slots in use"}`))
+		case "/html":
+			_, _ = w.Write([]byte("<html>not json</html>"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, "", "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	var out struct{ ID string }
+	if err := c.Call(ctx, http.MethodPost, "/ok", map[string]int{"a": 1}, &out); err != nil || out.ID != "abc" {
+		t.Fatalf("ok: %v, %+v", err, out)
+	}
+	var re *RefusedError
+	if err := c.Call(ctx, http.MethodGet, "/busy", nil, nil); !errors.As(err, &re) || re.Status != 429 || !strings.Contains(err.Error(), "1 of 1") {
+		t.Fatalf("busy: %v", err)
+	}
+	var se *StatusError
+	if err := c.Call(ctx, http.MethodGet, "/missing", nil, nil); !errors.As(err, &se) || se.Status != 404 {
+		t.Fatalf("404: %v", err)
+	}
+	if err := c.Call(ctx, http.MethodGet, "/html", nil, &out); err == nil || !strings.Contains(err.Error(), "not a sonde server") {
+		t.Fatalf("html: %v", err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	gone, _ := New(addr, "", "test", nil)
+	if err := gone.Call(ctx, http.MethodGet, "/", nil, nil); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("closed port: %v", err)
+	}
+}
