@@ -192,6 +192,11 @@ func detachLab(out io.Writer, stateDir string) error {
 	if err := child.Start(); err != nil {
 		return fmt.Errorf("lab up: %w", err)
 	}
+	// Named by the process that writes it, so lab clean can tell which
+	// logs belong to labs that are gone.
+	if p := detachedLog(stateDir, child.Process.Pid); os.Rename(logPath, p) == nil {
+		logPath = p
+	}
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
 	deadline := time.After(60 * time.Second)
@@ -280,6 +285,7 @@ func newLabCleanCmd(stateDir *string) *cobra.Command {
 				return errors.New("lab clean: removing namespaces needs root (CAP_SYS_ADMIN)")
 			}
 			removed, err := lab.Clean(*stateDir, all)
+			removed = append(removed, cleanDetachedLogs(*stateDir)...)
 			for _, r := range removed {
 				fmt.Fprintln(cmd.OutOrStdout(), "removed", r)
 			}
@@ -291,6 +297,30 @@ func newLabCleanCmd(stateDir *string) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "also stop running labs")
 	return cmd
+}
+
+func detachedLog(stateDir string, pid int) string {
+	return filepath.Join(stateDir, fmt.Sprintf("up-%d.log", pid))
+}
+
+// cleanDetachedLogs removes the logs of detached labs whose process has
+// exited, and returns their names.
+func cleanDetachedLogs(stateDir string) []string {
+	names, _ := filepath.Glob(filepath.Join(stateDir, "up-*.log"))
+	var removed []string
+	for _, n := range names {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(n), "up-%d.log", &pid); err != nil {
+			continue
+		}
+		if pid > 0 && pid < 1<<22 && syscall.Kill(pid, 0) == nil {
+			continue // still running
+		}
+		if os.Remove(n) == nil {
+			removed = append(removed, n)
+		}
+	}
+	return removed
 }
 
 func newLabListCmd(stateDir *string) *cobra.Command {
