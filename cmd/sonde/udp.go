@@ -46,6 +46,11 @@ SERVER is the sonde server's HTTP address, host[:port] or http(s)://host[:port]
 (default port 8080); the reflector's UDP port comes from the server. Without
 SERVER, sonde starts an embedded server on loopback and says so.
 
+--reflector HOST:PORT tests against any standalone STAMP reflector instead
+(RFC 8762, e.g. another vendor's, port 862): there is no control channel, so
+loss is counted for the round trip only and one-way delays are estimates;
+add --no-cos if the reflector does not implement RFC 8972 TLVs.
+
 --profile voice sends G.711-like probes (20 ms, 172 bytes, EF) and adds an
 E-model MOS estimate. --classes runs one flow per class at the same time.`,
 		Args: cobra.MaximumNArgs(1),
@@ -66,6 +71,7 @@ E-model MOS estimate. --classes runs one flow per class at the same time.`,
 	f.StringVar(&uf.profile, "profile", "", "voice: 20 ms G.711-sized EF probes and an E-model MOS estimate (explicit flags win)")
 	f.StringVar(&uf.classes, "classes", "", `QoS classes: one flow per class at the same time, "name:dscp[@localport],...", e.g. "ef:46,be:0"`)
 	f.BoolVar(&uf.opts.NoCoS, "no-cos", false, "send no Class of Service TLV (for strict RFC 8762 reflectors)")
+	f.StringVar(&uf.opts.Reflector, "reflector", "", "a standalone STAMP reflector's UDP address (host:port) to test instead of a sonde server")
 	f.StringVar(&uf.opts.Token, "token", "", "bearer token for a private server")
 	f.BoolVarP(&uf.opts.Insecure, "insecure", "k", false, "accept any TLS certificate")
 	f.StringVar(&uf.rawFile, "raw", "", "write one JSON line per probe to this file, - for stdout")
@@ -137,7 +143,7 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 	if err := uf.build(changed); err != nil {
 		return err
 	}
-	if uf.opts.Server == "" {
+	if uf.opts.Server == "" && uf.opts.Reflector == "" {
 		addr, stop, err := startEmbedded(ctx)
 		if err != nil {
 			return err

@@ -83,7 +83,7 @@ func StartProbes(ctx context.Context, server string, o ProbeOptions) (*Probes, e
 	go func() {
 		defer close(p.done)
 		flow := model.UDPFlow{Name: o.Name, DSCP: o.DSCP, ECN: o.ECN}
-		p.flow, _, _, p.err = measure(ctx, ctl, rep, senderOpts{
+		p.flow, _, _, p.err = measure(ctx, ctl, rep, ctl.reflectorAddr(rep.Port), senderOpts{
 			count: count, interval: o.Interval, bytes: o.PacketBytes, dscp: o.DSCP, ecn: o.ECN,
 			timeout: o.Timeout, stopSending: sendCtx,
 		}, flow)

@@ -1,6 +1,7 @@
 package udptest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -30,11 +32,15 @@ const (
 // Options configure `sonde udp`.
 type Options struct {
 	// Server is the sonde server: host[:port] or http(s)://host[:port].
-	Server   string
-	Token    string
-	Insecure bool
-	Software string
-	Embedded bool
+	Server string
+	// Reflector, instead of Server, is the UDP address (host:port) of a
+	// standalone STAMP reflector (RFC 8762, any implementation): no control
+	// channel, so no per-direction loss split and no shared clock.
+	Reflector string
+	Token     string
+	Insecure  bool
+	Software  string
+	Embedded  bool
 
 	Interval    time.Duration
 	Duration    time.Duration
@@ -75,6 +81,13 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("ECN %d out of range 0-3", o.ECN)
 	case o.Timeout <= 0:
 		return fmt.Errorf("loss timeout must be positive, got %v", o.Timeout)
+	case o.Reflector != "" && o.Server != "":
+		return errors.New("give a sonde server or a STAMP reflector address, not both")
+	}
+	if o.Reflector != "" {
+		if _, _, err := net.SplitHostPort(o.Reflector); err != nil {
+			return fmt.Errorf("reflector address %q: want host:port (STAMP's port is 862)", o.Reflector)
+		}
 	}
 	cfg := stamp.SenderConfig{Conn: &stamp.Conn{}, Clock: &stamp.Clock{}, Interval: o.Interval, Count: 1,
 		PacketBytes: o.PacketBytes, DSCP: o.DSCP, ECN: o.ECN, NoCoS: o.NoCoS, Timeout: o.Timeout}
@@ -109,9 +122,14 @@ func Run(ctx context.Context, o Options) (*model.UDPResult, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	ctl, err := newControl(o.Server, o.Token, o.Software, o.Insecure)
-	if err != nil {
-		return nil, err
+	var ctl *control
+	server := o.Reflector
+	if o.Reflector == "" {
+		c, err := newControl(o.Server, o.Token, o.Software, o.Insecure)
+		if err != nil {
+			return nil, err
+		}
+		ctl, server = c, c.api.Base.Host
 	}
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
@@ -119,9 +137,9 @@ func Run(ctx context.Context, o Options) (*model.UDPResult, error) {
 	res := &model.UDPResult{
 		Schema: model.UDPSchemaVersion, ID: hex.EncodeToString(idb[:]), Start: time.Now().UTC(),
 		Client: model.Endpoint{Software: o.Software, Hostname: host},
-		Server: model.Endpoint{Address: ctl.api.Base.Host},
+		Server: model.Endpoint{Address: server},
 		Config: model.UDPConfig{
-			Server: o.Server, Embedded: o.Embedded, IntervalUs: float64(o.Interval) / 1e3,
+			Server: cmp.Or(o.Server, o.Reflector), Embedded: o.Embedded, IntervalUs: float64(o.Interval) / 1e3,
 			PacketBytes: o.PacketBytes, DurationS: o.Duration.Seconds(), TimeoutS: o.Timeout.Seconds(),
 			DSCP: o.DSCP, ECN: o.ECN, Classes: o.Classes,
 		},
@@ -172,6 +190,13 @@ func Run(ctx context.Context, o Options) (*model.UDPResult, error) {
 // runFlow opens a session, runs one sender and analyses it.
 func runFlow(ctx context.Context, ctl *control, o Options, spec flowSpec, count int) (model.UDPFlow, *stamp.Run, offsetModel, error) {
 	flow := model.UDPFlow{Name: spec.name, DSCP: spec.dscp, ECN: spec.ecn}
+	so := senderOpts{
+		count: count, interval: o.Interval, bytes: o.PacketBytes, dscp: spec.dscp, ecn: spec.ecn,
+		timeout: o.Timeout, noCoS: o.NoCoS, localPort: spec.localPort, voice: o.Voice,
+	}
+	if ctl == nil {
+		return measure(ctx, nil, stamp.SessionReply{}, o.Reflector, so, flow)
+	}
 	rep, err := ctl.open(ctx, stamp.SessionRequest{
 		Client: o.Software, DurationS: o.Duration.Seconds() + o.Timeout.Seconds(),
 		IntervalUs: float64(o.Interval) / 1e3, PacketBytes: o.PacketBytes, DSCP: spec.dscp, ECN: spec.ecn,
@@ -179,10 +204,7 @@ func runFlow(ctx context.Context, ctl *control, o Options, spec flowSpec, count 
 	if err != nil {
 		return flow, nil, offsetModel{}, err
 	}
-	return measure(ctx, ctl, rep, senderOpts{
-		count: count, interval: o.Interval, bytes: o.PacketBytes, dscp: spec.dscp, ecn: spec.ecn,
-		timeout: o.Timeout, noCoS: o.NoCoS, localPort: spec.localPort, voice: o.Voice,
-	}, flow)
+	return measure(ctx, ctl, rep, ctl.reflectorAddr(rep.Port), so, flow)
 }
 
 type senderOpts struct {
@@ -197,15 +219,20 @@ type senderOpts struct {
 	stopSending context.Context // ends sending early (probes); nil: ctx
 }
 
-// measure runs the sender of an opened session, closes the session and
-// analyses the run.
-func measure(ctx context.Context, ctl *control, rep stamp.SessionReply, so senderOpts, flow model.UDPFlow) (model.UDPFlow, *stamp.Run, offsetModel, error) {
-	addr := ctl.reflectorAddr(rep.Port)
+// measure runs the sender of an opened session (ctl nil: a standalone
+// reflector at addr, no session), closes the session and analyses the run.
+func measure(ctx context.Context, ctl *control, rep stamp.SessionReply, addr string, so senderOpts, flow model.UDPFlow) (model.UDPFlow, *stamp.Run, offsetModel, error) {
 	flow.ReflectorAddr = addr
 	var errs []error
+	closeSession := func(ctx context.Context) (*stamp.SessionReport, error) {
+		if ctl == nil {
+			return nil, nil
+		}
+		return ctl.close(ctx, rep.ID)
+	}
 	conn, err := stamp.DialFrom("udp", so.localPort, addr)
 	if err != nil {
-		_, _ = ctl.close(context.WithoutCancel(ctx), rep.ID)
+		_, _ = closeSession(context.WithoutCancel(ctx))
 		return flow, nil, offsetModel{}, err
 	}
 	defer conn.Close()
@@ -219,7 +246,7 @@ func measure(ctx context.Context, ctl *control, rep stamp.SessionReply, so sende
 		PacketBytes: so.bytes, DSCP: so.dscp, ECN: so.ecn, NoCoS: so.noCoS, Timeout: so.timeout,
 	})
 	if err != nil {
-		_, _ = ctl.close(context.WithoutCancel(ctx), rep.ID)
+		_, _ = closeSession(context.WithoutCancel(ctx))
 		return flow, nil, offsetModel{}, err
 	}
 	if run.Err != nil {
@@ -229,7 +256,7 @@ func measure(ctx context.Context, ctl *control, rep stamp.SessionReply, so sende
 	}
 	// Close even when ctx ended: the session report is part of the result.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	report, cerr := ctl.close(cctx, rep.ID)
+	report, cerr := closeSession(cctx)
 	cancel()
 	if cerr != nil {
 		errs = append(errs, fmt.Errorf("reflector report unavailable (%v): forward and backward loss are not split", cerr))
@@ -244,6 +271,9 @@ func measure(ctx context.Context, ctl *control, rep stamp.SessionReply, so sende
 	flow.Name, flow.DSCP, flow.ECN, flow.ReflectorAddr = name, dscp, ecn, addr
 	for _, e := range errs {
 		flow.Errors = append(flow.Errors, e.Error())
+	}
+	if ctl == nil && run.Sent > 0 && flow.Replies == 0 && run.Err == nil {
+		errs = append(errs, fmt.Errorf("no reply from the STAMP reflector at %s to %d probes: is it running and reachable? (a sonde server's reflector answers only sessions opened through the server: use sonde udp SERVER)", addr, run.Sent))
 	}
 	if run.Sent > 0 && flow.Replies > 0 && report == nil && !in.Shared {
 		flow.Errors = append(flow.Errors, "without the reflector's report, per-direction loss counts the round trip")
