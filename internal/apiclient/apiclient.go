@@ -158,7 +158,9 @@ func ExplainDial(u *url.URL, err error) error {
 		return fmt.Errorf("cannot reach sonde server at %s: no route to host", u.Host)
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		return fmt.Errorf("cannot reach sonde server at %s: timed out", u.Host)
-	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET),
+		// net/http's wording when the close races with the request write.
+		strings.Contains(err.Error(), "server closed idle connection"):
 		return fmt.Errorf("%s closed the connection: not a sonde server, or TLS expected (try https://)", u.Host)
 	}
 	var dnsErr *net.DNSError

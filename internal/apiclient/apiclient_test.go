@@ -3,10 +3,13 @@ package apiclient
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -49,6 +52,30 @@ func TestCallExplainsFailures(t *testing.T) {
 		t.Fatalf("html: %v", err)
 	}
 
+	// A server that accepts and closes at once: net/http reports EOF or
+	// "server closed idle connection" depending on timing; both must read
+	// the same to the user. Repeat to meet both.
+	closer, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := closer.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	cl, _ := New(closer.Addr().String(), "", "test", nil)
+	for i := 0; i < 20; i++ {
+		if err := cl.Call(ctx, http.MethodGet, "/", nil, nil); err == nil || !strings.Contains(err.Error(), "closed the connection") {
+			t.Fatalf("server that closes at once, try %d: %v", i, err)
+		}
+	}
+	closer.Close()
+
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -58,5 +85,15 @@ func TestCallExplainsFailures(t *testing.T) {
 	gone, _ := New(addr, "", "test", nil)
 	if err := gone.Call(ctx, http.MethodGet, "/", nil, nil); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("closed port: %v", err)
+	}
+}
+
+// The ways a server that closes at once shows up all read the same.
+func TestExplainDialClosed(t *testing.T) {
+	u, _ := url.Parse("http://127.0.0.1:9")
+	for _, err := range []error{io.EOF, syscall.ECONNRESET, errors.New("http: server closed idle connection")} {
+		if got := ExplainDial(u, err).Error(); !strings.Contains(got, "closed the connection") || !strings.Contains(got, "not a sonde server") {
+			t.Errorf("%v → %q", err, got)
+		}
 	}
 }
