@@ -2,30 +2,18 @@ package client
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/server/servertest"
 )
 
 func startServer(t *testing.T, cfg server.Config) string {
 	t.Helper()
-	s, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Serve(ctx, []net.Listener{ln}, nil) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().String()
+	return servertest.Start(t, cfg)
 }
 
 func TestRunLoopback(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/server/servertest"
 )
 
 // startServer runs a sonde server with its reflector on loopback.
@@ -18,22 +19,7 @@ func startServer(t *testing.T, cfg server.Config) string {
 		cfg.UDPAddr = "127.0.0.1:0"
 	}
 	cfg.PerIPPerMinute = -1
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ctx, []net.Listener{ln}, nil)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().String()
+	return servertest.Start(t, cfg)
 }
 
 func TestRunLoopback(t *testing.T) {

@@ -6,7 +6,6 @@ package browser
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/server/servertest"
 )
 
 const chromium = "/usr/bin/chromium"
@@ -52,22 +52,7 @@ func prerequisites(t *testing.T) (node, playwright string) {
 
 func serve(t *testing.T) string {
 	t.Helper()
-	srv, err := server.New(server.Config{Software: "sonde/browser-test", PerIPPerMinute: -1, UDPAddr: "off"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ctx, []net.Listener{ln}, nil)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return "http://" + ln.Addr().String()
+	return "http://" + servertest.Start(t, server.Config{Software: "sonde/browser-test", PerIPPerMinute: -1, UDPAddr: "off"})
 }
 
 type pageRun struct {
