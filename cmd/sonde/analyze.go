@@ -36,6 +36,7 @@ type analyzeFlags struct {
 	interval  time.Duration
 	idle      time.Duration
 	quicPorts []uint
+	html      string
 }
 
 func (af *analyzeFlags) register(cmd *cobra.Command) {
@@ -49,6 +50,7 @@ func (af *analyzeFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&af.interval, "interval", time.Second, "bin of the goodput series")
 	f.DurationVar(&af.idle, "idle-timeout", 120*time.Second, "finish flows idle this long (capture time); bounds memory to live flows")
 	f.UintSliceVar(&af.quicPorts, "quic-port", []uint{443}, "UDP ports taken as QUIC when the handshake is not in the capture")
+	f.StringVar(&af.html, "html", "", "also write a self-contained HTML report with plots (RTT over time, goodput, time-sequence graphs, HTTP) to this file")
 }
 
 func (af *analyzeFlags) config() (passive.Config, *passive.Truth, error) {
@@ -62,6 +64,10 @@ func (af *analyzeFlags) config() (passive.Config, *passive.Truth, error) {
 	if af.jsonOut && af.csvOut {
 		return cfg, nil, errors.New("--json and --csv are exclusive")
 	}
+	// Per-sample outputs and the truth comparison need every sample; the
+	// default summaries need memory per live flow only.
+	cfg.KeepSamples = af.samples || af.csvOut || af.truth != "" || af.html != ""
+	cfg.TimeSequence = af.html != ""
 	if af.truth == "" {
 		return cfg, nil, nil
 	}
@@ -114,6 +120,11 @@ With --truth (a lab ground-truth file), every RTT method's error is reported.`,
 
 func (af *analyzeFlags) write(w io.Writer, a *passive.Analyzer, tr *passive.Truth) error {
 	res := a.Finish(tr)
+	if af.html != "" {
+		if err := writeAnalyzeHTML(af.html, res, a.Samples(tr)); err != nil {
+			return err
+		}
+	}
 	switch {
 	case af.csvOut:
 		return writeSamplesCSV(w, a.Samples(tr))
@@ -190,6 +201,7 @@ func writeAnalysisText(w io.Writer, r *model.Analysis) {
 		}
 		tw.Flush()
 	}
+	writeHTTPText(w, r)
 	if t := r.Truth; t != nil {
 		fmt.Fprintf(w, "\nError against ground truth (%s, observer at %s), |e| in %%\n", t.File, t.Observer)
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
@@ -202,6 +214,17 @@ func writeAnalysisText(w io.Writer, r *model.Analysis) {
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintln(w, "error:", e)
+	}
+	if len(r.Files) == 0 {
+		// Live capture: packets are analysed as they arrive, so the
+		// analyser's own speed is not measured; report the arrival rate.
+		rate := 0.0
+		if r.DurationS > 0 {
+			rate = float64(r.Packets) / r.DurationS
+		}
+		fmt.Fprintf(w, "\ncaptured %d packets in %.3f s (%.0f packets/s), peak %d live flows, %d evicted\n",
+			r.Packets, r.DurationS, rate, r.Stats.PeakLiveFlows, r.Stats.EvictedFlows)
+		return
 	}
 	fmt.Fprintf(w, "\nanalysed at %.2f Mpps (%.3f s), peak %d live flows, %d evicted\n",
 		r.Stats.PacketsPerS/1e6, r.Stats.WallS, r.Stats.PeakLiveFlows, r.Stats.EvictedFlows)

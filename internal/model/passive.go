@@ -14,6 +14,7 @@ type Analysis struct {
 	DurationS float64        `json:"duration_s"`
 	TCP       []TCPConn      `json:"tcp,omitempty"`
 	QUIC      []QUICConn     `json:"quic,omitempty"`
+	HTTPPages []HTTPPage     `json:"http_pages,omitempty"`
 	Truth     *TruthCompare  `json:"ground_truth,omitempty"`
 	Samples   []PassiveRTT   `json:"samples,omitempty"` // with --samples
 	Errors    []string       `json:"errors,omitempty"`
@@ -93,15 +94,106 @@ type TCPConn struct {
 	SeqAckSideA RTTSummary `json:"seqack_side_a_rtt"`
 	SeqAckSideB RTTSummary `json:"seqack_side_b_rtt"`
 	HTTP        *HTTPConn  `json:"http,omitempty"`
+	// TimeSeq is kept for the HTML report's time-sequence graph when the
+	// analyser is asked to (passive.Config.TimeSequence); not in the JSON.
+	TimeSeq *TimeSequence `json:"-"`
 }
 
-// HTTPConn is HTTP/1.x behaviour on one connection.
+// TimeSequence is a tcptrace-style time-sequence record of a connection's
+// main data direction (the one with more unique bytes), bounded: past a
+// limit only every Stride-th segment or ACK is kept (retransmissions up to
+// their own limit). Times are seconds since the start of the analysis,
+// sequence numbers bytes relative to the direction's first.
+type TimeSequence struct {
+	Dir     string // "A>B" or "B>A"
+	Stride  int
+	Data    []SeqSegment
+	Retrans []SeqSegment
+	Acks    []SeqAck // from the other direction
+}
+
+// SeqSegment is one data segment: [Seq, End) at T.
+type SeqSegment struct {
+	T        float64
+	Seq, End int64
+}
+
+// SeqAck is one ACK: the cumulative ACK and the right edge of the
+// advertised window (Ack + scaled window).
+type SeqAck struct {
+	T        float64
+	Ack, Win int64
+}
+
+// HTTPConn is HTTP/1.x behaviour on one connection, as seen at the
+// observer (times are capture times, docs/analyze.md "HTTP/1.x").
 type HTTPConn struct {
-	Requests  int       `json:"requests"`
-	Responses int       `json:"responses"`
-	KeepAlive bool      `json:"keep_alive"` // more than one request, or no close
-	CloseBy   string    `json:"close_by,omitempty"`
-	TTFBMs    []float64 `json:"ttfb_ms,omitempty"` // request start → first response byte
+	Version   string `json:"version"` // of the first request: HTTP/1.0 or HTTP/1.1
+	Requests  int    `json:"requests"`
+	Responses int    `json:"responses"` // final (non-1xx) responses
+	// Pipelined counts requests sent before the previous response was complete.
+	Pipelined int `json:"pipelined,omitempty"`
+	// KeepAlive: the last response left the connection open for reuse
+	// (HTTP/1.1 without "Connection: close", HTTP/1.0 with "keep-alive").
+	KeepAlive bool `json:"keep_alive"`
+	// CloseBy is who sent the first FIN or RST (client, server; "" open at
+	// the end) and CloseHow which (fin, rst).
+	CloseBy  string `json:"close_by,omitempty"`
+	CloseHow string `json:"close_how,omitempty"`
+	// IdleBeforeCloseS is the time from the last response's completion
+	// to the first FIN/RST (a keep-alive timeout shows here).
+	IdleBeforeCloseS float64 `json:"idle_before_close_s,omitempty"`
+	// Incomplete says why parsing stopped early: "gap" (segments missing
+	// from the capture), "mid-stream" (connection start not captured),
+	// "truncated" (snap length cut headers), "malformed", "upgrade"
+	// (101/CONNECT tunnel), "limit" (header block over 64 KiB).
+	Incomplete string `json:"incomplete,omitempty"`
+	// Exchanges are the request/response pairs in order (at most 1000
+	// per connection; Requests counts them all).
+	Exchanges []HTTPExchange `json:"exchanges,omitempty"`
+}
+
+// HTTPExchange is one request and its response.
+type HTTPExchange struct {
+	Method  string `json:"method"`
+	Host    string `json:"host,omitempty"`
+	Path    string `json:"path"`
+	Version string `json:"version"`
+	Status  int    `json:"status,omitempty"` // 0: no response seen
+	// ReqBytes and RespBytes are header plus body bytes of each message;
+	// RespBodyBytes the response body alone (chunk framing excluded).
+	ReqBytes      uint64 `json:"request_bytes"`
+	RespBytes     uint64 `json:"response_bytes,omitempty"`
+	RespBodyBytes uint64 `json:"response_body_bytes,omitempty"`
+	// RequestS is the request's first byte, since the start of the analysis.
+	RequestS float64 `json:"request_s"`
+	// TTFBMs is request's first byte → response's first byte (1xx
+	// included) at the observer; CompleteMs request's first byte → the
+	// response's last byte (0: response not complete).
+	TTFBMs     float64 `json:"ttfb_ms,omitempty"`
+	CompleteMs float64 `json:"complete_ms,omitempty"`
+	// KeepAlive is this exchange's persistence decision (version default
+	// and Connection headers of request and response).
+	KeepAlive bool `json:"keep_alive"`
+}
+
+// HTTPPage is one page load: a client's HTTP exchanges grouped by time
+// (docs/analyze.md: exchanges of one client address separated by less
+// than the page gap belong to one page load).
+type HTTPPage struct {
+	Client string  `json:"client"`  // client IP address
+	StartS float64 `json:"start_s"` // first SYN (or request) of the page's connections
+	// CompletionS is StartS → the last response byte of the page.
+	CompletionS float64  `json:"completion_s"`
+	Connections int      `json:"connections"`
+	NewConns    int      `json:"new_connections"` // opened (SYN seen) during the page load
+	Requests    int      `json:"requests"`
+	Responses   int      `json:"responses"`
+	MaxParallel int      `json:"max_parallel_connections"`
+	RespBytes   uint64   `json:"response_bytes"`
+	MeanTTFBMs  float64  `json:"mean_ttfb_ms,omitempty"`
+	Incomplete  int      `json:"incomplete_connections,omitempty"`
+	Hosts       []string `json:"hosts,omitempty"`
 }
 
 // QUICConn is one QUIC connection (per UDP 4-tuple).
@@ -124,6 +216,25 @@ type QUICConn struct {
 	Rejected  []Count       `json:"rejected,omitempty"`
 	SpinRTT   [2]RTTSummary `json:"spin_rtt"`      // per direction of the edges
 	Component [2]RTTSummary `json:"component_rtt"` // [0]: observer→server→observer, [1]: →client→
+	// LossBits: Q/L loss bits (RFC 9506), per direction where present.
+	LossBits []QUICLossBits `json:"loss_bits,omitempty"`
+}
+
+// QUICLossBits is the loss-bit report of one direction of a QUIC flow.
+type QUICLossBits struct {
+	Direction string `json:"direction"` // "up" (client→server) or "down"
+	// Complete Q blocks (64 packets each at the sender), the packets the
+	// sender sent in them and those the observer saw.
+	Blocks       int `json:"q_blocks"`
+	Expected     int `json:"q_expected_packets"`
+	Seen         int `json:"q_seen_packets"`
+	UpstreamLost int `json:"upstream_lost"` // sender → observer
+	// UpstreamLossPct is UpstreamLost / Expected in percent.
+	UpstreamLossPct float64 `json:"upstream_loss_pct"`
+	// EndToEndLost counts L marks: packets the sender declared lost on
+	// the whole path; EndToEndLossPct is that over the packets seen.
+	EndToEndLost    int     `json:"end_to_end_lost"`
+	EndToEndLossPct float64 `json:"end_to_end_loss_pct"`
 }
 
 // Count is a named counter.

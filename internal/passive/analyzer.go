@@ -19,6 +19,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/passive/http1"
 	"github.com/sonde-project/sonde/internal/pcap"
 )
 
@@ -41,6 +42,14 @@ type Config struct {
 	// QUICPorts are UDP ports whose traffic is taken as QUIC even when the
 	// handshake was not captured (default 443).
 	QUICPorts []uint16
+	// KeepSamples keeps every RTT sample for the whole run (Samples, the
+	// truth comparison, per-sample outputs and plots). Without it each
+	// flow keeps running statistics per method (count, mean, min, max and
+	// a bounded quantile sketch) and memory follows the live flows.
+	KeepSamples bool
+	// TimeSequence keeps a bounded time-sequence record per TCP
+	// connection (model.TCPConn.TimeSeq) for the HTML report.
+	TimeSequence bool
 }
 
 type flowKey struct {
@@ -73,6 +82,7 @@ type Analyzer struct {
 	last     int64
 	started  bool
 	nextScan int64
+	lastFlow *flow // the flow of the previous packet (nil after eviction)
 	peak     int
 	wall     time.Duration
 }
@@ -182,7 +192,12 @@ func (a *Analyzer) lookup(p *ipPacket, sport, dport uint16, t int64, create func
 	} else {
 		k.lo, k.hi, k.loPort, k.hiPort = p.dst, p.src, dport, sport
 	}
-	f := a.flows[k]
+	// Packets come in trains of one flow: the last flow saves the map's
+	// hashing and probing most of the time.
+	f := a.lastFlow
+	if f == nil || f.key != k {
+		f = a.flows[k]
+	}
 	if f == nil {
 		senderIsA, ok := create()
 		if !ok {
@@ -192,12 +207,25 @@ func (a *Analyzer) lookup(p *ipPacket, sport, dport uint16, t int64, create func
 			a.res.Stats.TruncatedFlows++
 			return nil, 0
 		}
-		f = &flow{key: k, aIsLo: senderIsA == srcLo, first: t, index: len(a.names)}
+		if p.proto == 6 {
+			// One allocation for a TCP flow and its state: the
+			// per-packet path then reads adjacent memory.
+			tf := new(tcpFlow)
+			tf.c.init()
+			f = &tf.f
+			f.tcp = &tf.c
+		} else {
+			f = new(flow)
+		}
+		f.key, f.aIsLo, f.first, f.index = k, senderIsA == srcLo, t, len(a.names)
 		a.flows[k] = f
 		a.peak = max(a.peak, len(a.flows))
-		a.names = append(a.names, "")
+		if a.cfg.KeepSamples {
+			a.names = append(a.names, "") // samples name their flow by index
+		}
 	}
 	f.last = t
+	a.lastFlow = f
 	if srcLo == f.aIsLo {
 		return f, 0
 	}
@@ -220,6 +248,7 @@ func (f *flow) ends() (string, string) {
 
 // evict finishes flows idle for the timeout (closed TCP after 10 s).
 func (a *Analyzer) evict(now int64) {
+	a.lastFlow = nil
 	idle := int64(a.cfg.IdleTimeout)
 	for k, f := range a.flows {
 		limit := idle
@@ -238,19 +267,21 @@ func (a *Analyzer) finish(f *flow) {
 	A, B := f.ends()
 	switch {
 	case f.tcp != nil:
-		a.names[f.index] = A + " > " + B
 		a.res.TCP = append(a.res.TCP, f.tcp.result(a, f, A, B))
 	case f.quic != nil:
-		a.names[f.index] = A + " > " + B
 		a.res.QUIC = append(a.res.QUIC, f.quic.result(a, f, A, B))
 	}
-	a.samples = append(a.samples, f.samples...)
+	if a.cfg.KeepSamples {
+		a.names[f.index] = A + " > " + B
+		a.samples = append(a.samples, f.samples...)
+	}
 	f.samples = nil
 }
 
 // Finish ends the analysis: every live flow is finished. truth, if not
 // nil, is compared with the samples.
 func (a *Analyzer) Finish(truth *Truth) *model.Analysis {
+	a.lastFlow = nil
 	for k, f := range a.flows {
 		a.finish(f)
 		delete(a.flows, k)
@@ -265,8 +296,13 @@ func (a *Analyzer) Finish(truth *Truth) *model.Analysis {
 	if a.wall > 0 {
 		r.Stats.PacketsPerS = float64(r.Packets) / a.wall.Seconds()
 	}
+	r.HTTPPages = http1.Pages(r.TCP, http1.DefaultPageGap)
 	if truth != nil {
-		r.Truth = truth.compare(a)
+		if a.cfg.KeepSamples {
+			r.Truth = truth.compare(a)
+		} else {
+			r.Errors = append(r.Errors, "ground-truth comparison needs every sample (Config.KeepSamples)")
+		}
 	}
 	return r
 }

@@ -12,7 +12,7 @@ import (
 func analyse(t *testing.T, p *path) (*model.Analysis, *Analyzer, *Truth) {
 	t.Helper()
 	capture, truthFile := p.files(t)
-	a := New(Config{Interface: -1, Identity: true})
+	a := New(Config{Interface: -1, Identity: true, KeepSamples: true})
 	if _, err := a.Read(bytes.NewReader(capture), model.CaptureFile{Path: "synthetic", DamageOffset: -1}); err != nil {
 		t.Fatal(err)
 	}

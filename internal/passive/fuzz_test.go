@@ -16,7 +16,7 @@ func FuzzPacket(f *testing.F) {
 		f.Add(q.data)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a := New(Config{Interface: -1, Identity: true, QUICPorts: []uint16{4433}})
+		a := New(Config{Interface: -1, Identity: true, KeepSamples: true, QUICPorts: []uint16{4433}})
 		for i := range 3 {
 			a.Packet(int64(i)*1e6, b)
 		}

@@ -22,6 +22,7 @@ type quicConn struct {
 	greased   uint64
 	cidChange [2]int
 	spin      spinbit.Observer
+	loss      spinbit.LossObserver
 }
 
 func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
@@ -106,6 +107,7 @@ func (c *quicConn) shortPacket(f *flow, dir uint8, t int64, h *spinbit.Header, i
 		c.dcid[dir], c.haveDCID[dir] = cur, true
 	}
 	c.spin.Packet(dir, t, h.Spin, id)
+	c.loss.Packet(dir, h.First)
 }
 
 func (c *quicConn) result(a *Analyzer, f *flow, A, B string) model.QUICConn {
@@ -147,6 +149,16 @@ func (c *quicConn) result(a *Analyzer, f *flow, A, B string) model.QUICConn {
 	}
 	for _, k := range slices.Sorted(mapsKeys(rejected)) {
 		r.Rejected = append(r.Rejected, model.Count{Name: k, Count: rejected[k]})
+	}
+	for d, name := range [2]string{"up", "down"} {
+		lb := c.loss.Result(uint8(d))
+		if !lb.Present {
+			continue
+		}
+		r.LossBits = append(r.LossBits, model.QUICLossBits{Direction: name, Blocks: lb.Blocks,
+			Expected: lb.Expected, Seen: lb.Seen, UpstreamLost: lb.Upstream,
+			UpstreamLossPct: 100 * float64(lb.Upstream) / float64(lb.Expected),
+			EndToEndLost:    lb.LMarks, EndToEndLossPct: 100 * float64(lb.LMarks) / float64(max(lb.Packets, 1))})
 	}
 	by := groupSamples(f.samples)
 	r.SpinRTT = [2]model.RTTSummary{summarize(by[SpinFullUp]), summarize(by[SpinFullDown])}

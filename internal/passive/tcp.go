@@ -1,9 +1,6 @@
 package passive
 
 import (
-	"slices"
-
-	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/passive/tcprtt"
 )
@@ -18,8 +15,13 @@ type tcpDir struct {
 	haveAck bool
 	series  []uint64 // unique bytes per interval
 	finSeen bool
-	holes   [maxHoles]hole // sequence ranges skipped by a jump ahead
-	nholes  int
+	// lastLen and maxLen are the last and largest payloads sent.
+	lastLen, maxLen uint32
+	// holes are sequence ranges skipped by a jump ahead; allocated at the
+	// first one (most connections never have one, and the per-packet
+	// path touches less memory without them).
+	holes  *[maxHoles]hole
+	nholes int
 }
 
 // maxHoles bounds the sequence holes remembered per direction.
@@ -56,6 +58,9 @@ func (d *tcpDir) fill(seq, end uint32) (bool, int64) {
 }
 
 func (d *tcpDir) addHole(start, end uint32, t int64) {
+	if d.holes == nil {
+		d.holes = new([maxHoles]hole)
+	}
 	if d.nholes == maxHoles {
 		copy(d.holes[:], d.holes[1:])
 		d.nholes--
@@ -74,6 +79,11 @@ type tcpConn struct {
 	minFull int64 // smallest TS full RTT, for the reordering window
 	// lastComp is the latest TS component per starting direction.
 	lastComp [2]tcprtt.Sample
+	// http and tseq are the optional followers (http.go, tseq.go).
+	http httpFollow
+	tseq *timeSeq
+	// rtt summarises the samples per method (TSFull … SeqAckSideB).
+	rtt [SeqAckSideB + 1]rttStats
 }
 
 func (a *Analyzer) tcpPacket(t int64, p *ipPacket, id uint64) {
@@ -95,13 +105,19 @@ func (a *Analyzer) tcpPacket(t int64, p *ipPacket, id uint64) {
 	if f == nil {
 		return
 	}
-	if f.tcp == nil {
-		f.tcp = &tcpConn{}
-		for i := range f.tcp.dir {
-			f.tcp.dir[i].st.WindowScale = -1
-		}
-	}
 	f.tcp.packet(a, f, dir, t, p, &s, id)
+}
+
+// tcpFlow is a TCP flow allocated with its connection state.
+type tcpFlow struct {
+	f flow
+	c tcpConn
+}
+
+func (c *tcpConn) init() {
+	for i := range c.dir {
+		c.dir[i].st.WindowScale = -1
+	}
 }
 
 func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, s *tcpSegment, id uint64) {
@@ -144,6 +160,8 @@ func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, 
 		if plen > 0 {
 			st.DataPackets++
 			st.DataBytes += uint64(plen)
+			d.lastLen = plen
+			d.maxLen = max(d.maxLen, plen)
 		}
 		switch {
 		case !d.haveSeq || after(end, d.high):
@@ -207,32 +225,46 @@ func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, 
 		}
 		if !pureDup {
 			if r, ok := c.sa.Ack(dir, t, s.ack, id); ok {
-				c.add(f, t, r, SeqAckSideA, SeqAckSideB)
+				c.add(a, f, t, r, SeqAckSideA, SeqAckSideB)
 			}
 		}
 		d.lastAck, d.lastWin, d.haveAck = s.ack, s.window, true
 	}
 	if s.hasTS {
-		comp, full, gc, gf := c.ts.Packet(dir, t, s.tsval, s.tsecr, id, retrans, pureDup)
+		// A segment without sequence space asks for no reply: its TSval
+		// is echoed whenever the peer next sends, so it starts a sample
+		// only when it clocks out the peer's next segment: when data the
+		// observer saw is still unacknowledged, or when the peer's last
+		// segment was full-sized (a bulk sender, whose data in flight
+		// may not have reached this observer yet). A pure ACK that closes
+		// an application's turn (a short last segment, or none) would
+		// measure the application's think time.
+		noReply := seqLen == 0 && s.flags&flagRST == 0 && (!o.haveSeq || !after(o.high, s.ack)) &&
+			(o.lastLen < 512 || o.lastLen < o.maxLen)
+		comp, full, gc, gf := c.ts.Packet(dir, t, s.tsval, s.tsecr, id, retrans || noReply, pureDup)
 		if gc {
 			c.lastComp[comp.Dir] = comp
-			c.add(f, t, comp, TSSideA, TSSideB)
+			c.add(a, f, t, comp, TSSideA, TSSideB)
 		}
 		if gf {
 			if c.minFull == 0 || full.RTT < c.minFull {
 				c.minFull = full.RTT
 			}
-			// The full RTT's truth is that of its two components.
-			f.samples = append(f.samples, sample{t: t, rtt: full.RTT, flow: int32(f.index), method: TSFull,
-				ids: [3]uint64{c.lastComp[0].StartID, c.lastComp[1].StartID}, n: 2, pairs: true,
-				ends: [3]uint64{c.lastComp[0].EndID, c.lastComp[1].EndID}})
+			c.rtt[TSFull].add(full.RTT, true)
+			if a.cfg.KeepSamples {
+				// The full RTT's truth is that of its two components.
+				f.samples = append(f.samples, sample{t: t, rtt: full.RTT, flow: int32(f.index), method: TSFull,
+					ids: [3]uint64{c.lastComp[0].StartID, c.lastComp[1].StartID}, n: 2, pairs: true,
+					ends: [3]uint64{c.lastComp[0].EndID, c.lastComp[1].EndID}})
+			}
 		}
 	}
+	c.follow(a, dir, t, s, retrans)
 }
 
 // add records a component sample: the side measured is the receiver of
 // the starting packet's direction.
-func (c *tcpConn) add(f *flow, t int64, r tcprtt.Sample, sideA, sideB Method) {
+func (c *tcpConn) add(a *Analyzer, f *flow, t int64, r tcprtt.Sample, sideA, sideB Method) {
 	m := sideB
 	if r.Dir == 1 {
 		m = sideA
@@ -240,8 +272,11 @@ func (c *tcpConn) add(f *flow, t int64, r tcprtt.Sample, sideA, sideB Method) {
 	if r.RTT > 0 && (c.minRTT == 0 || r.RTT < c.minRTT) {
 		c.minRTT = r.RTT
 	}
-	f.samples = append(f.samples, sample{t: t, rtt: r.RTT, flow: int32(f.index), method: m,
-		ids: [3]uint64{r.StartID, r.EndID}, n: 2})
+	c.rtt[m].add(r.RTT, true)
+	if a.cfg.KeepSamples {
+		f.samples = append(f.samples, sample{t: t, rtt: r.RTT, flow: int32(f.index), method: m,
+			ids: [3]uint64{r.StartID, r.EndID}, n: 2})
+	}
 }
 
 func after(x, y uint32) bool { return int32(x-y) > 0 }
@@ -272,12 +307,12 @@ func (c *tcpConn) result(a *Analyzer, f *flow, A, B string) model.TCPConn {
 			dst.GoodputSeries = append(dst.GoodputSeries, float64(b)*8/a.cfg.Interval.Seconds())
 		}
 	}
-	by := groupSamples(f.samples)
-	r.TSFull = summarize(by[TSFull])
-	r.TSSideA = summarize(by[TSSideA])
-	r.TSSideB = summarize(by[TSSideB])
-	r.SeqAckSideA = summarize(by[SeqAckSideA])
-	r.SeqAckSideB = summarize(by[SeqAckSideB])
+	r.TSFull = c.rtt[TSFull].summary()
+	r.TSSideA = c.rtt[TSSideA].summary()
+	r.TSSideB = c.rtt[TSSideB].summary()
+	r.SeqAckSideA = c.rtt[SeqAckSideA].summary()
+	r.SeqAckSideB = c.rtt[SeqAckSideB].summary()
+	c.followResult(&r)
 	return r
 }
 
@@ -288,31 +323,4 @@ func groupSamples(ss []sample) [numMethods][]*sample {
 		by[ss[i].method] = append(by[ss[i].method], &ss[i])
 	}
 	return by
-}
-
-// summarize describes the valid samples; invalid ones are counted.
-func summarize(ss []*sample) model.RTTSummary {
-	var r model.RTTSummary
-	ms := make([]float64, 0, len(ss))
-	for _, s := range ss {
-		if s.flag != "" {
-			r.Rejected++
-			continue
-		}
-		ms = append(ms, float64(s.rtt)/1e6)
-	}
-	r.Samples = len(ms)
-	if len(ms) == 0 {
-		return r
-	}
-	slices.Sort(ms)
-	sum := 0.0
-	for _, v := range ms {
-		sum += v
-	}
-	r.MinMs, r.MaxMs = ms[0], ms[len(ms)-1]
-	r.MeanMs = sum / float64(len(ms))
-	r.MedianMs = metrics.Percentile(ms, 50)
-	r.P90Ms = metrics.Percentile(ms, 90)
-	return r
 }

@@ -81,6 +81,7 @@ type Reader struct {
 	format Format
 	off    int64 // bytes consumed so far
 	order  binary.ByteOrder
+	le     bool // order is little-endian (pcap's per-record fast path)
 	// pcap
 	nanos bool
 	link  LinkType
@@ -132,11 +133,20 @@ func (r *Reader) pcapHeader() error {
 	default:
 		return fmt.Errorf("not a pcap or pcapng file (magic %08x)", m)
 	}
+	r.le = r.order == binary.LittleEndian
 	r.snap = r.order.Uint32(h[16:])
 	// The upper bits of the link type field carry FCS information.
 	r.link = LinkType(r.order.Uint32(h[20:]) & 0x0fffffff)
 	r.discard(24)
 	return nil
+}
+
+// u32 reads a pcap header field without the ByteOrder interface call.
+func (r *Reader) u32(b []byte) uint32 {
+	if r.le {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return binary.BigEndian.Uint32(b)
 }
 
 func (r *Reader) discard(n int) {
@@ -192,8 +202,8 @@ func (r *Reader) nextPcap(p *Packet) error {
 	if err != nil {
 		return r.damage(start, "truncated record header (%d of 16 bytes)", len(h))
 	}
-	sec, frac := r.order.Uint32(h), r.order.Uint32(h[4:])
-	incl, orig := r.order.Uint32(h[8:]), r.order.Uint32(h[12:])
+	sec, frac := r.u32(h), r.u32(h[4:])
+	incl, orig := r.u32(h[8:]), r.u32(h[12:])
 	if incl > maxRecord || (r.snap > 0 && incl > max(r.snap, 65535)) {
 		return r.damage(start, "record length %d exceeds snaplen %d", incl, r.snap)
 	}

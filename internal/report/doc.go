@@ -7,4 +7,7 @@
 // summary and the HTML tables always say the same thing. Ground truth from a
 // lab run is shown next to the figure it checks; missing parts of a partial
 // result are left out, never invented.
+//
+// WriteAnalyzeHTML (analyze.go) renders a capture analysis (model.Analysis)
+// for `sonde analyze --html` with the same stylesheet and chart code.
 package report

@@ -3,7 +3,7 @@
 // the latency spin bit (RFC 9000 §17.4, RFC 9312) with the validity
 // heuristics of metrics.md §8: reordering glitches, implausible samples,
 // app-limited edges, non-spinning and random-spin flows, connection-ID
-// changes.
+// changes. It also reads the Q/L loss bits of RFC 9506 (LossObserver).
 package spinbit
 
 import (
@@ -60,6 +60,9 @@ type Header struct {
 	FixedBit bool
 	// Size is the packet's length in the datagram.
 	Size int
+	// First is the first byte: a short header's reserved bits carry the
+	// loss bits when negotiated (LossObserver).
+	First byte
 }
 
 // Errors from Parse.
@@ -93,6 +96,7 @@ func Parse(b []byte, dcidLen int, h *Header) (rest []byte, err error) {
 		return nil, ErrShort
 	}
 	h.FixedBit = b[0]&0x40 != 0
+	h.First = b[0]
 	if b[0]&0x80 == 0 {
 		h.Type = OneRTT
 		if len(b) < 1+dcidLen {

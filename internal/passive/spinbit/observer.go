@@ -89,6 +89,7 @@ type direction struct {
 	tentCount  int
 	tentEdge   edge
 	last       edge // last committed edge
+	prev       edge // the one before
 	edges      int
 	packets    int
 	glitches   int
@@ -211,8 +212,21 @@ func (o *Observer) commit(dir uint8, d *direction) {
 	other := &o.dir[dir^1]
 	// The other direction's last edge between our previous edge and this
 	// one is the reflection.
-	refl := other.last
-	between := refl.ok && refl.t <= e.t && (!d.last.ok || refl.t >= d.last.t)
+	// one is the reflection. Edges commit when confirmed, so the other
+	// direction may already have committed the edge after it (look one
+	// further back) or not yet confirmed it (take the candidate): a
+	// sparse direction confirms later than a busy one.
+	var refl edge
+	between := false
+	cands := [3]edge{other.last, other.prev}
+	if other.tent {
+		cands[2] = other.tentEdge
+	}
+	for _, c := range cands {
+		if c.ok && c.t <= e.t && (!d.last.ok || c.t >= d.last.t) && (!between || c.t > refl.t) {
+			refl, between = c, true
+		}
+	}
 	med := o.median()
 	appLimited := func(x edge) bool { return med > 0 && x.gap > med/idleFraction }
 	if between {
@@ -251,7 +265,7 @@ func (o *Observer) commit(dir uint8, d *direction) {
 		o.Samples = append(o.Samples, s)
 	}
 	d.fresh = false
-	d.last = e
+	d.prev, d.last = d.last, e
 }
 
 // Finish classifies the flow and marks every sample of a flow that does not

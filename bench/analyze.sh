@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Offline analysis speed of sonde analyze against tshark and tcptrace on the
+# same capture, and sonde's memory for 1 M against 10 M packets of the same
+# traffic. A report, not a test: it exits 0 whatever the figures, non-zero
+# only when a tool fails to run.
+#
+# The capture (bench/analyzegen, cached in BENCH_CACHE, outside git): a
+# nanosecond pcap, Ethernet, snap length 128, 50 000 packets per second of
+# capture time, 2000 concurrent flows: 90 % TCP connections with
+# timestamps, SACK and window scaling (70 % short exchanges of 4-64
+# segments in trains of 1-8 packets, 20 % bulk transfers of 200-2200 in
+# trains of 8-39, ACK every second segment, some retransmissions), 10 %
+# QUIC-like UDP flows on port 443 with a spinning short header. The 1 M
+# file is the first million packets of the same generator and seed (20 s of
+# capture: flows are evicted in both).
+#
+# What runs, each pinned to one core (taskset -c 0):
+#   sonde     GOMAXPROCS=1 sonde analyze FILE (text output: every
+#             connection's counters and RTT summaries)
+#   tcptrace  tcptrace -n -l FILE (long output, every connection)
+#   tshark    tshark -r FILE -q -z conv,tcp: full dissection of every
+#             packet (the tap needs it), one table at the end. On the 1 M
+#             file unless BENCH_TSHARK_FULL=1 (it takes minutes on 10 M).
+# Each runs BENCH_REPEAT times (tools alternate within a round); the table
+# shows medians. Packets per second are given per wall second and per CPU
+# second (user + sys): on a shared machine the CPU figure is the steadier.
+#
+# Environment: BENCH_REPEAT (3), BENCH_PACKETS (10000000), BENCH_CACHE
+# (/var/tmp/sonde-bench), BENCH_TSHARK_FULL (0), SONDE (bin/sonde).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+SONDE=${SONDE:-bin/sonde}
+REPEAT=${BENCH_REPEAT:-3}
+PACKETS=${BENCH_PACKETS:-10000000}
+CACHE=${BENCH_CACHE:-/var/tmp/sonde-bench}
+TSHARK_FULL=${BENCH_TSHARK_FULL:-0}
+
+die() {
+	echo "bench: $*" >&2
+	exit 2
+}
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer, got '$REPEAT'"
+[[ $PACKETS =~ ^[0-9]+$ ]] && ((PACKETS >= 1000000)) || die "BENCH_PACKETS must be >= 1000000, got '$PACKETS'"
+[[ -x $SONDE ]] || die "$SONDE not found: run 'make build' (or 'make bench')"
+[[ -x /usr/bin/time ]] || die "/usr/bin/time not installed (Debian package time)"
+for t in tshark tcptrace taskset python3 go; do
+	command -v $t >/dev/null || die "$t not installed (make apt-deps)"
+done
+
+mkdir -p "$CACHE" || die "cannot create $CACHE"
+# The name carries the generator's version: change it with the traffic.
+BIG=$CACHE/analyze-v2-$PACKETS-seed1.pcap
+SMALL=$CACHE/analyze-v2-1000000-seed1.pcap
+gen() { # gen N FILE
+	[[ -s $2 ]] && return 0
+	echo "bench: generating $1 packets into $2 (once; cached)" >&2
+	go run ./bench/analyzegen -n "$1" -o "$2.tmp" && mv "$2.tmp" "$2" || die "analyzegen failed"
+}
+gen 1000000 "$SMALL"
+gen "$PACKETS" "$BIG"
+
+WORK=$(mktemp -d /tmp/sonde-bench-analyze.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+RES=$WORK/results.tsv
+
+# run NAME FILE PACKETS CMD...: one timed run, appended to RES.
+run() {
+	local name=$1 file=$2 n=$3
+	shift 3
+	if ! /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" taskset -c 0 env GOMAXPROCS=1 "$@" "$file" >"$WORK/out" 2>"$WORK/err"; then
+		cat "$WORK/err" >&2
+		die "$name failed on $file"
+	fi
+	read -r wall user sys rss <"$WORK/time"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$(basename "$file")" "$n" "$wall" "$user" "$sys" "$rss" >>"$RES"
+}
+
+tsfile=$SMALL tsn=1000000
+if [[ $TSHARK_FULL == 1 ]]; then tsfile=$BIG tsn=$PACKETS; fi
+for ((i = 0; i < REPEAT; i++)); do
+	echo "bench: round $((i + 1)) of $REPEAT" >&2
+	# Alternate the order so that no tool always runs first.
+	if ((i % 2 == 0)); then
+		run sonde "$BIG" "$PACKETS" "$SONDE" analyze
+		run tcptrace "$BIG" "$PACKETS" tcptrace -n -l
+		run tshark "$tsfile" "$tsn" tshark -q -z conv,tcp -r
+	else
+		run tshark "$tsfile" "$tsn" tshark -q -z conv,tcp -r
+		run tcptrace "$BIG" "$PACKETS" tcptrace -n -l
+		run sonde "$BIG" "$PACKETS" "$SONDE" analyze
+	fi
+	run sonde-1M "$SMALL" 1000000 "$SONDE" analyze
+done
+# The last sonde output tells how many packets and flows it saw.
+"$SONDE" analyze "$BIG" | tail -1 >"$WORK/summary"
+
+python3 - "$RES" "$WORK/summary" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.reader(open(sys.argv[1]), delimiter="\t"))
+by = {}
+for name, f, n, wall, user, sys_, rss in rows:
+    d = by.setdefault(name, {"file": f, "n": int(n), "wall": [], "cpu": [], "rss": []})
+    d["wall"].append(float(wall)); d["cpu"].append(float(user) + float(sys_)); d["rss"].append(int(rss) / 1024)
+med = statistics.median
+print(f"\nsonde analyze vs tcptrace vs tshark, one core, medians of {len(by['sonde']['wall'])} runs")
+print(f"{'tool':<9} {'file':<32} {'packets':>9} {'wall s':>8} {'cpu s':>8} {'Mpps wall':>10} {'Mpps cpu':>9} {'peak RSS MB':>12}")
+fig = {}
+for name in ["sonde", "tcptrace", "tshark", "sonde-1M"]:
+    d = by[name]
+    w, c, r = med(d["wall"]), med(d["cpu"]), med(d["rss"])
+    fig[name] = (d["n"] / w, d["n"] / c, r)
+    print(f"{name:<9} {d['file']:<32} {d['n']:>9} {w:8.2f} {c:8.2f} {d['n']/w/1e6:10.3f} {d['n']/c/1e6:9.3f} {r:12.1f}")
+s, tt, ts = fig["sonde"], fig["tcptrace"], fig["tshark"]
+print(f"\nratios (packets per second; sonde / peer):")
+print(f"  sonde / tcptrace: {s[0]/tt[0]:6.2f}x per wall second, {s[1]/tt[1]:6.2f}x per CPU second   (goal >= 2x)")
+print(f"  sonde / tshark:   {s[0]/ts[0]:6.2f}x per wall second, {s[1]/ts[1]:6.2f}x per CPU second   (goal >= 20x)")
+print(f"  sonde:            {s[0]/1e6:.3f} Mpps per wall second, {s[1]/1e6:.3f} per CPU second    (goal >= 3 Mpps)")
+print(f"memory: sonde peak RSS {fig['sonde-1M'][2]:.1f} MB on 1 M packets, {s[2]:.1f} MB on {by['sonde']['n']/1e6:.0f} M "
+      f"(ratio {s[2]/fig['sonde-1M'][2]:.2f}); tcptrace {tt[2]:.1f} MB")
+print("sonde:", open(sys.argv[2]).read().strip())
+EOF
