@@ -14,4 +14,5 @@ if (process.argv.includes("--tests")) {
   await esbuild.build({ ...common, entryPoints: { worker: "src/worker.ts" }, outdir: "dist", format: "iife" });
   copyFileSync("src/index.html", "dist/index.html");
   copyFileSync("src/style.css", "dist/style.css");
+  copyFileSync("node_modules/uplot/dist/uPlot.min.css", "dist/uplot.css");
 }

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-project/sonde/internal/history"
 	"github.com/sonde-project/sonde/internal/server"
 )
 
@@ -42,6 +44,9 @@ Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			cfg.Software = "sonde/" + version
+			if cfg.HistoryDB, err = historyPath(cfg.HistoryDB, cmd.Flags().Changed("db")); err != nil {
+				return err
+			}
 			srv, err := server.New(cfg)
 			if err != nil {
 				return err
@@ -86,6 +91,31 @@ Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
 	f.StringVar(&cfg.UDPAddr, "udp-addr", "", "STAMP reflector address (docs/udp.md); default port 862 on --addr's host, or an ephemeral port there when 862 is taken or needs privileges; off for none")
 	f.Float64Var(&cfg.UDPMaxRate, "udp-max-rate", 20000, "probes per second one UDP session may send")
 	f.Float64Var(&cfg.UDPMaxBitrate, "udp-max-bitrate", 200e6, "bit/s one UDP session may send")
+	f.IntVar(&cfg.WebRTCPort, "webrtc-port", 0, "UDP port of the page's WebRTC quality test (docs/browser.md): 0 an ephemeral port per test, N one port for all tests, -1 no WebRTC test")
+	f.StringVar(&cfg.HistoryDB, "db", "", "SQLite file of past results the page lists (default: sonde/results.db in the user cache dir; :memory: keeps them in memory only)")
+	f.IntVar(&cfg.HistoryKeep, "db-keep", 1000, "past results kept; older ones are deleted")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every session and stream error")
 	return cmd
+}
+
+// historyPath resolves --db: a path given is used as is (its directory must
+// exist); by default the results go to sonde/results.db in the user cache
+// directory, which is created, or stay in memory when there is none.
+func historyPath(path string, given bool) (string, error) {
+	if given {
+		if path == "" {
+			return "", errors.New("--db: empty path (use :memory: to keep results in memory only)")
+		}
+		return path, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sonde: no user cache directory (%v); past results stay in memory\n", err)
+		return history.Memory, nil
+	}
+	dir = filepath.Join(dir, "sonde")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("--db: default directory: %w", err)
+	}
+	return filepath.Join(dir, "results.db"), nil
 }

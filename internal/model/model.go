@@ -26,6 +26,8 @@ type Result struct {
 	Download    *DirectionResult `json:"download,omitempty"`
 	Upload      *DirectionResult `json:"upload,omitempty"`
 	Classes     *ClassesResult   `json:"classes,omitempty"`
+	// WebRTC is the browser page's data-channel quality test.
+	WebRTC *WebRTCResult `json:"webrtc,omitempty"`
 	// Truth holds the configured properties of an emulated path (sonde test
 	// --lab), shown next to the measured figures.
 	Truth *GroundTruth `json:"ground_truth,omitempty"`

@@ -20,7 +20,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sonde-project/sonde/internal/history"
 	"github.com/sonde-project/sonde/internal/protocol"
+	"github.com/sonde-project/sonde/internal/rtcquality"
 	"github.com/sonde-project/sonde/internal/stream"
 )
 
@@ -59,6 +61,15 @@ type Config struct {
 	// 20000), UDPMaxBitrate its probe rate × size in bit/s (default 200e6).
 	UDPMaxRate    float64
 	UDPMaxBitrate float64
+	// WebRTCPort is the UDP port of the page's WebRTC quality test
+	// (docs/browser.md): 0 an ephemeral port per test, > 0 this port for
+	// all tests, < 0 no WebRTC test.
+	WebRTCPort int
+	// HistoryDB is the SQLite file that keeps past results for the page
+	// (internal/history); "" or history.Memory keeps them in memory only.
+	// HistoryKeep bounds how many are kept (0: history.DefaultKeep).
+	HistoryDB   string
+	HistoryKeep int
 }
 
 func (c *Config) setDefaults() {
@@ -96,6 +107,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max bytes per test must be ≥ 0, got %d", c.MaxBytes)
 	case c.MaxStreams < 0:
 		return fmt.Errorf("max streams must be ≥ 0, got %d", c.MaxStreams)
+	case c.WebRTCPort > 65535:
+		return fmt.Errorf("WebRTC port must be -1–65535, got %d", c.WebRTCPort)
+	case c.HistoryKeep < 0:
+		return fmt.Errorf("past results to keep must be ≥ 0, got %d", c.HistoryKeep)
 	case (c.CertFile == "") != (c.KeyFile == ""):
 		return errors.New("--cert and --key go together")
 	}
@@ -111,6 +126,8 @@ type Server struct {
 	payload  stream.Payload
 	mux      *http.ServeMux
 	udp      *udpService
+	rtc      *rtcquality.Service
+	history  *history.Store
 
 	mu       sync.Mutex
 	servers  []*http.Server
@@ -140,8 +157,12 @@ func New(cfg Config) (*Server, error) {
 		payload:  payload,
 		mux:      http.NewServeMux(),
 	}
+	if s.history, err = openHistory(cfg.HistoryDB, cfg.HistoryKeep); err != nil {
+		return nil, err
+	}
 	s.metrics = newCounters(func() float64 { return float64(s.adm.activeCount()) })
 	s.udp = newUDPService(s)
+	s.rtc = rtcquality.New(rtcquality.Config{Port: cfg.WebRTCPort, MaxDirection: min(30*time.Second, cfg.MaxDuration), Logger: cfg.Logger})
 	s.routes()
 	if err := s.mountNDT7(); err != nil {
 		return nil, err
@@ -169,6 +190,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.handleHealth)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.udpRoutes()
+	s.rtcRoutes()
 	s.webRoutes()
 }
 
@@ -258,6 +280,7 @@ func (s *Server) Close() {
 		ses.cancel()
 	}
 	s.udp.close()
+	s.rtc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	for _, hs := range servers {
@@ -266,6 +289,7 @@ func (s *Server) Close() {
 		}
 	}
 	s.wg.Wait()
+	_ = s.history.Close() // after the handlers that write to it
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {

@@ -166,6 +166,9 @@ func (s *Server) runFlow(ses *session, f *flow, conn *stream.BufferedConn, mark 
 	switch f.kind {
 	case protocol.KindDownload:
 		snd := stream.NewSender(conn, s.payload)
+		if _, ok := conn.Conn.(*wsConn); ok {
+			snd.ChunkLimit = wsMaxFrame
+		}
 		f.start(snd.Sent, rc, ses.since)
 		runErr = s.serveDownload(ses, conn, snd)
 		rep.Bytes = snd.Sent()

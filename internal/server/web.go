@@ -2,11 +2,14 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/history"
 	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
@@ -31,9 +34,64 @@ func (s *Server) webRoutes() {
 		}
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'")
+		// Cross-origin isolation: browsers then give performance.now() its
+		// fine resolution (Firefox otherwise rounds it to 1 ms, coarser
+		// than a loopback or LAN round trip). Everything the page loads is
+		// same-origin, so nothing breaks.
+		w.Header().Set("Cross-Origin-Opener-Policy", "same-origin")
+		w.Header().Set("Cross-Origin-Embedder-Policy", "require-corp")
 		files.ServeHTTP(w, r)
 	}))
 	s.mux.HandleFunc("POST "+protocol.PathSessions+"/{id}/result", s.handleBrowserResult)
+	s.mux.HandleFunc("GET "+PathResults, s.handleResultList)
+	s.mux.HandleFunc("GET "+PathResults+"/{id}", s.handleResultGet)
+}
+
+// PathResults lists past results (GET, ?limit=N, newest first, summary
+// rows); PathResults/{id} returns one stored result (sonde.result/v1).
+const PathResults = "/sonde/v1/results"
+
+// openHistory opens the past-results store: in memory when path is empty.
+func openHistory(path string, keep int) (*history.Store, error) {
+	if path == "" {
+		path = history.Memory
+	}
+	return history.Open(path, keep)
+}
+
+func (s *Server) handleResultList(w http.ResponseWriter, r *http.Request) {
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			s.writeError(w, http.StatusBadRequest, "limit must be 1-1000")
+			return
+		}
+		limit = n
+	}
+	list, err := s.history.List(r.Context(), limit)
+	if err != nil {
+		s.cfg.Logger.Warn("past results", "err", err)
+		s.writeError(w, http.StatusInternalServerError, "past results unavailable")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": list})
+}
+
+func (s *Server) handleResultGet(w http.ResponseWriter, r *http.Request) {
+	raw, err := s.history.Get(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, history.ErrBadID):
+		s.writeError(w, http.StatusBadRequest, "malformed result id")
+	case errors.Is(err, history.ErrNotFound):
+		s.writeError(w, http.StatusNotFound, "no such result (past results keep only the most recent ones)")
+	case err != nil:
+		s.cfg.Logger.Warn("past result", "err", err)
+		s.writeError(w, http.StatusInternalServerError, "past results unavailable")
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(raw)
+	}
 }
 
 // BrowserRun is what the page measured. Times are seconds since the page
@@ -94,6 +152,10 @@ func (s *Server) handleBrowserResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := s.assembleBrowser(ses, &run, reps, r)
+	// A store failure must not cost the page its report: log it only.
+	if err := s.history.Add(r.Context(), res); err != nil {
+		s.cfg.Logger.Warn("storing a result", "session", ses.id, "err", err)
+	}
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -129,6 +191,7 @@ func (s *Server) assembleBrowser(ses *session, run *BrowserRun, reps []protocol.
 	if res.Start.IsZero() {
 		res.Start = ses.start.UTC()
 	}
+	res.WebRTC = s.rtc.Result(ses.id)
 	if run.UserAgent != "" {
 		res.Notes = append(res.Notes, "browser: "+run.UserAgent)
 	}
@@ -148,6 +211,9 @@ func (s *Server) assembleBrowser(ses *session, run *BrowserRun, reps []protocol.
 	}
 	if run.Download != nil {
 		res.Download = assemblePhase(protocol.KindDownload, run.Download, reps, off, baseMs, res.Baseline)
+		if n := browserQueueNote(res.Download); n != "" {
+			res.Notes = append(res.Notes, n)
+		}
 	}
 	if run.Upload != nil {
 		res.Upload = assemblePhase(protocol.KindUpload, run.Upload, reps, off, baseMs, res.Baseline)
@@ -222,6 +288,34 @@ func assemblePhase(dir string, bp *BrowserPhase, reps []protocol.FlowReport, off
 	}
 	d.RFC6349 = metrics.BuildRFC6349(d, agg, baseMs, 0, 0)
 	return d
+}
+
+// browserQueueNote says when the page's RTT under load during download is
+// far above the server's TCP RTT on the same streams. Both include the
+// path's queues; only the page's includes the receiving browser's own
+// queue of messages it has not processed yet (Firefox reads a WebSocket
+// without back-pressure), so a large gap is delay inside the browser, not
+// on the network, and the figure must not be read as bufferbloat.
+func browserQueueNote(d *model.DirectionResult) string {
+	if d == nil || d.Latency == nil || d.Latency.RTTMs.N == 0 {
+		return ""
+	}
+	var srv []float64
+	for _, f := range d.Flows {
+		for _, s := range f.TCPInfo {
+			if s.RTTUs > 0 {
+				srv = append(srv, float64(s.RTTUs)/1000)
+			}
+		}
+	}
+	if len(srv) == 0 {
+		return ""
+	}
+	page, tcp := d.Latency.RTTMs.P50, metrics.Summarize(srv).P50
+	if page <= 2*tcp+20 {
+		return ""
+	}
+	return fmt.Sprintf("download: the page's RTT under load (median %.0f ms) is far above the server's TCP RTT on the loaded streams (median %.1f ms): the difference is delay inside the browser, which received data faster than it processed it, not queueing on the network", page, tcp)
 }
 
 func rttResult(p *BrowserProbes) *model.RTTResult {

@@ -26,6 +26,14 @@ const WebSocketSubprotocol = "sonde.v1"
 // frames into one, but never more than a few maximal ones.
 const wsReadLimit = 4 * (protocol.MaxPayload + protocol.HeaderLen)
 
+// wsMaxFrame caps the data frames (one WebSocket message each) sent to a
+// browser. Chromium copies every incoming message into a new ArrayBuffer;
+// beyond PartitionAlloc's largest bucket (960 KiB) each is a fresh mmap,
+// and perf showed the page's workers spending their time in page faults
+// and zeroing. Smaller messages can reuse freed memory; on a loaded 2-core
+// loopback the gain was within noise for download (docs/browser.md).
+const wsMaxFrame = 256 << 10
+
 // wsUpgrader accepts any origin: the session ID, not the page's origin, is
 // the capability, exactly as for raw streams. Compression stays off so the
 // random payload costs no CPU and the byte counts are wire bytes.
@@ -125,7 +133,17 @@ func (c *wsConn) Read(p []byte) (int, error) {
 }
 
 // Write sends p, which continues the stream of frames written so far.
+// After the client's close message (the end of its stream) a write fails
+// with net.ErrClosed, which stream.PeerClosed treats as the normal end.
 func (c *wsConn) Write(p []byte) (int, error) {
+	n, err := c.write(p)
+	if errors.Is(err, websocket.ErrCloseSent) {
+		err = fmt.Errorf("websocket: %w", net.ErrClosed)
+	}
+	return n, err
+}
+
+func (c *wsConn) write(p []byte) (int, error) {
 	total := 0
 	for len(p) > 0 {
 		if c.w == nil {

@@ -55,10 +55,15 @@ type Sender struct {
 	payload Payload
 	// MaxBytes stops the sender after this much payload (0: no limit).
 	MaxBytes int64
-	raw      syscall.RawConn // nil if not a socket
-	sent     atomic.Int64
-	ctrlMu   sync.Mutex
-	ctrl     [][]byte
+	// ChunkLimit, if set below MaxChunk, caps the data frame size. A
+	// browser's WebSocket allocates each message afresh, and above ~1 MB
+	// that allocation is a fresh mmap whose page faults cost the page more
+	// than the copy itself (docs/browser.md).
+	ChunkLimit int
+	raw        syscall.RawConn // nil if not a socket
+	sent       atomic.Int64
+	ctrlMu     sync.Mutex
+	ctrl       [][]byte
 }
 
 // NewSender returns a sender on conn.
@@ -131,6 +136,10 @@ func (s *Sender) Run(ctx context.Context) error {
 	defer stop()
 
 	out, gather := s.writer()
+	maxChunk := MaxChunk
+	if s.ChunkLimit >= MinChunk && s.ChunkLimit < MaxChunk {
+		maxChunk = s.ChunkLimit
+	}
 	chunk := MinChunk
 	s.limitUnsent(chunk)
 	var (
@@ -181,7 +190,7 @@ func (s *Sender) Run(ctx context.Context) error {
 			return fmt.Errorf("stream: send: %w", err)
 		}
 		s.sent.Add(int64(n))
-		if next := adapt(chunk, time.Since(start)); next != chunk {
+		if next := adapt(chunk, maxChunk, time.Since(start)); next != chunk {
 			chunk = next
 			s.limitUnsent(chunk)
 		}
@@ -203,10 +212,10 @@ func (s *Sender) writer() (io.Writer, bool) {
 	return c, tcp
 }
 
-func adapt(chunk int, took time.Duration) int {
+func adapt(chunk, maxChunk int, took time.Duration) int {
 	switch {
-	case took < TargetWrite/2 && chunk < MaxChunk:
-		return chunk * 2
+	case took < TargetWrite/2 && chunk < maxChunk:
+		return min(chunk*2, maxChunk)
 	case took > TargetWrite*2 && chunk > MinChunk:
 		return chunk / 2
 	}

@@ -4,8 +4,10 @@
 package browser
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,30 +57,57 @@ func serve(t *testing.T) string {
 	return "http://" + servertest.Start(t, server.Config{Software: "sonde/browser-test", PerIPPerMinute: -1, UDPAddr: "off"})
 }
 
+// pageRun is what run.mjs saw on the page.
 type pageRun struct {
-	Status  string       `json:"status"`
-	Summary string       `json:"summary"`
-	Result  model.Result `json:"result"`
-	Logs    []string     `json:"logs"`
+	Status     string            `json:"status"`
+	Summary    string            `json:"summary"`
+	Errors     string            `json:"errors"`
+	Partial    string            `json:"partial"`
+	Figures    map[string]string `json:"figures"`
+	PastRows   int               `json:"past_rows"`
+	Charts     int               `json:"charts"`
+	Saved      json.RawMessage   `json:"saved"`
+	ReopenedID string            `json:"reopened_id"`
+	Overflow   *int              `json:"phone_overflow"`
+	Result     model.Result      `json:"result"`
 }
 
-// TestPageFullRun runs the whole test from the page and checks that every
-// figure is present and plausible for loopback.
-func TestPageFullRun(t *testing.T) {
-	node, playwright := prerequisites(t)
-	base := serve(t)
+// runPage opens base+query in Chromium, clicks Start and returns what the
+// page showed. onMark, if set, runs when the page's status starts with mark.
+func runPage(t *testing.T, base, query, shot string, env []string, mark string, onMark func()) pageRun {
+	t.Helper()
+	node, _ := prerequisites(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "run.json")
-	shot := os.Getenv("SONDE_SCREENSHOT")
 	if shot == "" {
 		shot = filepath.Join(dir, "page.png")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "run.mjs", base+"/?duration=4", shot, out, filepath.Join(dir, "profile"))
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+playwright)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("page run: %v\n%s", err, b)
+	// run.mjs drives Chromium over a bare DevTools socket (cdp.mjs says
+	// why not playwright for a measuring run).
+	cmd := exec.CommandContext(ctx, node, "--no-warnings", "--experimental-websocket", "run.mjs", base+query, shot, out)
+	cmd.Env = append(os.Environ(), env...)
+	if mark != "" {
+		cmd.Env = append(cmd.Env, "SONDE_MARK="+mark)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if sc.Text() == "MARK" && onMark != nil {
+			onMark()
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("page run: %v\n%s", err, stderr.String())
 	}
 	raw, err := os.ReadFile(out)
 	if err != nil {
@@ -91,10 +120,49 @@ func TestPageFullRun(t *testing.T) {
 	if st, err := os.Stat(shot); err != nil || st.Size() < 1000 {
 		t.Errorf("screenshot %s missing or empty: %v", shot, err)
 	}
+	t.Logf("status %q; summary: %s; errors: %s", run.Status, run.Summary, run.Errors)
+	return run
+}
+
+// TestPageFullRun runs the whole test from the page and checks that every
+// figure is present and plausible for loopback, that the charts, Save JSON
+// and the list of past results work, and that the report fits a phone.
+func TestPageFullRun(t *testing.T) {
+	prerequisites(t)
+	base := serve(t)
+	phone := os.Getenv("SONDE_PHONE_SCREENSHOT")
+	if phone == "" {
+		phone = filepath.Join(t.TempDir(), "phone.png")
+	}
+	run := runPage(t, base, "/?duration=4&rtc_duration=1", os.Getenv("SONDE_SCREENSHOT"), []string{"SONDE_PHONE_SHOT=" + phone}, "", nil)
+	if st, err := os.Stat(phone); err != nil || st.Size() < 1000 {
+		t.Errorf("phone screenshot %s missing or empty: %v", phone, err)
+	}
+	if run.Overflow == nil || *run.Overflow > 0 {
+		t.Errorf("at 390 px wide the page scrolls sideways by %v px", run.Overflow)
+	}
+	if run.Charts != 2 {
+		t.Errorf("%d live charts, want 2 (throughput, RTT)", run.Charts)
+	}
+	var saved model.Result
+	if err := json.Unmarshal(run.Saved, &saved); err != nil || saved.ID != run.Result.ID || saved.Download == nil {
+		t.Errorf("Save JSON gave %.200s (%v)", run.Saved, err)
+	}
+	if run.PastRows < 1 || run.ReopenedID != run.Result.ID {
+		t.Errorf("past results: %d rows, reopened %q, want this run %q", run.PastRows, run.ReopenedID, run.Result.ID)
+	}
+	for _, k := range []string{"download.goodput_bps", "download.rfc_goodput", "download.efficiency", "download.mtu", "download.max_achievable",
+		"download.loaded_p50", "upload.goodput_bps", "upload.rfc_goodput", "upload.loaded_p50", "baseline_min"} {
+		if v, ok := run.Figures[k]; !ok || v == "" || strings.HasPrefix(v, "–") || strings.HasPrefix(v, "NaN") {
+			t.Errorf("figure %s shown as %q", k, v)
+		}
+	}
+	if !strings.Contains(run.Summary, "Download:") || !strings.Contains(run.Summary, "Upload:") || !strings.Contains(run.Summary, "queueing delay") {
+		t.Errorf("plain-language summary incomplete: %q", run.Summary)
+	}
 	res := run.Result
-	t.Logf("status %q; summary: %s", run.Status, run.Summary)
 	if len(res.Errors) > 0 || !strings.HasPrefix(run.Status, "Done") {
-		t.Errorf("errors: %q (status %q, logs %q)", res.Errors, run.Status, run.Logs)
+		t.Errorf("errors: %q (status %q)", res.Errors, run.Status)
 	}
 	if res.Schema != model.SchemaVersion || res.ID == "" {
 		t.Errorf("schema %q id %q", res.Schema, res.ID)
@@ -148,5 +216,83 @@ func TestPageFullRun(t *testing.T) {
 				t.Errorf("download RFC 6349 figures: efficiency %.2f%% mss %d pmtu %d", r.EfficiencyPct, r.MSS, r.PathMTU)
 			}
 		}
+	}
+}
+
+// TestPageWorkerCrash makes the first upload worker throw (test hook
+// ?crash=upload): the page must name the failed phase and stream, and keep
+// the baseline, the download and what the other upload streams measured.
+func TestPageWorkerCrash(t *testing.T) {
+	prerequisites(t)
+	run := runPage(t, serve(t), "/?duration=4&rtc_duration=1&crash=upload", "", nil, "", nil)
+	res := run.Result
+	if !strings.HasPrefix(run.Status, "Finished with problems") {
+		t.Errorf("status %q, want it to say the run had problems", run.Status)
+	}
+	if !strings.Contains(run.Errors, "upload worker u0 crashed") || !strings.Contains(run.Errors, "simulated crash") {
+		t.Errorf("errors shown: %q, want the crashed upload worker named", run.Errors)
+	}
+	if res.Baseline == nil || res.Baseline.RTTMs.N < 15 {
+		t.Errorf("baseline lost: %+v", res.Baseline)
+	}
+	if res.Download == nil || res.Download.GoodputBps < 50e6 || res.Download.RFC6349 == nil {
+		t.Errorf("download lost after an upload worker crash: %+v", res.Download)
+	}
+	if res.Upload == nil || res.Upload.GoodputBps <= 0 {
+		t.Errorf("upload figures of the surviving streams lost: %+v", res.Upload)
+	}
+	if len(run.Saved) == 0 {
+		t.Error("Save JSON not offered")
+	}
+}
+
+// TestPageServerGone stops the server while the page downloads: the page
+// must say what failed, keep the baseline and the partial download it
+// measured itself, and offer Save JSON of that.
+func TestPageServerGone(t *testing.T) {
+	prerequisites(t)
+	srv, err := server.New(server.Config{Software: "sonde/browser-test", PerIPPerMinute: -1, UDPAddr: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ctx, []net.Listener{ln}, nil)
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	gone := func() {
+		stop()
+		<-done
+		t.Log("server stopped during the download")
+	}
+	run := runPage(t, "http://"+ln.Addr().String(), "/?duration=6&rtc_duration=1", "", nil, "Measuring download", gone)
+	res := run.Result
+	if !strings.HasPrefix(run.Status, "Finished with problems") {
+		t.Errorf("status %q", run.Status)
+	}
+	if !strings.Contains(run.Errors, "download") || !strings.Contains(run.Errors, "report from the server failed") {
+		t.Errorf("errors shown: %q, want the download and the report named", run.Errors)
+	}
+	if run.Partial == "" {
+		t.Error("no notice that the result is partial")
+	}
+	if res.Baseline == nil || res.Baseline.RTTMs.N < 15 || res.Baseline.RTTMs.Min <= 0 {
+		t.Errorf("baseline lost: %+v", res.Baseline)
+	}
+	if res.Download == nil || res.Download.GoodputBps <= 0 || res.Download.Streams < 2 {
+		t.Errorf("partial download lost: %+v", res.Download)
+	}
+	if v := run.Figures["download.goodput_bps"]; v == "" || strings.HasPrefix(v, "–") {
+		t.Errorf("partial download goodput shown as %q", v)
+	}
+	var saved map[string]json.RawMessage
+	if err := json.Unmarshal(run.Saved, &saved); err != nil || saved["browser_measurements"] == nil || saved["baseline"] == nil {
+		t.Errorf("Save JSON of the partial result: %.300s (%v)", run.Saved, err)
 	}
 }

@@ -96,6 +96,7 @@ export interface ResultLike {
   download?: Dir;
   upload?: Dir;
   errors?: string[];
+  notes?: string[];
 }
 
 /** Added queueing delay of a phase: loaded median RTT − idle minimum, ms. */
@@ -123,8 +124,94 @@ export function summary(r: ResultLike): string[] {
     const s = d.streams === 1 ? "stream" : "streams";
     out.push(`${name[0].toUpperCase() + name.slice(1)}: ${fmtRate(d.goodput_bps)} over ${d.streams} ${s}.`);
     const added = addedDelay(r, d);
-    if (Number.isFinite(added)) out.push(`${name[0].toUpperCase() + name.slice(1)} adds ${Math.max(0, added).toFixed(added < 10 ? 1 : 0)} ms of queueing delay: ${verdict(added)}.`);
+    const inBrowser = (r.notes ?? []).some((n) => n.startsWith(`${name}: the page's RTT under load`));
+    if (inBrowser) out.push(`${name[0].toUpperCase() + name.slice(1)} latency under load: most of the ${Math.max(0, added).toFixed(0)} ms the page saw was delay inside this browser, not on the network (see notes).`);
+    else if (Number.isFinite(added)) out.push(`${name[0].toUpperCase() + name.slice(1)} adds ${Math.max(0, added).toFixed(added < 10 ? 1 : 0)} ms of queueing delay: ${verdict(added)}.`);
   }
   for (const e of r.errors ?? []) out.push(`Problem: ${e}`);
   return out;
+}
+
+/**
+ * HighWater is the upload's bufferedAmount target. It follows the rate at
+ * which the socket drains its queue so that the queue holds about
+ * targetMs of data: enough to cover a refill timer that fires late, little
+ * enough that a self-probe (queued behind the data) is not delayed by
+ * seconds on a slow uplink. A queue found empty means the target starved
+ * the socket, so it doubles then; it never leaves [min, max].
+ */
+export class HighWater {
+  bytes: number;
+  private rate = 0; // bytes per ms, smoothed
+  constructor(readonly max: number, readonly min = 64 << 10, readonly targetMs = 40) {
+    this.bytes = Math.min(max, 1 << 20);
+  }
+
+  /** drained: bytes the socket took since the last call, dtMs later; emptied: the queue was found empty. */
+  update(drained: number, dtMs: number, emptied: boolean): number {
+    if (dtMs > 0 && drained >= 0) {
+      const r = drained / dtMs;
+      this.rate = this.rate === 0 ? r : 0.8 * this.rate + 0.2 * r;
+    }
+    let next = this.rate * this.targetMs;
+    if (emptied) next = Math.max(next, this.bytes * 2);
+    this.bytes = Math.min(this.max, Math.max(this.min, next));
+    return this.bytes;
+  }
+}
+
+export interface StatsFull { n: number; min: number; p10: number; p50: number; p90: number; max: number; mean: number }
+
+/** stats summarises samples like metrics.Summarize (nearest-rank-free, linear interpolation). */
+export function stats(xs: number[]): StatsFull {
+  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  const n = s.length;
+  if (n === 0) return { n: 0, min: 0, p10: 0, p50: 0, p90: 0, max: 0, mean: 0 };
+  const q = (p: number) => {
+    const i = p * (n - 1), lo = Math.floor(i), hi = Math.ceil(i);
+    return s[lo] + (s[hi] - s[lo]) * (i - lo);
+  };
+  return { n, min: s[0], p10: q(0.1), p50: q(0.5), p90: q(0.9), max: s[n - 1], mean: s.reduce((a, b) => a + b, 0) / n };
+}
+
+interface PageProbes { samples: { t_s: number; rtt_ms: number }[]; lost: number }
+interface PagePhase {
+  start_s: number; end_s: number; tags: string[];
+  counts?: Record<string, ByteCount[]>; live_counts?: ByteCount[]; latency?: PageProbes;
+}
+
+/**
+ * localResult builds what the page can say on its own when the server is
+ * gone before the report: the baseline, each direction's goodput (its own
+ * receive counts for download, the server's counts it last saw on /live
+ * for upload) and latency under load. No RFC 6349 figures: those need the
+ * server's TCP_INFO. The raw measurements stay under browser_measurements.
+ */
+export function localResult(id: string, body: Record<string, unknown>, errors: string[]) {
+  const probes = (p?: PageProbes) => (p ? { rtt_ms: stats(p.samples.map((s) => s.rtt_ms)), lost: p.lost } : undefined);
+  const dir = (name: "download" | "upload", ph?: PagePhase) => {
+    if (!ph || ph.tags.length === 0) return undefined;
+    let bps = 0;
+    if (name === "download") {
+      let bytes = 0, t0 = Infinity, t1 = -Infinity;
+      for (const c of Object.values(ph.counts ?? {})) {
+        if (c.length < 2) continue;
+        bytes += c[c.length - 1].bytes - c[0].bytes;
+        t0 = Math.min(t0, c[0].t_s);
+        t1 = Math.max(t1, c[c.length - 1].t_s);
+      }
+      bps = t1 > t0 ? (bytes * 8) / (t1 - t0) : 0;
+    } else {
+      bps = goodput(ph.live_counts ?? []);
+    }
+    return { direction: name, streams_mode: "auto", streams: ph.tags.length, duration_s: ph.end_s - ph.start_s, goodput_bps: bps, latency_under_load: probes(ph.latency) };
+  };
+  return {
+    schema: "sonde.result/v1", id, partial: true, errors,
+    notes: ["partial: the server could not assemble the report, so these are the page's own figures (no RFC 6349 or TCP_INFO figures)"],
+    baseline: probes(body.baseline as PageProbes | undefined),
+    download: dir("download", body.download as PagePhase | undefined),
+    upload: dir("upload", body.upload as PagePhase | undefined),
+    browser_measurements: body,
+  };
 }

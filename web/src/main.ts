@@ -3,12 +3,25 @@
 // measurements and returns a sonde.result/v1 (docs/browser.md).
 import { AutoStreams, limited, recentRate, summary, fmtRate, fmtMs, median, LiveFlow, TCPSample, ResultLike } from "./analysis";
 import type { FromWorker, StartMsg } from "./worker";
+import { LiveCharts } from "./charts";
+import { listPast } from "./past";
+import { localResult } from "./analysis";
+import { runRTCQuality, rtcReport, rtcSummary } from "./rtc";
 
 const API = "/sonde/v1/sessions";
 const params = new URLSearchParams(location.search);
 const DURATION_S = clampNum(Number(params.get("duration") ?? 10), 2, 60);
 const PROBE_MS = 20;
+const RTC_DURATION_S = clampNum(Number(params.get("rtc_duration") ?? 5), 1, 30);
 const MAX_STREAMS = clampNum(Number(params.get("max_streams") ?? 16), 1, 63);
+// ?crash=download|upload|probe (tests only): the first worker of that kind
+// throws 1.5 s after it starts, to check that the page survives it.
+const CRASH = params.get("crash");
+const OPEN_TIMEOUT_S = 15;
+// Upload frames: 256 KiB, well under Chromium's largest pooled allocation
+// (960 KiB), so the messages it queues reuse memory instead of each being a
+// fresh mmap (docs/browser.md, "Throughput").
+const UPLOAD_FRAME = 256 << 10;
 const $ = (id: string) => document.getElementById(id)!;
 const clock = () => performance.timeOrigin + performance.now();
 
@@ -28,7 +41,7 @@ class Run {
   self: Sample[] = [];
   lostAt: number[] = [];
   probe?: Stream;
-  chart: { t: number; down?: number; up?: number; rtt?: number }[] = [];
+  charts = new LiveCharts($("charts"));
   since = () => (clock() - this.t0) / 1000;
 
   async session(): Promise<void> {
@@ -45,9 +58,11 @@ class Run {
     const s: Stream = { tag, worker, counts: [], closed: null! };
     let opened: (v: Stream) => void, failed: (e: Error) => void;
     const ready = new Promise<Stream>((a, b) => { opened = a; failed = b; });
+    let started = false; // the worker's script ran: it has sent a message
     s.closed = new Promise((resolve) => {
       worker.onmessage = (ev: MessageEvent<FromWorker>) => {
         const m = ev.data;
+        started = true;
         switch (m.type) {
           case "open": opened(s); break;
           case "count": s.counts.push({ t_s: m.t_s, bytes: m.bytes }); break;
@@ -64,7 +79,10 @@ class Run {
       };
       worker.onerror = (ev) => {
         ev.preventDefault();
-        const msg = `${kind} worker ${tag} crashed: ${ev.message || "unknown error"}`;
+        worker.terminate(); // a crashed worker's socket must not linger
+        const msg = started || ev.message
+          ? `${kind} worker ${tag} crashed: ${ev.message || "unknown error"}`
+          : `${kind} worker ${tag} could not start: its script did not load (is the server gone?)`;
         this.errors.push(msg);
         failed(new Error(msg));
         resolve({ type: "closed", counts: s.counts, lost: [], sent: 0, error: msg });
@@ -72,8 +90,15 @@ class Run {
     });
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
     const url = `${proto}//${location.host}${API}/${this.id}/${kind}?tag=${tag}`;
-    worker.postMessage({ cmd: "start", url, kind, t0: this.t0, intervalMs } satisfies StartMsg);
-    const timeout = setTimeout(() => failed(new Error(`${kind} stream did not open within 5 s`)), 5000);
+    const crashAfterMs = CRASH === kind && (tag === `${kind[0]}0` || kind === "probe") ? 1500 : undefined;
+    worker.postMessage({ cmd: "start", url, kind, t0: this.t0, intervalMs, frameBytes: UPLOAD_FRAME, crashAfterMs } satisfies StartMsg);
+    // 15 s: a handshake takes a few RTTs, but Firefox delays new sockets
+    // for seconds while it works through a fast download's backlog
+    // (docs/browser.md, "Firefox").
+    const timeout = setTimeout(() => {
+      worker.terminate(); // it must not open later, unseen and never stopped
+      failed(new Error(`${kind} stream ${tag} did not open within ${OPEN_TIMEOUT_S} s`));
+    }, OPEN_TIMEOUT_S * 1000);
     return ready.finally(() => clearTimeout(timeout));
   }
 
@@ -81,6 +106,17 @@ class Run {
     const r = await fetch(`${API}/${this.id}/live`, { cache: "no-store" });
     if (!r.ok) throw new Error(`live: HTTP ${r.status}`);
     return (await r.json()).flows as LiveFlow[];
+  }
+
+  // settle waits (at most maxS) until a probe sent from now on is answered:
+  // a browser that queued incoming data faster than it processed it
+  // (Firefox) is still busy with it after a phase ends, and the next
+  // phase's streams would time out while opening.
+  async settle(maxS: number): Promise<void> {
+    const from = this.since(), deadline = from + maxS;
+    let gone = false;
+    void this.probe?.closed.then(() => { gone = true; });
+    while (this.since() < deadline && !gone && !this.probes.some((p) => p.t_s > from)) await sleep(50);
   }
 
   window(from: number, to: number) {
@@ -106,25 +142,28 @@ class Run {
         await sleep(250);
         const now = this.since();
         let flows: LiveFlow[] = [];
-        try { flows = await this.live(); } catch (e) { this.errors.push(`${kind}: ${(e as Error).message}`); break; }
+        try { flows = await this.live(); } catch (e) { this.errors.push(`${kind}: the server stopped answering (${(e as Error).message})`); break; }
         const total = kind === "download"
           ? streams.reduce((a, s) => a + (s.counts.at(-1)?.bytes ?? 0), 0)
           : flows.filter((f) => f.kind === kind).reduce((a, f) => a + f.bytes, 0);
         serverBytes.push({ t_s: now, bytes: total });
         const rtt = this.probes.at(-1)?.rtt_ms;
-        this.chart.push({ t: now, [kind === "download" ? "down" : "up"]: recentRate(serverBytes, 0.5), rtt });
-        draw(this.chart);
+        this.charts.push({ t: now, [kind === "download" ? "down" : "up"]: recentRate(serverBytes, 0.5), rtt });
         $("now").textContent = `${kind}: ${fmtRate(recentRate(serverBytes, 1))} over ${streams.length} streams, RTT ${fmtMs(rtt ?? NaN)}`;
         if (now >= nextStep && !auto.stopped) {
           const g = ((total - lastTotal) * 8) / (now - lastAt);
           lastTotal = total; lastAt = now;
           nextStep = now + step;
           const lim = kind === "download" ? limited(prev, flows, kind) : null;
-          if (auto.step(g, lim, streams.length) === "add") await add();
+          if (auto.step(g, lim, streams.length) === "add") {
+            // A stream that fails to open ends the growth, not the phase.
+            try { await add(); } catch (e) { this.errors.push(`${kind}: ${(e as Error).message}`); auto.stopped = true; }
+          }
         }
       }
     } catch (e) {
-      this.errors.push(`${kind}: ${(e as Error).message}`);
+      const m = (e as Error).message;
+      if (!this.errors.some((x) => x.includes(m))) this.errors.push(`${kind}: ${m}`);
     }
     const end = this.since();
     for (const s of streams) s.worker.postMessage({ cmd: "stop" });
@@ -133,42 +172,14 @@ class Run {
     streams.forEach((s, i) => { counts[s.tag] = closed[i].counts; });
     const lat = this.window(start, end);
     const selfMs = this.self.filter((s) => s.t_s >= start && s.t_s <= end).map((s) => s.rtt_ms);
-    return { auto: true, start_s: start, end_s: end, tags: streams.map((s) => s.tag), counts: kind === "download" ? counts : undefined, latency: lat, self_ms: selfMs };
+    return { auto: true, start_s: start, end_s: end, tags: streams.map((s) => s.tag), counts: kind === "download" ? counts : undefined, latency: lat, self_ms: selfMs,
+      // The server's upload counts as /live showed them: the page's only
+      // upload figure if the server is gone before the report.
+      live_counts: kind === "upload" ? serverBytes : undefined };
   }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function draw(points: Run["chart"]): void {
-  const c = $("chart") as HTMLCanvasElement;
-  const w = (c.width = c.clientWidth * devicePixelRatio);
-  const h = (c.height = c.clientHeight * devicePixelRatio);
-  const g = c.getContext("2d")!;
-  g.clearRect(0, 0, w, h);
-  if (points.length < 2) return;
-  const t0 = points[0].t, t1 = points.at(-1)!.t;
-  const maxRate = Math.max(1, ...points.map((p) => Math.max(p.down ?? 0, p.up ?? 0)));
-  const maxRtt = Math.max(1, ...points.map((p) => p.rtt ?? 0));
-  const x = (t: number) => ((t - t0) / Math.max(1e-3, t1 - t0)) * w;
-  const line = (key: "down" | "up" | "rtt", max: number, color: string) => {
-    g.strokeStyle = color;
-    g.lineWidth = 2 * devicePixelRatio;
-    g.beginPath();
-    let on = false;
-    for (const p of points) {
-      const v = p[key];
-      if (v === undefined) { on = false; continue; }
-      const y = h - (v / max) * (h - 4) - 2;
-      on ? g.lineTo(x(p.t), y) : g.moveTo(x(p.t), y);
-      on = true;
-    }
-    g.stroke();
-  };
-  line("down", maxRate, "#1f77b4");
-  line("up", maxRate, "#2ca02c");
-  line("rtt", maxRtt, "#d62728");
-  $("scale").textContent = `rate scale ${fmtRate(maxRate)}, RTT scale ${fmtMs(maxRtt)}`;
-}
 
 let lastResult: unknown = null;
 
@@ -188,15 +199,23 @@ async function startTest(): Promise<void> {
     const b0 = run.since();
     await sleep(25 * PROBE_MS + 200);
     body.baseline = run.window(b0, run.since());
+    for (const p of run.probes) run.charts.push({ t: p.t_s, rtt: p.rtt_ms });
     for (const kind of ["download", "upload"] as const) {
       $("status").textContent = `Measuring ${kind}…`;
       body[kind] = await run.phase(kind);
+      await run.settle(10);
     }
   } catch (e) {
     run.errors.push((e as Error).message);
   }
   run.probe?.worker.postMessage({ cmd: "stop" });
   if (run.probe) await run.probe.closed;
+  if (run.id) {
+    // WebRTC quality test (rtc.ts): its failure is one error line, the other results stay.
+    const rtc = await runRTCQuality(`${API}/${run.id}`, { durationS: RTC_DURATION_S, status: (s) => ($("status").textContent = s) });
+    if (rtc.error) run.errors.push(rtc.error);
+    body.webrtc = rtc.result;
+  }
   body.errors = run.errors;
   $("status").textContent = "Assembling the report…";
   let result: ResultLike & Record<string, unknown>;
@@ -209,11 +228,12 @@ async function startTest(): Promise<void> {
   } catch (e) {
     // The server is gone: keep what the page measured itself.
     run.errors.push(`report from the server failed: ${(e as Error).message}; showing the page's own measurements`);
-    result = { schema: "sonde.result/v1", id: run.id, errors: run.errors, browser_measurements: body };
+    result = localResult(run.id, body, run.errors);
   }
   fetch(`${API}/${run.id}`, { method: "DELETE" }).catch(() => {});
   lastResult = result;
   render(result);
+  void showPast();
   $("status").textContent = result.errors?.length ? "Finished with problems (see below)." : "Done.";
   btn.disabled = false;
   ($("save") as HTMLButtonElement).disabled = false;
@@ -225,11 +245,12 @@ function esc(s: string): string {
 
 function render(r: any): void {
   const rows: string[] = [];
-  rows.push(`<ul id="summary">${summary(r).map((l) => `<li>${esc(l)}</li>`).join("")}</ul>`);
+  if (r.partial) rows.push(`<p class="partial" id="partial">Partial result: the server could not complete the report, so only the page's own figures are shown (no RFC 6349 figures). Save JSON keeps them and the raw measurements.</p>`);
+  rows.push(`<ul id="summary">${[...summary(r), ...rtcSummary(r)].map((l) => `<li>${esc(l)}</li>`).join("")}</ul>`);
   for (const kind of ["download", "upload"]) {
     const d = r[kind];
     if (!d) continue;
-    const f = d.rfc6349 ?? {};
+    const f = d.rfc6349 ?? { bottleneck: "n/a (no report from the server)" };
     const lat = d.latency_under_load?.rtt_ms;
     const kv: [string, string, string][] = [
       ["goodput", fmtRate(d.goodput_bps), "goodput_bps"],
@@ -246,6 +267,9 @@ function render(r: any): void {
     rows.push(`<section class="dir" id="${kind}"><h2>${kind === "download" ? "Download (server → you)" : "Upload (you → server)"}</h2><table>${kv.map(([k, v, id]) => `<tr><th>${k}</th><td data-k="${id}">${esc(v)}</td></tr>`).join("")}</table></section>`);
   }
   if (r.baseline) rows.push(`<p id="baseline">Idle RTT: min <span data-k="baseline_min">${fmtMs(r.baseline.rtt_ms.min)}</span>, median ${fmtMs(r.baseline.rtt_ms.p50)} over ${r.baseline.rtt_ms.n} probes.</p>`);
+  rows.push(rtcReport(r));
+  const notes = (r.notes ?? []).filter((n: string) => !n.startsWith("browser: "));
+  if (notes.length) rows.push(`<h3>Notes</h3><ul id="notes">${notes.map((n: string) => `<li>${esc(n)}</li>`).join("")}</ul>`);
   if (r.errors?.length) rows.push(`<ul id="errors">${r.errors.map((e: string) => `<li>${esc(e)}</li>`).join("")}</ul>`);
   $("report").innerHTML = rows.join("");
 }
@@ -261,5 +285,20 @@ function save(): void {
 }
 
 $("start").addEventListener("click", () => void startTest());
+// ?autostart=1 runs the test on load: for benchmarks that drive a browser
+// without DevTools attached (bench/browser.sh), since a DevTools client
+// that watches the network costs the page most of its throughput.
+if (params.get("autostart") === "1") void startTest();
 $("save").addEventListener("click", save);
+
+function showPast(): Promise<void> {
+  return listPast($("past"), (r) => {
+    lastResult = r;
+    render(r);
+    ($("save") as HTMLButtonElement).disabled = false;
+    $("status").textContent = `Showing a past result (${(r as any).start ?? ""}).`;
+    $("report").scrollIntoView();
+  }, (msg) => { $("status").textContent = msg; });
+}
+void showPast();
 (window as any).sonde = { result: () => lastResult };

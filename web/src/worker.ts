@@ -4,6 +4,7 @@
 // paced by bufferedAmount, self-probe likewise), probe (echo every
 // interval). Times sent back are seconds since the page's time zero.
 import { FrameParser, encodeProbe, dataFrame, probeRTT, ProbeReply } from "./frames";
+import { HighWater } from "./analysis";
 
 export interface StartMsg {
   cmd: "start";
@@ -12,7 +13,8 @@ export interface StartMsg {
   t0: number; // page time zero, ms on the shared clock (timeOrigin + now)
   intervalMs: number; // probe cadence (probe) or self-probe cadence (load)
   frameBytes?: number; // upload frame payload
-  highWater?: number; // upload: keep bufferedAmount below this
+  highWater?: number; // upload: never queue more than this (bufferedAmount)
+  crashAfterMs?: number; // tests: throw this long after starting
 }
 export type FromWorker =
   | { type: "open" }
@@ -65,6 +67,9 @@ function finish(): void {
 
 function start(m: StartMsg): void {
   t0 = m.t0;
+  if (m.crashAfterMs !== undefined) {
+    setTimeout(() => { throw new Error(`simulated crash of the ${m.kind} worker (test hook)`); }, m.crashAfterMs);
+  }
   ws = new WebSocket(m.url, "sonde.v1");
   ws.binaryType = "arraybuffer";
   const selfProbe = m.kind !== "probe";
@@ -100,16 +105,28 @@ function start(m: StartMsg): void {
 
 // upload keeps the socket's send queue filled with the same pre-built frame.
 // WebSocket has no "buffered amount low" event, so a short timer refills
-// the queue whenever it has drained below the high-water mark; the queue
-// is deep enough (≥ 16 MiB) to cover the timer's 4 ms clamp at 10 Gbit/s.
-function upload(frameBytes: number, highWater: number): void {
+// the queue whenever it has drained below the high-water mark. The mark
+// follows the measured drain rate (HighWater in analysis.ts): deep enough
+// to cover a late timer at 10 Gbit/s, yet on a slow uplink only a few tens
+// of ms of data, since a self-probe queues behind all of it.
+function upload(frameBytes: number, maxHighWater: number): void {
   const frame = dataFrame(frameBytes);
+  const hw = new HighWater(maxHighWater);
+  let last = performance.now();
+  let lastBuffered = 0;
+  let sentSince = 0;
   const fill = () => {
     if (!ws || ws.readyState !== WebSocket.OPEN || stopping) return;
-    while (ws.bufferedAmount < highWater) {
+    const now = performance.now();
+    hw.update(lastBuffered + sentSince - ws.bufferedAmount, now - last, ws.bufferedAmount === 0);
+    last = now;
+    sentSince = 0;
+    while (ws.bufferedAmount < hw.bytes) {
       ws.send(frame);
       sent += frameBytes;
+      sentSince += frame.length;
     }
+    lastBuffered = ws.bufferedAmount;
     setTimeout(fill, 1);
   };
   fill();

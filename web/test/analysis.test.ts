@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { AutoStreams, limited, goodput, recentRate, summary, addedDelay, verdict } from "../src/analysis";
+import { AutoStreams, limited, goodput, recentRate, summary, addedDelay, verdict, HighWater, stats, localResult } from "../src/analysis";
 
 test("auto streams grow while limited and improving, stop at the first useless stream", () => {
   const a = new AutoStreams(8);
@@ -49,4 +49,66 @@ test("plain-language summary names bufferbloat", () => {
   assert.match(s, /Problem: upload stream u1/);
   assert.equal(verdict(NaN), "");
   assert.ok(Number.isNaN(addedDelay({}, undefined)));
+});
+
+test("upload high-water mark follows the drain rate within its bounds", () => {
+  const max = 16 << 20;
+  const slow = new HighWater(max);
+  // 1 Mbit/s uplink: 125 bytes/ms drained; the queue must shrink to the floor.
+  for (let i = 0; i < 50; i++) slow.update(125 * 10, 10, false);
+  assert.equal(slow.bytes, 64 << 10);
+  const fast = new HighWater(max);
+  // 10 Gbit/s: 1.25 MB/ms; 40 ms of it exceeds the cap.
+  for (let i = 0; i < 50; i++) fast.update(1.25e6 * 4, 4, false);
+  assert.equal(fast.bytes, max);
+  // 1 Gbit/s: 125 kB/ms → 5 MB.
+  const mid = new HighWater(max);
+  for (let i = 0; i < 50; i++) mid.update(125e3 * 4, 4, false);
+  assert.ok(Math.abs(mid.bytes - 5e6) < 1e5, `${mid.bytes}`);
+  // A queue found empty means the mark starved the socket: grow.
+  const starved = new HighWater(max);
+  starved.update(100e3, 4, false);
+  const before = starved.bytes;
+  assert.equal(starved.update(100e3, 4, true), Math.min(max, before * 2));
+});
+
+test("stats interpolate quantiles", () => {
+  const s = stats([4, 1, 3, 2, NaN]);
+  assert.deepEqual(s, { n: 4, min: 1, p10: 1.3, p50: 2.5, p90: 3.7, max: 4, mean: 2.5 });
+  assert.equal(stats([]).n, 0);
+});
+
+test("local result keeps the page's own figures when the server is gone", () => {
+  const body = {
+    baseline: { samples: [{ t_s: 0.1, rtt_ms: 10 }, { t_s: 0.2, rtt_ms: 12 }], lost: 0 },
+    download: {
+      start_s: 1, end_s: 3, tags: ["d0", "d1"],
+      counts: { d0: [{ t_s: 1, bytes: 0 }, { t_s: 3, bytes: 100e6 }], d1: [{ t_s: 1.5, bytes: 0 }, { t_s: 2, bytes: 25e6 }] },
+      latency: { samples: [{ t_s: 2, rtt_ms: 50 }], lost: 1 },
+    },
+  };
+  const r = localResult("abc", body, ["download stream d0: the server closed the download stream (code 1006)"]);
+  assert.equal(r.partial, true);
+  assert.equal(r.baseline?.rtt_ms.min, 10);
+  assert.equal(r.download?.goodput_bps, (125e6 * 8) / 2);
+  assert.equal(r.download?.streams, 2);
+  assert.equal(r.download?.latency_under_load?.rtt_ms.p50, 50);
+  assert.equal(r.upload, undefined);
+  assert.equal(r.browser_measurements, body);
+  assert.equal(r.errors.length, 1);
+  // The summary reads it like a full result.
+  assert.ok(summary(r as any).some((l) => l.startsWith("Download: 500.0 Mbit/s over 2 streams")));
+  // Upload goodput comes from the server's counts seen on /live.
+  const u = localResult("x", { upload: { start_s: 0, end_s: 2, tags: ["u0"], live_counts: [{ t_s: 0, bytes: 0 }, { t_s: 2, bytes: 250e6 }] } }, []);
+  assert.equal(u.upload?.goodput_bps, 1e9);
+});
+
+test("summary does not call browser-side delay bufferbloat", () => {
+  const base = { baseline: { rtt_ms: { n: 20, min: 1, p50: 1, mean: 1 } } };
+  const dl = { goodput_bps: 1e9, streams: 2, latency_under_load: { rtt_ms: { n: 50, min: 1, p50: 3001, mean: 3000 } } };
+  const plain = summary({ ...base, download: dl });
+  assert.ok(plain.some((l) => l.includes("adds 3000 ms of queueing delay: bufferbloat")));
+  const noted = summary({ ...base, download: dl, notes: ["download: the page's RTT under load (median 3001 ms) is far above …"] });
+  assert.ok(noted.some((l) => l.startsWith("Download latency under load: most of the 3000 ms")), noted.join("\n"));
+  assert.ok(!noted.some((l) => l.includes("bufferbloat")));
 });

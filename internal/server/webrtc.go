@@ -1,0 +1,24 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/sonde-project/sonde/internal/protocol"
+	"github.com/sonde-project/sonde/internal/rtcquality"
+)
+
+// rtcRoutes mounts the page's WebRTC quality test (internal/rtcquality)
+// under the session API: the session ID authenticates the calls, and the
+// peer connection ends with the session.
+func (s *Server) rtcRoutes() {
+	s.mux.HandleFunc("POST "+protocol.PathSessions+"/{id}/webrtc", func(w http.ResponseWriter, r *http.Request) {
+		if ses := s.lookup(w, r); ses != nil {
+			s.rtc.HandleOffer(w, r, rtcquality.Session{ID: ses.id, Ctx: ses.ctx})
+		}
+	})
+	s.mux.HandleFunc("POST "+protocol.PathSessions+"/{id}/webrtc/records", func(w http.ResponseWriter, r *http.Request) {
+		if ses := s.lookup(w, r); ses != nil {
+			s.rtc.HandleRecords(w, r, rtcquality.Session{ID: ses.id, Ctx: ses.ctx})
+		}
+	})
+}
