@@ -3,22 +3,31 @@
 
 GO       ?= go
 BIN      := bin/sonde
+QUIC_BIN := bin/sonde-quic
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOFILES  := $(shell find cmd internal -name '*.go' -not -name '*_test.go' 2>/dev/null)
 # Debian packages the tests and benchmarks use (peers and tools).
-APT_PKGS := iperf3 irtt iputils-ping iproute2 tcpdump chromium
+APT_PKGS := iperf3 irtt iputils-ping iproute2 tcpdump tshark tcptrace chromium firefox-esr
 NDT7_DIR := test/interop/ndt7
 WEB_SRC  := $(wildcard web/src/*) web/build.mjs web/package.json web/package-lock.json
 
 .PHONY: build run test deps apt-deps node-deps web bench clean
 
-build: $(BIN)
+build: $(BIN) $(QUIC_BIN)
+
+# sonde-quic (quic/, Rust + quinn): the lab's QUIC endpoint that spins.
+# Optional: without cargo the Go side builds and the spin lab tests skip.
+$(QUIC_BIN): $(wildcard quic/src/*.rs) quic/Cargo.toml quic/Cargo.lock
+	@if command -v cargo >/dev/null; then \
+		cargo build --release --locked --manifest-path quic/Cargo.toml --target-dir quic/target && \
+		mkdir -p bin && cp quic/target/release/sonde-quic $(QUIC_BIN); \
+	else echo "make: no cargo; skipping bin/sonde-quic (the QUIC spin-bit lab tests will skip)"; fi
 
 # The browser page (TypeScript) is built into web/dist, which the binary
 # embeds. web/dist is committed, so a machine without npm still builds.
 web/dist/app.js: $(WEB_SRC)
 	@if command -v npm >/dev/null; then \
-		cd web && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent build; \
+		cd web && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent build; \
 	else echo "make: no npm; using the committed web/dist"; fi
 
 web: web/dist/app.js
@@ -58,11 +67,13 @@ apt-deps:
 node-deps:
 	@if [ -f $(NDT7_DIR)/package-lock.json ] && [ ! -d $(NDT7_DIR)/node_modules ]; then \
 		cd $(NDT7_DIR) && npm ci --no-audit --no-fund --loglevel=error; fi
-	@[ -d web/node_modules ] || (cd web && npm ci --no-audit --no-fund --loglevel=error)
+	@[ web/node_modules/.package-lock.json -nt web/package-lock.json ] || (cd web && npm ci --no-audit --no-fund --loglevel=error)
 
 bench: build apt-deps
 	bash bench/tcp.sh
 	bash bench/udp.sh
+	bash bench/browser.sh
+	bash bench/analyze.sh
 	$(GO) test -run XXX -bench Emulator -benchtime 1x ./bench/
 
 clean:
