@@ -375,40 +375,6 @@ func tseqFigure(c *model.TCPConn) figure {
 	return figure{Caption: caption, SVG: template.HTML(svg)}
 }
 
-// svgWith renders the chart like svg, drawing the series named in custom
-// with draw instead of as lines (they still set the axes and the legend).
-func (c lineChart) svgWith(draw func(b *strings.Builder, xs, ys scale), custom map[string]bool) string {
-	ser := c.cleanSeries()
-	xlo, xhi, ylo, yhi, ok := c.bounds(ser)
-	rows := layoutLegend(c.legendItems(ser))
-	h := marginT + chartPlotH + marginB + len(rows)*legendRowH + 4
-	var b strings.Builder
-	b.WriteString(`<svg class="chart" viewBox="0 0 ` + itoa(chartW) + " " + itoa(h) +
-		`" role="img" aria-label="` + esc(c.Title) + `" font-size="` + itoa(fontSize) + `">`)
-	b.WriteString(`<title>` + esc(c.Title) + `</title>`)
-	plotW := float64(chartW - marginL - marginR)
-	x0, y0 := float64(marginL), float64(marginT)
-	b.WriteString(`<rect x="` + f1(x0) + `" y="` + f1(y0) + `" width="` + f1(plotW) + `" height="` +
-		itoa(chartPlotH) + `" fill="#fff" stroke="#bbb"/>`)
-	if !ok {
-		b.WriteString(`<text x="` + f1(x0+plotW/2) + `" y="` + f1(y0+chartPlotH/2) +
-			`" text-anchor="middle" fill="#888">no data</text></svg>`)
-		return b.String()
-	}
-	xs := scale{lo: xlo, hi: xhi, a: x0, b: x0 + plotW}
-	ys := scale{lo: ylo, hi: yhi, a: y0 + chartPlotH, b: y0}
-	c.writeAxes(&b, xs, ys)
-	for _, s := range ser {
-		if !custom[s.Name] {
-			writeSeries(&b, s, xs, ys)
-		}
-	}
-	draw(&b, xs, ys)
-	writeLegend(&b, rows, marginT+chartPlotH+marginB+2)
-	b.WriteString(`</svg>`)
-	return b.String()
-}
-
 func httpTables(p *analyzePage, r *model.Analysis, maxRows int) {
 	p.PagesHead = []string{"client", "start", "completion", "connections", "new", "max parallel", "requests", "responses",
 		"response bytes", "mean TTFB", "incomplete", "hosts"}

@@ -69,7 +69,11 @@ var palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 
 // svg renders the chart. It never fails: without data it draws an empty
 // frame saying so.
-func (c lineChart) svg() string {
+func (c lineChart) svg() string { return c.svgWith(nil, nil) }
+
+// svgWith renders the chart, leaving the series named in custom to draw,
+// which paints them (e.g. as marks, not lines) after the axes.
+func (c lineChart) svgWith(draw func(b *strings.Builder, xs, ys scale), custom map[string]bool) string {
 	ser := c.cleanSeries()
 	xlo, xhi, ylo, yhi, ok := c.bounds(ser)
 	legend := c.legendItems(ser)
@@ -112,7 +116,12 @@ func (c lineChart) svg() string {
 			esc(rl.Label) + `</title></line>`)
 	}
 	for _, s := range ser {
-		writeSeries(&b, s, xs, ys)
+		if !custom[s.Name] {
+			writeSeries(&b, s, xs, ys)
+		}
+	}
+	if draw != nil {
+		draw(&b, xs, ys)
 	}
 	writeLegend(&b, rows, marginT+chartPlotH+marginB+2)
 	b.WriteString(`</svg>`)
