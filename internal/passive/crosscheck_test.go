@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/lab"
+	"github.com/sonde-project/sonde/internal/lab/labtest"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/pcap"
 )
@@ -31,25 +32,8 @@ func labCapture(t *testing.T) string {
 			t.Skipf("%s not installed (make apt-deps)", tool)
 		}
 	}
-	dir := t.TempDir()
-	prof, err := lab.Scenario{Name: "xcheck", Links: []lab.ScenarioLink{{Name: "link1",
-		Both: "rate=50Mbit delay=8ms limit=100000B", Up: "loss=0.5%"}}}.Parse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.UpProfile(context.Background(), prof, lab.Options{Seed: 7, CaptureDir: dir, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := func() {
-		if l != nil {
-			if err := l.Down(); err != nil {
-				t.Errorf("lab down: %v", err)
-			}
-			l = nil
-		}
-	}
-	t.Cleanup(down)
+	l := labtest.OneLink(t, labtest.Options{Name: "xcheck", Seed: 7,
+		Both: "rate=50Mbit delay=8ms limit=100000B", Up: "loss=0.5%"})
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	srv := l.Command(ctx, lab.Server, "iperf3", "-s", "-1", "-B", l.ServerAddr())
@@ -58,6 +42,7 @@ func labCapture(t *testing.T) string {
 	}
 	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
 	var out []byte
+	var err error
 	for try := 0; try < 3; try++ {
 		time.Sleep(300 * time.Millisecond)
 		if out, err = l.Command(ctx, lab.Client, "iperf3", "-c", l.ServerAddr(), "-t", "2").CombinedOutput(); err == nil {
@@ -67,13 +52,9 @@ func labCapture(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("iperf3: %v\n%s", err, out)
 	}
-	down()
-	ng, _ := filepath.Glob(filepath.Join(dir, "*.pcapng"))
-	if len(ng) != 1 {
-		t.Fatalf("captures: %v", ng)
-	}
-	file := filepath.Join(dir, "end-a.pcap")
-	if o, err := exec.Command("tshark", "-r", ng[0], "-Y", "frame.interface_id==0", "-F", "pcap", "-w", file).CombinedOutput(); err != nil {
+	ng := l.Capture()
+	file := filepath.Join(t.TempDir(), "end-a.pcap")
+	if o, err := exec.Command("tshark", "-r", ng, "-Y", "frame.interface_id==0", "-F", "pcap", "-w", file).CombinedOutput(); err != nil {
 		t.Fatalf("tshark: %v\n%s", err, o)
 	}
 	return file

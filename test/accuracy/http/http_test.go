@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/lab"
+	"github.com/sonde-project/sonde/internal/lab/labtest"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/passive"
 )
@@ -304,38 +304,17 @@ func needRoot(t *testing.T) {
 // client's log.
 func runLab(t *testing.T, spec string, seed uint64, run []string) (string, []record) {
 	t.Helper()
-	dir := t.TempDir()
-	capDir := filepath.Join(dir, "cap")
-	if err := os.Mkdir(capDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	prof, err := lab.Scenario{Name: "httpacc", Links: []lab.ScenarioLink{{Name: "sat", Both: spec}}}.Parse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.UpProfile(context.Background(), prof, lab.Options{Seed: seed, CaptureDir: capDir, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := func() {
-		if l != nil {
-			if err := l.Down(); err != nil {
-				t.Errorf("lab down: %v", err)
-			}
-			l = nil
-		}
-	}
-	t.Cleanup(down)
+	l := labtest.OneLink(t, labtest.Options{Name: "httpacc", Seed: seed, Both: spec})
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	srv := helper(ctx, l, lab.Server, "server")
+	srv := helper(ctx, l.Lab, lab.Server, "server")
 	srv.Stderr = os.Stderr
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
 	time.Sleep(500 * time.Millisecond) // the server's listen
-	cl := helper(ctx, l, lab.Client, "client", modesEnv+"="+strings.Join(run, ","))
+	cl := helper(ctx, l.Lab, lab.Client, "client", modesEnv+"="+strings.Join(run, ","))
 	var stderr strings.Builder
 	cl.Stderr = &stderr
 	out, err := cl.Output()
@@ -346,17 +325,13 @@ func runLab(t *testing.T, spec string, seed uint64, run []string) (string, []rec
 	if err := json.Unmarshal(out, &recs); err != nil {
 		t.Fatalf("client log: %v\n%s", err, out)
 	}
-	down() // flushes the capture
-	caps, _ := filepath.Glob(filepath.Join(capDir, "*.pcapng"))
-	if len(caps) != 1 {
-		t.Fatalf("captures: %v", caps)
-	}
+	capFile := l.Capture()                                     // flushes the capture
 	if keep := os.Getenv("SONDE_HTTP_TEST_KEEP"); keep != "" { // for a look with sonde analyze
-		if b, err := os.ReadFile(caps[0]); err == nil {
+		if b, err := os.ReadFile(capFile); err == nil {
 			_ = os.WriteFile(keep, b, 0o644)
 		}
 	}
-	return caps[0], recs
+	return capFile, recs
 }
 
 func analyze(t *testing.T, capFile string, iface int) *model.Analysis {

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/lab"
+	"github.com/sonde-project/sonde/internal/lab/labtest"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/passive"
 )
@@ -236,30 +237,9 @@ func queueBytes(p point) int {
 // the files.
 func runQUIC(t *testing.T, bin string, p point, direction string) (capFile, truthFile string, goodput float64) {
 	t.Helper()
-	dir := t.TempDir()
-	truthFile = filepath.Join(dir, "truth.gt")
-	capDir := filepath.Join(dir, "cap")
-	if err := os.Mkdir(capDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	spec := fmt.Sprintf("rate=%dMbit delay=%gms limit=%dB", p.mbit, float64(p.rttMs)/2, queueBytes(p))
-	prof, err := lab.Scenario{Name: "spinacc", Links: []lab.ScenarioLink{{Name: "link1", Both: spec}}}.Parse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.UpProfile(context.Background(), prof, lab.Options{Seed: 1, TruthPath: truthFile, CaptureDir: capDir, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := func() {
-		if l != nil {
-			if err := l.Down(); err != nil {
-				t.Errorf("lab down: %v", err)
-			}
-			l = nil
-		}
-	}
-	t.Cleanup(down)
+	l := labtest.OneLink(t, labtest.Options{Name: "spinacc", Seed: 1, Truth: true,
+		Both: fmt.Sprintf("rate=%dMbit delay=%gms limit=%dB", p.mbit, float64(p.rttMs)/2, queueBytes(p))})
+	truthFile = l.TruthPath
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(max(p.seeds, 1)*(p.seconds+2)+p.tcp+30)*time.Second)
 	defer cancel()
 	addr := l.ServerAddr() + ":4433"
@@ -301,13 +281,9 @@ func runQUIC(t *testing.T, bin string, p point, direction string) (capFile, trut
 			t.Fatalf("iperf3: %v\n%s", err, out)
 		}
 	}
-	down() // flushes and closes the capture and the truth
-	matches, _ := filepath.Glob(filepath.Join(capDir, "*.pcapng"))
-	if len(matches) != 1 {
-		t.Fatalf("captures: %v", matches)
-	}
-	keep(t, matches[0], truthFile)
-	return matches[0], truthFile, goodput
+	capFile = l.Capture() // flushes and closes the capture and the truth
+	keep(t, capFile, truthFile)
+	return capFile, truthFile, goodput
 }
 
 // keep copies a run's capture and truth to $SONDE_SPIN_KEEP (if set), named

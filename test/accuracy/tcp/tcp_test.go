@@ -15,7 +15,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/lab"
+	"github.com/sonde-project/sonde/internal/lab/labtest"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/passive"
 )
@@ -149,35 +149,14 @@ func queueLimit(p point) int {
 // bottleneck after the ACK that released it.
 func runBulk(t *testing.T, p point, prompt, skipOverloaded bool) (capFile, truthFile string, overloaded bool) {
 	t.Helper()
-	dir := t.TempDir()
-	truthFile = filepath.Join(dir, "truth.gt")
-	capDir := filepath.Join(dir, "cap")
-	if err := os.Mkdir(capDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	spec := fmt.Sprintf("rate=%dMbit delay=%gms limit=%dB", p.mbit, float64(p.rttMs)/2, queueLimit(p))
-	prof, err := lab.Scenario{Name: "tcpacc", Links: []lab.ScenarioLink{{Name: "link1", Both: spec}}}.Parse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.UpProfile(context.Background(), prof, lab.Options{Seed: 1, TruthPath: truthFile, CaptureDir: capDir, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := func() {
-		if l != nil {
-			if err := l.Down(); err != nil {
-				t.Errorf("lab down: %v", err)
-			}
-			l = nil
-		}
-	}
-	t.Cleanup(down)
+	l := labtest.OneLink(t, labtest.Options{Name: "tcpacc", Seed: 1, Truth: true,
+		Both: fmt.Sprintf("rate=%dMbit delay=%gms limit=%dB", p.mbit, float64(p.rttMs)/2, queueLimit(p))})
+	truthFile = l.TruthPath
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.seconds+30)*time.Second)
 	defer cancel()
 	if prompt {
 		for _, node := range []string{lab.Client, lab.Server} {
-			promptEndpoint(ctx, t, l, node)
+			promptEndpoint(ctx, t, l.Lab, node)
 		}
 	}
 	srv := l.Command(ctx, lab.Server, "iperf3", "-s", "-1", "-B", l.ServerAddr())
@@ -192,6 +171,7 @@ func runBulk(t *testing.T, p point, prompt, skipOverloaded bool) (capFile, truth
 		args = append(args, "-C", "cubic")
 	}
 	var out []byte
+	var err error
 	for try := 0; try < 3; try++ {
 		time.Sleep(300 * time.Millisecond)
 		if out, err = l.Command(ctx, lab.Client, "iperf3", args...).CombinedOutput(); err == nil {
@@ -201,7 +181,7 @@ func runBulk(t *testing.T, p point, prompt, skipOverloaded bool) (capFile, truth
 	if err != nil {
 		t.Fatalf("iperf3: %v\n%s", err, out)
 	}
-	down() // flushes and closes the capture and the truth
+	capFile = l.Capture() // flushes and closes the capture and the truth
 	if late := lateness(t, truthFile); late > maxLateness {
 		overloaded = true
 		if skipOverloaded {
@@ -209,11 +189,7 @@ func runBulk(t *testing.T, p point, prompt, skipOverloaded bool) (capFile, truth
 		}
 		t.Logf("host overloaded: the forwarder's p99 lateness %v > %v", late, maxLateness)
 	}
-	matches, _ := filepath.Glob(filepath.Join(capDir, "*.pcapng"))
-	if len(matches) != 1 {
-		t.Fatalf("captures: %v", matches)
-	}
-	return matches[0], truthFile, overloaded
+	return capFile, truthFile, overloaded
 }
 
 // maxLateness is the forwarder's p99 lateness (write time − due time)
