@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,7 +116,7 @@ func rtcPage(t *testing.T, ns *netns.NS, node, playwright, url string, extra ...
 // TestPageWebRTC runs the page's WebRTC quality test in headless Chromium
 // against `sonde serve`, both inside a network namespace with nothing but
 // loopback: once as is (every figure present and plausible, no loss on
-// loopback), once with UDP to the server's WebRTC port refused (the page
+// loopback, every loss one the kernel counted), once with UDP to the server's WebRTC port refused (the page
 // says the test failed and keeps the TCP results).
 func TestPageWebRTC(t *testing.T) {
 	node, playwright := prerequisites(t)
@@ -138,7 +139,9 @@ func TestPageWebRTC(t *testing.T) {
 	page := fmt.Sprintf("%s/?duration=2&rtc_duration=%d", url, rtcS)
 
 	t.Run("loopback", func(t *testing.T) {
+		before := udpDrops(t, ns)
 		run := rtcPage(t, ns, node, playwright, page)
+		kernelDrops := udpDrops(t, ns) - before
 		res := run.Result
 		if len(res.Errors) > 0 || !strings.HasPrefix(run.Status, "Done") {
 			t.Fatalf("errors %q, status %q, logs %q", res.Errors, run.Status, run.Logs)
@@ -153,6 +156,7 @@ func TestPageWebRTC(t *testing.T) {
 		if w.MessageBytes < 1000 || w.MessageBytes > 1200 || w.DurationS != rtcS || !strings.Contains(w.Pair, "127.0.0.1:50000") {
 			t.Errorf("webrtc: %d-byte messages over %v s, pair %q", w.MessageBytes, w.DurationS, w.Pair)
 		}
+		var lost int
 		for _, d := range []*model.WebRTCDirection{w.Upload, w.Download} {
 			if d == nil {
 				t.Fatal("a direction is missing")
@@ -163,8 +167,8 @@ func TestPageWebRTC(t *testing.T) {
 			switch {
 			case !d.SentKnown || d.Sent < 1000 || d.Received < 1000:
 				t.Errorf("%s: too few messages: %+v", d.Direction, d)
-			case d.Lost != 0 || d.LossPattern.Periods != 0:
-				t.Errorf("%s: %d lost on loopback (%d periods)", d.Direction, d.Lost, d.LossPattern.Periods)
+			case d.LossPct > 1:
+				t.Errorf("%s: %.2f%% lost on loopback: the sender overruns the receiver", d.Direction, d.LossPct)
 			case d.Duplicates != 0 || d.Malformed != 0:
 				t.Errorf("%s: %d duplicates, %d malformed", d.Direction, d.Duplicates, d.Malformed)
 			case d.GoodputBps < 5e6 || d.GoodputBps > 20e9:
@@ -180,9 +184,21 @@ func TestPageWebRTC(t *testing.T) {
 			if got := run.Shown["rtc_"+d.Direction+"_msgs"]; got != fmt.Sprintf("%d / %d", d.Sent, d.Received) {
 				t.Errorf("%s: page shows %q", d.Direction, got)
 			}
-			if run.Shown["rtc_"+d.Direction+"_loss"] != "0.00 %" || run.Shown["rtc_"+d.Direction+"_goodput"] == "" {
-				t.Errorf("%s: page shows %q", d.Direction, run.Shown)
+			if shown := run.Shown["rtc_"+d.Direction+"_loss"]; (d.Lost == 0) != (shown == "0.00 %") || run.Shown["rtc_"+d.Direction+"_goodput"] == "" {
+				t.Errorf("%s: %d lost, page shows %q", d.Direction, d.Lost, run.Shown)
 			}
+			lost += d.Lost
+		}
+		// On loopback a datagram can only be lost where the kernel drops
+		// it, at a full receive buffer (the browser's or the server's), and
+		// the kernel counts each: every message the page calls lost must be
+		// one of those drops. Not every drop is a lost message: SCTP
+		// acknowledgements and the page's own acknowledgements are
+		// datagrams too (and the counters cannot be read per socket once
+		// the browser has closed its own).
+		t.Logf("lost %d messages in all; the kernel dropped %d UDP datagrams at receive buffers", lost, kernelDrops)
+		if lost > kernelDrops {
+			t.Errorf("the page counts %d lost messages, but the kernel dropped only %d datagrams", lost, kernelDrops)
 		}
 		if !strings.Contains(run.Summary, "WebRTC data channel upload") || !strings.Contains(run.Summary, "WebRTC data channel download") {
 			t.Errorf("summary lacks the WebRTC lines: %s", run.Summary)
@@ -224,4 +240,39 @@ func TestPageWebRTC(t *testing.T) {
 			t.Fatalf("the TCP results were not kept: %+v %+v", res.Download, res.Upload)
 		}
 	})
+}
+
+// udpDrops is the count of UDP datagrams the kernel of ns dropped at a
+// full receive buffer or for a bad checksum (RcvbufErrors + InCsumErrors,
+// /proc/net/snmp).
+func udpDrops(t *testing.T, ns *netns.NS) int {
+	t.Helper()
+	out, err := ns.Command(context.Background(), "cat", "/proc/net/snmp").Output()
+	if err != nil {
+		t.Fatalf("read /proc/net/snmp in %s: %v", ns.Name(), err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		var n int
+		for i, name := range names {
+			if (name == "RcvbufErrors" || name == "InCsumErrors") && i < len(f) {
+				v, err := strconv.Atoi(f[i])
+				if err != nil {
+					t.Fatalf("/proc/net/snmp: %s = %q", name, f[i])
+				}
+				n += v
+			}
+		}
+		return n
+	}
+	t.Fatalf("/proc/net/snmp in %s has no Udp lines", ns.Name())
+	return 0
 }
