@@ -330,3 +330,43 @@ func FuzzNetwork(f *testing.F) {
 		}
 	})
 }
+
+func TestWriterRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, LinkRaw, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := make([]byte, 100)
+	long[0] = 0x45
+	pkts := []struct {
+		t    int64
+		data []byte
+	}{{1_700_000_000_123_456_789, []byte{0x45, 1, 2, 3}}, {1_700_000_001_000_000_001, long}}
+	for _, p := range pkts {
+		if err := w.Write(p.t, p.data, len(p.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range pkts {
+		var p Packet
+		if err := r.Next(&p); err != nil {
+			t.Fatalf("packet %d: %v", i, err)
+		}
+		n := min(len(want.data), 64)
+		if p.TimeNs != want.t || !bytes.Equal(p.Data, want.data[:n]) || p.Length != len(want.data) || p.LinkType != LinkRaw {
+			t.Errorf("packet %d: got t=%d len=%d orig=%d link=%d", i, p.TimeNs, len(p.Data), p.Length, p.LinkType)
+		}
+	}
+	var p Packet
+	if err := r.Next(&p); err != io.EOF {
+		t.Errorf("after the last packet: %v, want EOF", err)
+	}
+}
