@@ -3,24 +3,22 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
+	"github.com/sonde-project/sonde/internal/capfilter"
+	"github.com/sonde-project/sonde/internal/capture"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/passive"
 	"github.com/sonde-project/sonde/internal/pcap"
@@ -89,6 +87,7 @@ func (af *analyzeFlags) config() (passive.Config, *passive.Truth, error) {
 
 func newAnalyzeCmd() *cobra.Command {
 	var af analyzeFlags
+	var filter string
 	cmd := &cobra.Command{
 		Use:   "analyze FILE...",
 		Short: "Passive RTT, throughput and connection analysis of pcap/pcapng captures",
@@ -98,11 +97,17 @@ RTT from TCP timestamps (pping: per side and full) and from SEQ/ACK (Karn),
 and per QUIC flow the spin-bit RTT with its validity checks (docs/analyze.md).
 
 A damaged file is analysed up to the damage; its byte offset is reported.
-With --truth (a lab ground-truth file), every RTT method's error is reported.`,
+With --truth (a lab ground-truth file), every RTT method's error is reported.
+--filter takes tcpdump's filter language on IP packets (host, net, port,
+portrange, tcp/udp/sctp/icmp, ip/ip6, proto, less/greater, and/or/not;
+docs/analyze.md); it gives the same packets as tcpdump's filter would.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, tr, err := af.config()
 			if err != nil {
+				return err
+			}
+			if cfg.Filter, err = capfilter.Compile(filter); err != nil {
 				return err
 			}
 			a := passive.New(cfg)
@@ -111,15 +116,25 @@ With --truth (a lab ground-truth file), every RTT method's error is reported.`,
 					return fmt.Errorf("%s: %w", path, err)
 				}
 			}
-			return af.write(cmd.OutOrStdout(), a, tr)
+			return af.write(cmd.OutOrStdout(), a, a.Finish(tr), tr)
 		},
 	}
 	af.register(cmd)
+	cmd.Flags().StringVar(&filter, "filter", "", `analyse only the packets matching this capture filter, e.g. "tcp port 5201 and host 198.18.1.1"`)
 	return cmd
 }
 
-func (af *analyzeFlags) write(w io.Writer, a *passive.Analyzer, tr *passive.Truth) error {
-	res := a.Finish(tr)
+// write reports res, the finished analysis of a (whose samples the
+// per-sample outputs read).
+func (af *analyzeFlags) write(out io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.Truth) error {
+	// A capture of many connections makes many small writes (tabwriter
+	// pads cell by cell): unbuffered, they took a quarter of the run.
+	bw := bufio.NewWriterSize(out, 1<<16)
+	err := af.report(bw, a, res, tr)
+	return errors.Join(err, bw.Flush())
+}
+
+func (af *analyzeFlags) report(w io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.Truth) error {
 	if af.html != "" {
 		if err := writeAnalyzeHTML(af.html, res, a.Samples(tr)); err != nil {
 			return err
@@ -159,11 +174,26 @@ func rttCell(r model.RTTSummary) string {
 	if r.Samples == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f/%.2f/%.2f (%d)", r.MinMs, r.MedianMs, r.MaxMs, r.Samples)
+	b := make([]byte, 0, 32)
+	b = strconv.AppendFloat(b, r.MinMs, 'f', 2, 64)
+	b = append(b, '/')
+	b = strconv.AppendFloat(b, r.MedianMs, 'f', 2, 64)
+	b = append(b, '/')
+	b = strconv.AppendFloat(b, r.MaxMs, 'f', 2, 64)
+	b = append(b, " ("...)
+	b = strconv.AppendInt(b, int64(r.Samples), 10)
+	return string(append(b, ')'))
 }
 
 func writeAnalysisText(w io.Writer, r *model.Analysis) {
 	fmt.Fprintf(w, "%d packets, %d bytes, %.3f s (%d not analysed)\n", r.Packets, r.Bytes, r.DurationS, r.Skipped)
+	if r.Filter != "" {
+		fmt.Fprintf(w, "filter %q", r.Filter)
+		if r.Live == nil {
+			fmt.Fprintf(w, ": %d packets of the files left out", r.Filtered)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, f := range r.Files {
 		if f.DamageOffset >= 0 {
 			fmt.Fprintf(w, "%s: %s, damaged at byte %d (%s): analysed up to there\n", f.Path, f.Format, f.DamageOffset, f.Damage)
@@ -171,46 +201,47 @@ func writeAnalysisText(w io.Writer, r *model.Analysis) {
 	}
 	if len(r.TCP) > 0 {
 		fmt.Fprintln(w, "\nTCP connections (RTT min/median/max ms (samples))")
-		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "A > B\tdir\tpkts\tdata bytes\tgoodput Mbit/s\tretrans\tooo\tdupack\tzwnd\tTS side\tSEQ/ACK side\tTS full")
+		var tb table
+		tb.row("A > B", "dir", "pkts", "data bytes", "goodput Mbit/s", "retrans", "ooo", "dupack", "zwnd", "TS side", "SEQ/ACK side", "TS full")
 		for _, c := range r.TCP {
 			for i, d := range []model.TCPDir{c.AB, c.BA} {
 				name, dir, side, sa, full := c.A+" > "+c.B, "A>B", c.TSSideB, c.SeqAckSideB, rttCell(c.TSFull)
 				if i == 1 {
 					name, dir, side, sa, full = "", "B>A", c.TSSideA, c.SeqAckSideA, ""
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", name, dir, d.Packets, d.DataBytes,
-					d.GoodputBps/1e6, d.Retransmissions, d.OutOfOrder, d.DupACKs, d.ZeroWindows, rttCell(side), rttCell(sa), full)
+				tb.row(name, dir, num(d.Packets), num(d.DataBytes), fixed(d.GoodputBps/1e6, 2), num(d.Retransmissions),
+					num(d.OutOfOrder), num(d.DupACKs), num(d.ZeroWindows), rttCell(side), rttCell(sa), full)
 			}
 		}
-		tw.Flush()
+		_ = tb.write(w)
 		fmt.Fprintln(w, "(TS/SEQ-ACK side of A>B: observer → B → observer; of B>A: observer → A → observer)")
 	}
 	if len(r.QUIC) > 0 {
 		fmt.Fprintln(w, "\nQUIC flows (spin RTT min/median/max ms (valid samples))")
-		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "client > server\tversion\tpkts c>s/s>c\tspin\tedges\tglitches\tfull (c>s edges)\tfull (s>c edges)\tserver side\tclient side\trejected")
+		var tb table
+		tb.row("client > server", "version", "pkts c>s/s>c", "spin", "edges", "glitches", "full (c>s edges)", "full (s>c edges)", "server side", "client side", "rejected")
 		for _, q := range r.QUIC {
 			var rej []string
 			for _, c := range q.Rejected {
 				rej = append(rej, fmt.Sprintf("%s %d", c.Name, c.Count))
 			}
-			fmt.Fprintf(tw, "%s > %s\t%s\t%d/%d\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", q.Client, q.Server, q.Version,
-				q.Packets[0], q.Packets[1], q.Spin, q.Edges[0], q.Edges[1], q.Glitches[0], q.Glitches[1],
+			tb.row(q.Client+" > "+q.Server, q.Version, num(q.Packets[0])+"/"+num(q.Packets[1]), q.Spin,
+				num(q.Edges[0])+"/"+num(q.Edges[1]), num(q.Glitches[0])+"/"+num(q.Glitches[1]),
 				rttCell(q.SpinRTT[0]), rttCell(q.SpinRTT[1]), rttCell(q.Component[0]), rttCell(q.Component[1]), strings.Join(rej, ", "))
 		}
-		tw.Flush()
+		_ = tb.write(w)
 	}
 	writeHTTPText(w, r)
 	if t := r.Truth; t != nil {
 		fmt.Fprintf(w, "\nError against ground truth (%s, observer at %s), |e| in %%\n", t.File, t.Observer)
-		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "method\tsamples\tmatched\tmean\tstddev\tmedian\tp90\tp99\tmax\tbias\tsamples/s\ttrue ms\t")
+		tb := table{alignRight: true}
+		tb.row("method", "samples", "matched", "mean", "stddev", "median", "p90", "p99", "max", "bias", "samples/s", "true ms")
 		for _, m := range t.Methods {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%+.3f\t%.1f\t%.2f\t\n", m.Method, m.Samples, m.Matched,
-				m.MeanAbsPct, m.StddevPct, m.MedianPct, m.P90Pct, m.P99Pct, m.MaxPct, m.MeanSignedPct, m.SamplesPerS, m.MeanTrueMs)
+			tb.row(m.Method, num(m.Samples), num(m.Matched), fixed(m.MeanAbsPct, 3), fixed(m.StddevPct, 3), fixed(m.MedianPct, 3),
+				fixed(m.P90Pct, 3), fixed(m.P99Pct, 3), fixed(m.MaxPct, 3), fmt.Sprintf("%+.3f", m.MeanSignedPct),
+				fixed(m.SamplesPerS, 1), fixed(m.MeanTrueMs, 2))
 		}
-		tw.Flush()
+		_ = tb.write(w)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintln(w, "error:", e)
@@ -224,38 +255,41 @@ func writeAnalysisText(w io.Writer, r *model.Analysis) {
 		}
 		fmt.Fprintf(w, "\ncaptured %d packets in %.3f s (%.0f packets/s), peak %d live flows, %d evicted\n",
 			r.Packets, r.DurationS, rate, r.Stats.PeakLiveFlows, r.Stats.EvictedFlows)
+		if l := r.Live; l != nil {
+			fmt.Fprintf(w, "kernel on %s: %d packets received, %d dropped (sonde fell behind)\n", l.Interface, l.KernelReceived, l.KernelDropped)
+		}
 		return
 	}
 	fmt.Fprintf(w, "\nanalysed at %.2f Mpps (%.3f s), peak %d live flows, %d evicted\n",
 		r.Stats.PacketsPerS/1e6, r.Stats.WallS, r.Stats.PeakLiveFlows, r.Stats.EvictedFlows)
 }
 
-// newCaptureCmd captures live with an AF_PACKET socket (no libpcap) in
-// cooked mode, keeps IP packets, optionally writes them as a nanosecond
-// pcap (raw IP), and analyses them as they arrive.
+// newCaptureCmd captures live with an AF_PACKET socket (no libpcap),
+// optionally writes a nanosecond raw-IP pcap, and analyses as it goes.
 func newCaptureCmd() *cobra.Command {
 	var af analyzeFlags
 	var ifname, out string
 	var dur time.Duration
 	var count int
 	cmd := &cobra.Command{
-		Use:   "capture -i IF [-w FILE]",
+		Use:   "capture -i IF [-w FILE] [FILTER...]",
 		Short: "Capture live (AF_PACKET, no libpcap) and analyse as it goes",
-		Long: `Capture IP packets on an interface with an AF_PACKET socket, write them to a
-pcap file (-w, raw IP, nanosecond timestamps) and analyse them like
-'sonde analyze'. Stops after --duration, --count packets, or Ctrl-C.
-Capture filters (BPF expressions) are not supported.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("capture filters are not supported (got %q)", strings.Join(args, " "))
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Long: `Capture IP packets on an interface with an AF_PACKET socket (cooked mode,
+kernel timestamps), write them to a pcap file (-w, raw IP, nanosecond
+timestamps) and analyse them like 'sonde analyze'. Stops after --duration,
+--count packets, or Ctrl-C. The words after the flags are a capture filter
+in tcpdump's language on IP packets, compiled to BPF and run in the kernel:
+  sonde capture -i eth0 -t 10s tcp port 5201 and host 198.18.1.2
+The summary gives the packets the kernel dropped because sonde fell behind.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if ifname == "" {
 				return errors.New("capture needs -i INTERFACE")
 			}
 			cfg, tr, err := af.config()
+			if err != nil {
+				return err
+			}
+			filter, err := capfilter.Compile(strings.Join(args, " "))
 			if err != nil {
 				return err
 			}
@@ -266,96 +300,76 @@ Capture filters (BPF expressions) are not supported.`,
 				ctx, cancel = context.WithTimeout(ctx, dur)
 				defer cancel()
 			}
+			cfg.Filter = filter
 			a := passive.New(cfg)
-			if err := captureLive(ctx, ifname, out, count, a); err != nil {
-				return err
-			}
-			return af.write(cmd.OutOrStdout(), a, tr)
+			live, err := captureLive(ctx, cmd.ErrOrStderr(), ifname, filter, out, count, a)
+			res := a.Finish(tr)
+			res.Live = live
+			// What was captured is reported even when capturing failed.
+			return errors.Join(err, af.write(cmd.OutOrStdout(), a, res, tr))
 		},
 	}
 	af.register(cmd)
 	f := cmd.Flags()
 	f.StringVarP(&ifname, "interface-name", "i", "", "interface to capture on")
-	f.StringVarP(&out, "write", "w", "", "also write the packets to this pcap file")
+	f.StringVarP(&out, "write", "w", "", "also write the packets to this pcap file (raw IP, nanosecond timestamps)")
 	f.DurationVarP(&dur, "duration", "t", 0, "stop after this long (0: until Ctrl-C)")
 	f.IntVarP(&count, "count", "c", 0, "stop after this many packets (0: no limit)")
 	return cmd
 }
 
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
-
-func captureLive(ctx context.Context, ifname, out string, count int, a *passive.Analyzer) error {
-	ifi, err := net.InterfaceByName(ifname)
+// captureLive feeds the packets of a live capture to a until ctx ends or
+// count packets were seen, and returns the capture's description. Only IP
+// packets are analysed.
+func captureLive(ctx context.Context, msg io.Writer, ifname string, filter *capfilter.Filter, out string, count int, a *passive.Analyzer) (*model.LiveCapture, error) {
+	src, err := capture.Open(ifname, filter)
 	if err != nil {
-		return fmt.Errorf("capture: %w", err)
+		return nil, err
 	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
-	if err != nil {
-		return fmt.Errorf("capture: AF_PACKET socket (needs CAP_NET_RAW): %w", err)
+	defer src.Close()
+	if filter != nil {
+		fmt.Fprintf(msg, "sonde: capturing on %s, filter %q\n", ifname, filter)
+	} else {
+		fmt.Fprintf(msg, "sonde: capturing on %s\n", ifname)
 	}
-	defer unix.Close(fd)
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
-		return fmt.Errorf("capture: bind %s: %w", ifname, err)
-	}
-	// Wake up regularly to notice the end of the context.
-	tv := unix.Timeval{Usec: 200_000}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return fmt.Errorf("capture: %w", err)
-	}
-	var w io.Writer
+	live := &model.LiveCapture{Interface: ifname}
+	var w *pcap.Writer
 	if out != "" {
 		fo, err := os.Create(out)
 		if err != nil {
-			return fmt.Errorf("capture: %w", err)
+			return live, fmt.Errorf("capture: %w", err)
 		}
 		defer fo.Close()
-		bw := bufio.NewWriterSize(fo, 1<<20)
-		defer bw.Flush()
-		hdr := make([]byte, 24)
-		le := binary.LittleEndian
-		le.PutUint32(hdr, 0xa1b23c4d) // nanosecond pcap
-		le.PutUint16(hdr[4:], 2)
-		le.PutUint16(hdr[6:], 4)
-		le.PutUint32(hdr[16:], 65535)
-		le.PutUint32(hdr[20:], uint32(pcap.LinkRaw))
-		if _, err := bw.Write(hdr); err != nil {
-			return fmt.Errorf("capture: %w", err)
+		if w, err = pcap.NewWriter(fo, pcap.LinkRaw, 262144); err != nil {
+			return live, fmt.Errorf("capture: %s: %w", out, err)
 		}
-		w = bw
 	}
-	buf := make([]byte, 65536)
-	rec := make([]byte, 16)
+	var p capture.Packet
 	for n := 0; count == 0 || n < count; {
-		if ctx.Err() != nil {
-			return nil
-		}
-		m, _, err := unix.Recvfrom(fd, buf, 0)
-		if err != nil {
-			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-				continue
+		if err = src.Next(ctx, &p); err != nil {
+			if ctx.Err() != nil {
+				err = nil
 			}
-			return fmt.Errorf("capture: %w", err)
+			break
 		}
-		now := time.Now().UnixNano()
-		pkt := buf[:m]
-		if pcap.Network(pcap.LinkRaw, pkt) == nil {
+		if pcap.Network(pcap.LinkRaw, p.Data) == nil {
 			continue
 		}
 		n++
-		a.Packet(now, pkt)
+		a.Packet(p.TimeNs, p.Data)
 		if w != nil {
-			le := binary.LittleEndian
-			le.PutUint32(rec, uint32(now/1e9))
-			le.PutUint32(rec[4:], uint32(now%1e9))
-			le.PutUint32(rec[8:], uint32(m))
-			le.PutUint32(rec[12:], uint32(m))
-			if _, err := w.Write(rec); err != nil {
-				return fmt.Errorf("capture: %w", err)
-			}
-			if _, err := w.Write(pkt); err != nil {
-				return fmt.Errorf("capture: %w", err)
+			if err = w.Write(p.TimeNs, p.Data, p.Length); err != nil {
+				err = fmt.Errorf("capture: %s: %w", out, err)
+				break
 			}
 		}
 	}
-	return nil
+	if w != nil {
+		if ferr := w.Flush(); ferr != nil && err == nil {
+			err = fmt.Errorf("capture: %s: %w", out, ferr)
+		}
+	}
+	st, serr := src.Stats()
+	live.KernelReceived, live.KernelDropped = st.Received, st.Dropped
+	return live, errors.Join(err, serr)
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
@@ -30,30 +29,31 @@ func writeHTTPText(w io.Writer, r *model.Analysis) {
 	sort.SliceStable(conns, func(i, j int) bool { return conns[i].StartS < conns[j].StartS })
 	if len(r.HTTPPages) > 0 {
 		fmt.Fprintln(w, "\nHTTP page loads (a client's exchanges less than 1 s apart)")
-		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "client\tstart s\tcompletion s\tconns\tnew\tmax parallel\trequests\tresponses\tresponse bytes\tmean TTFB ms\tincomplete")
+		var tb table
+		tb.row("client", "start s", "completion s", "conns", "new", "max parallel", "requests", "responses", "response bytes", "mean TTFB ms", "incomplete")
 		for _, p := range r.HTTPPages {
-			fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%d\n", p.Client, p.StartS, p.CompletionS, p.Connections,
-				p.NewConns, p.MaxParallel, p.Requests, p.Responses, p.RespBytes, p.MeanTTFBMs, p.Incomplete)
+			tb.row(p.Client, fixed(p.StartS, 3), fixed(p.CompletionS, 3), fmt.Sprint(p.Connections), fmt.Sprint(p.NewConns),
+				fmt.Sprint(p.MaxParallel), fmt.Sprint(p.Requests), fmt.Sprint(p.Responses), fmt.Sprint(p.RespBytes),
+				fixed(p.MeanTTFBMs, 1), fmt.Sprint(p.Incomplete))
 		}
-		tw.Flush()
+		_ = tb.write(w)
 	}
 	fmt.Fprintln(w, "\nHTTP/1.x connections")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "client > server\tversion\trequests\tresponses\tpipelined\tkeep-alive\tclosed by\tidle before close s\tincomplete")
+	var conTable table
+	conTable.row("client > server", "version", "requests", "responses", "pipelined", "keep-alive", "closed by", "idle before close s", "incomplete")
 	for _, c := range conns {
 		h := c.HTTP
 		by := "-"
 		if h.CloseBy != "" {
 			by = h.CloseBy + " (" + h.CloseHow + ")"
 		}
-		fmt.Fprintf(tw, "%s > %s\t%s\t%d\t%d\t%d\t%v\t%s\t%.3f\t%s\n", c.A, c.B, h.Version, h.Requests, h.Responses,
-			h.Pipelined, h.KeepAlive, by, h.IdleBeforeCloseS, httpDash(h.Incomplete))
+		conTable.row(c.A+" > "+c.B, h.Version, fmt.Sprint(h.Requests), fmt.Sprint(h.Responses), fmt.Sprint(h.Pipelined),
+			fmt.Sprint(h.KeepAlive), by, fixed(h.IdleBeforeCloseS, 3), httpDash(h.Incomplete))
 	}
-	tw.Flush()
+	_ = conTable.write(w)
 	fmt.Fprintln(w, "\nHTTP requests (TTFB: request's first byte → response's first byte at the observer)")
-	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "client\tat s\tmethod\thost\tpath\tstatus\tresponse bytes\tTTFB ms\tcomplete ms\tkeep-alive")
+	var reqTable table
+	reqTable.row("client", "at s", "method", "host", "path", "status", "response bytes", "TTFB ms", "complete ms", "keep-alive")
 	n, total := 0, 0
 	for _, c := range conns {
 		for _, x := range c.HTTP.Exchanges {
@@ -66,11 +66,11 @@ func writeHTTPText(w io.Writer, r *model.Analysis) {
 			if len(path) > 60 {
 				path = path[:57] + "..."
 			}
-			fmt.Fprintf(tw, "%s\t%.3f\t%s\t%s\t%s\t%d\t%d\t%.1f\t%.1f\t%v\n", c.A, x.RequestS, x.Method, httpDash(x.Host),
-				strings.ReplaceAll(path, "\t", " "), x.Status, x.RespBytes, x.TTFBMs, x.CompleteMs, x.KeepAlive)
+			reqTable.row(c.A, fixed(x.RequestS, 3), x.Method, httpDash(x.Host), strings.ReplaceAll(path, "\t", " "),
+				fmt.Sprint(x.Status), fmt.Sprint(x.RespBytes), fixed(x.TTFBMs, 1), fixed(x.CompleteMs, 1), fmt.Sprint(x.KeepAlive))
 		}
 	}
-	tw.Flush()
+	_ = reqTable.write(w)
 	if total > n {
 		fmt.Fprintf(w, "(first %d of %d requests; --json has them all)\n", n, total)
 	}

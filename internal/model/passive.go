@@ -5,11 +5,17 @@ const AnalyzeSchema = "sonde.analyze/v1"
 
 // Analysis is the result of analysing one or more capture files.
 type Analysis struct {
-	Schema    string         `json:"schema"`
-	Files     []CaptureFile  `json:"files"`
-	Packets   uint64         `json:"packets"`
-	Bytes     uint64         `json:"bytes"`
-	Skipped   uint64         `json:"skipped_packets"` // not IP, fragments, malformed
+	Schema  string        `json:"schema"`
+	Files   []CaptureFile `json:"files"`
+	Packets uint64        `json:"packets"`
+	Bytes   uint64        `json:"bytes"`
+	Skipped uint64        `json:"skipped_packets"` // not IP, fragments, malformed
+	// Filter is the capture filter expression applied (empty: none);
+	// Filtered counts the packets of the files that it left out (a live
+	// capture filters in the kernel, so they are never seen).
+	Filter    string         `json:"filter,omitempty"`
+	Filtered  uint64         `json:"filtered_packets,omitempty"`
+	Live      *LiveCapture   `json:"live,omitempty"`
 	StartUnix float64        `json:"start_unix_s"`
 	DurationS float64        `json:"duration_s"`
 	TCP       []TCPConn      `json:"tcp,omitempty"`
@@ -23,6 +29,17 @@ type Analysis struct {
 }
 
 // CaptureFile describes one input file.
+// LiveCapture describes a live capture (sonde capture).
+type LiveCapture struct {
+	Interface string `json:"interface"`
+	// KernelReceived and KernelDropped are the socket's counts
+	// (PACKET_STATISTICS): packets that passed the filter, and those lost
+	// because the analyser fell behind. On loopback every packet is
+	// counted twice (leaving and arriving; only the arrival is analysed).
+	KernelReceived uint64 `json:"kernel_received"`
+	KernelDropped  uint64 `json:"kernel_dropped"`
+}
+
 type CaptureFile struct {
 	Path    string `json:"path"`
 	Format  string `json:"format"`

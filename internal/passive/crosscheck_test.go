@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -283,7 +284,7 @@ func tcptraceConns(t *testing.T, file string) map[string][4]uint64 {
 	return res
 }
 
-func addr16(t *testing.T, s string) [16]byte {
+func addr16(t *testing.T, s string) [2]uint64 {
 	t.Helper()
 	var a [16]byte
 	var ip [4]byte
@@ -292,7 +293,7 @@ func addr16(t *testing.T, s string) [16]byte {
 	}
 	a[10], a[11] = 0xff, 0xff
 	copy(a[12:], ip[:])
-	return a
+	return addrWords(&a)
 }
 
 func atou16(t *testing.T, s string) uint16 { return uint16(atoi(t, s)) }
@@ -304,4 +305,8 @@ func atoi(t *testing.T, s string) int {
 		t.Fatalf("number %q: %v", s, err)
 	}
 	return v
+}
+
+func addrWords(a *[16]byte) [2]uint64 {
+	return [2]uint64{binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])}
 }

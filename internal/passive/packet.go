@@ -4,8 +4,10 @@ import "encoding/binary"
 
 // ipPacket is a decoded IP header; slices point into the capture buffer.
 type ipPacket struct {
-	v6       bool
-	src, dst [16]byte
+	v6 bool
+	// src and dst are the addresses as two big-endian words each (IPv4
+	// mapped into IPv6), the form flow keys compare.
+	src, dst [2]uint64
 	proto    uint8
 	length   int    // IP total length from the header
 	l4       []byte // transport header and payload as captured (may be cut by the snap length)
@@ -29,10 +31,9 @@ func decodeIP(b []byte, p *ipPacket) bool {
 			b = b[:total] // Ethernet padding
 		}
 		p.v6 = false
-		p.src = [16]byte{10: 0xff, 11: 0xff}
-		p.dst = p.src
-		copy(p.src[12:], b[12:16])
-		copy(p.dst[12:], b[16:20])
+		const mapped = 0xffff << 32
+		p.src = [2]uint64{0, mapped | uint64(binary.BigEndian.Uint32(b[12:]))}
+		p.dst = [2]uint64{0, mapped | uint64(binary.BigEndian.Uint32(b[16:]))}
 		p.proto = b[9]
 		p.length = total
 		frag := binary.BigEndian.Uint16(b[6:])
@@ -49,8 +50,8 @@ func decodeIP(b []byte, p *ipPacket) bool {
 			b = b[:total]
 		}
 		p.v6 = true
-		copy(p.src[:], b[8:24])
-		copy(p.dst[:], b[24:40])
+		p.src = [2]uint64{binary.BigEndian.Uint64(b[8:]), binary.BigEndian.Uint64(b[16:])}
+		p.dst = [2]uint64{binary.BigEndian.Uint64(b[24:]), binary.BigEndian.Uint64(b[32:])}
 		p.length = total
 		p.fragment = false
 		next, off := b[6], 40
@@ -125,6 +126,14 @@ func decodeTCP(b []byte, l4Len int, s *tcpSegment) bool {
 	s.payload = b[off:]
 	s.payloadLen = max(l4Len-off, len(s.payload))
 	s.hasTS, s.mss, s.wscale, s.sackPerm, s.sackBlocks = false, 0, -1, false, 0
+	// Nearly every segment of a connection with timestamps carries just
+	// NOP, NOP, timestamps (RFC 7323 appendix A's layout).
+	if off == 32 && binary.BigEndian.Uint32(b[20:]) == 0x0101080a {
+		s.hasTS = true
+		s.tsval = binary.BigEndian.Uint32(b[24:])
+		s.tsecr = binary.BigEndian.Uint32(b[28:])
+		return true
+	}
 	opts := b[20:off]
 	for len(opts) > 0 {
 		kind := opts[0]

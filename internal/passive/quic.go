@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/passive/spinbit"
@@ -23,6 +24,11 @@ type quicConn struct {
 	cidChange [2]int
 	spin      spinbit.Observer
 	loss      spinbit.LossObserver
+	// The observer's samples are taken as they come: summaries per method
+	// (SpinFullUp…SpinSideClient) and counts per flag, so memory stays
+	// per flow, not per sample.
+	stats [4]rttStats
+	flags [spinbit.NotSpinning + 1]int
 }
 
 func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
@@ -61,10 +67,10 @@ func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
 	if f.quic == nil {
 		f.quic = &quicConn{}
 	}
-	f.quic.datagram(f, dir, t, payload, p.length, id)
+	f.quic.datagram(a, f, dir, t, payload, p.length, id)
 }
 
-func (c *quicConn) datagram(f *flow, dir uint8, t int64, b []byte, size int, id uint64) {
+func (c *quicConn) datagram(a *Analyzer, f *flow, dir uint8, t int64, b []byte, size int, id uint64) {
 	c.packets[dir]++
 	c.bytes[dir] += uint64(size)
 	var h spinbit.Header
@@ -86,7 +92,7 @@ func (c *quicConn) datagram(f *flow, dir uint8, t int64, b []byte, size int, id 
 				c.dcidLen[dir^1], c.learned[dir^1] = len(h.SCID), true
 			}
 		} else {
-			c.shortPacket(f, dir, t, &h, id)
+			c.shortPacket(a, f, dir, t, &h, id)
 		}
 		if !h.FixedBit {
 			c.greased++
@@ -95,7 +101,7 @@ func (c *quicConn) datagram(f *flow, dir uint8, t int64, b []byte, size int, id 
 	}
 }
 
-func (c *quicConn) shortPacket(f *flow, dir uint8, t int64, h *spinbit.Header, id uint64) {
+func (c *quicConn) shortPacket(a *Analyzer, f *flow, dir uint8, t int64, h *spinbit.Header, id uint64) {
 	c.short[dir]++
 	if c.learned[dir] {
 		var cur [20]byte
@@ -107,7 +113,42 @@ func (c *quicConn) shortPacket(f *flow, dir uint8, t int64, h *spinbit.Header, i
 		c.dcid[dir], c.haveDCID[dir] = cur, true
 	}
 	c.spin.Packet(dir, t, h.Spin, id)
+	if len(c.spin.Samples) > 0 {
+		c.take(a, f)
+	}
 	c.loss.Packet(dir, h.First)
+}
+
+// spinMethod is the method of a spin sample.
+func spinMethod(s *spinbit.Sample) Method {
+	switch {
+	case s.Kind == spinbit.Full && s.Dir == 1:
+		return SpinFullDown
+	case s.Kind == spinbit.Full:
+		return SpinFullUp
+	case s.Dir == 0:
+		return SpinSideServer // opened by a client→server edge
+	}
+	return SpinSideClient
+}
+
+// take moves the observer's new samples into the summaries (and the
+// flow's sample list when every sample is kept).
+func (c *quicConn) take(a *Analyzer, f *flow) {
+	for i := range c.spin.Samples {
+		s := &c.spin.Samples[i]
+		m := spinMethod(s)
+		c.stats[m-SpinFullUp].add(s.RTT, s.Flag == spinbit.Valid)
+		smp := sample{t: s.T, rtt: s.RTT, flow: int32(f.index), method: m, ids: s.IDs, n: s.N}
+		if s.Flag != spinbit.Valid {
+			c.flags[s.Flag]++
+			smp.flag = s.Flag.String()
+		}
+		if a.cfg.KeepSamples {
+			f.samples = append(f.samples, smp)
+		}
+	}
+	c.spin.Samples = c.spin.Samples[:0]
 }
 
 func (c *quicConn) result(a *Analyzer, f *flow, A, B string) model.QUICConn {
@@ -129,27 +170,26 @@ func (c *quicConn) result(a *Analyzer, f *flow, A, B string) model.QUICConn {
 	for d := range uint8(2) {
 		_, r.Edges[d], r.Glitches[d] = c.spin.Counts(d)
 	}
-	rejected := map[string]int{}
-	for _, s := range c.spin.Samples {
-		m := SpinFullUp
-		switch {
-		case s.Kind == spinbit.Full && s.Dir == 1:
-			m = SpinFullDown
-		case s.Kind == spinbit.Component && s.Dir == 0:
-			m = SpinSideServer // opened by a client→server edge
-		case s.Kind == spinbit.Component:
-			m = SpinSideClient
+	if st == spinbit.Constant || st == spinbit.Random {
+		// Every sample so far is void: the flow does not spin.
+		var n int
+		for i := range c.stats {
+			n += int(c.stats[i].n + c.stats[i].rejected)
+			c.stats[i] = rttStats{rejected: c.stats[i].n + c.stats[i].rejected}
 		}
-		smp := sample{t: s.T, rtt: s.RTT, flow: int32(f.index), method: m, ids: s.IDs, n: s.N}
-		if s.Flag != spinbit.Valid {
-			smp.flag = s.Flag.String()
-			rejected[smp.flag]++
+		c.flags = [len(c.flags)]int{}
+		c.flags[spinbit.NotSpinning] = n
+		flag := spinbit.NotSpinning.String()
+		for i := range f.samples {
+			f.samples[i].flag = flag
 		}
-		f.samples = append(f.samples, smp)
 	}
-	for _, k := range slices.Sorted(mapsKeys(rejected)) {
-		r.Rejected = append(r.Rejected, model.Count{Name: k, Count: rejected[k]})
+	for fl, n := range c.flags {
+		if n > 0 {
+			r.Rejected = append(r.Rejected, model.Count{Name: spinbit.Flag(fl).String(), Count: n})
+		}
 	}
+	slices.SortFunc(r.Rejected, func(x, y model.Count) int { return strings.Compare(x.Name, y.Name) })
 	for d, name := range [2]string{"up", "down"} {
 		lb := c.loss.Result(uint8(d))
 		if !lb.Present {
@@ -160,18 +200,8 @@ func (c *quicConn) result(a *Analyzer, f *flow, A, B string) model.QUICConn {
 			UpstreamLossPct: 100 * float64(lb.Upstream) / float64(lb.Expected),
 			EndToEndLost:    lb.LMarks, EndToEndLossPct: 100 * float64(lb.LMarks) / float64(max(lb.Packets, 1))})
 	}
-	by := groupSamples(f.samples)
-	r.SpinRTT = [2]model.RTTSummary{summarize(by[SpinFullUp]), summarize(by[SpinFullDown])}
-	r.Component = [2]model.RTTSummary{summarize(by[SpinSideServer]), summarize(by[SpinSideClient])}
+	at := func(m Method) model.RTTSummary { return c.stats[m-SpinFullUp].summary() }
+	r.SpinRTT = [2]model.RTTSummary{at(SpinFullUp), at(SpinFullDown)}
+	r.Component = [2]model.RTTSummary{at(SpinSideServer), at(SpinSideClient)}
 	return r
-}
-
-func mapsKeys(m map[string]int) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }

@@ -10,24 +10,21 @@ import (
 
 // rttStats summarises one method's samples of one flow in bounded memory:
 // running count, sum, min and max; for the quantiles the first exactMax
-// values exactly, and beyond that a fixed log-linear histogram. So the
-// default output needs memory per live flow, not per sample. Values are
-// folded into the histogram exactMax at a time: the per-sample path then
-// appends to a small buffer instead of touching a random histogram line.
+// values exactly, and beyond that a log-linear histogram. So the default
+// output needs memory per live flow, not per sample. The histogram is
+// dense over the buckets the flow's values have reached (a window that
+// grows as needed; a flow's RTTs span a few hundred of the 1664 buckets).
+// Values reach it exactMax at a time: the per-sample path appends to a
+// small buffer, and a fold touches the few histogram lines a batch of
+// similar RTTs falls in, while the analyser's thousands of live flows
+// have evicted them from the cache between one sample and the next.
 type rttStats struct {
 	n, rejected uint32
 	sum         int64 // ns
 	min, max    int64
-	exact       []int64   // the values not yet in hist
-	hist        []histBin // sparse, by bucket; nil while every value is in exact
-}
-
-// histBin is a non-empty histogram bucket. A flow's RTTs span few of the
-// buckets, so the sparse list is a few hundred bytes where the dense
-// histogram would take 6.6 kB (it is bounded by histBuckets all the same).
-type histBin struct {
-	idx uint16
-	n   uint32
+	exact       []int64  // the values not yet in hist
+	lo          int      // bucket of hist[0]
+	hist        []uint32 // counts of buckets lo … lo+len(hist)-1; nil while every value is in exact
 }
 
 // exactMax values are kept exactly (the quantiles of short flows are then
@@ -82,48 +79,49 @@ func (s *rttStats) add(rtt int64, valid bool) {
 	s.exact = append(s.exact, rtt)
 }
 
-// fold moves the buffered values into the histogram.
+// fold moves the buffered values into the histogram, widening its window
+// once for the whole batch.
 func (s *rttStats) fold() {
-	var buf [exactMax]uint16
-	idx := buf[:len(s.exact)]
-	for i, v := range s.exact {
-		idx[i] = uint16(histBucket(v))
-	}
-	s.exact = s.exact[:0]
-	slices.Sort(idx)
-	// Count what already has a bin; gather the new buckets.
-	var fresh [exactMax]histBin
-	nf := 0
-	for i := 0; i < len(idx); {
-		j := i + 1
-		for j < len(idx) && idx[j] == idx[i] {
-			j++
-		}
-		k, found := slices.BinarySearchFunc(s.hist, idx[i], func(b histBin, x uint16) int { return int(b.idx) - int(x) })
-		if found {
-			s.hist[k].n += uint32(j - i)
-		} else {
-			fresh[nf] = histBin{idx[i], uint32(j - i)}
-			nf++
-		}
-		i = j
-	}
-	if nf == 0 {
+	if len(s.exact) == 0 {
 		return
 	}
-	// Merge the new bins in from the back.
-	old := len(s.hist)
-	s.hist = slices.Grow(s.hist, nf)[:old+nf]
-	i, j := old-1, nf-1
-	for w := old + nf - 1; j >= 0; w-- {
-		if i >= 0 && s.hist[i].idx > fresh[j].idx {
-			s.hist[w] = s.hist[i]
-			i--
-		} else {
-			s.hist[w] = fresh[j]
-			j--
-		}
+	var idx [exactMax]int
+	lo, hi := histBuckets, -1
+	for i, v := range s.exact {
+		b := histBucket(v)
+		idx[i] = b
+		lo, hi = min(lo, b), max(hi, b)
 	}
+	s.widen(lo)
+	s.widen(hi)
+	for _, b := range idx[:len(s.exact)] {
+		s.hist[b-s.lo]++
+	}
+	s.exact = s.exact[:0]
+}
+
+// widen grows the window, if need be, to include bucket i, with room to spare on the
+// side it grew (half the new span, at least 16 buckets), so that a slowly
+// drifting RTT does not copy the window on every new bucket.
+func (s *rttStats) widen(i int) {
+	if s.hist != nil && i >= s.lo && i < s.lo+len(s.hist) {
+		return
+	}
+	if s.hist == nil {
+		s.lo = max(i-8, 0)
+		s.hist = make([]uint32, min(16, histBuckets-s.lo))
+		return
+	}
+	lo, hi := s.lo, s.lo+len(s.hist) // hi exclusive
+	slack := max((max(hi, i+1)-min(lo, i))/2, 16)
+	if i < lo {
+		lo = max(i-slack, 0)
+	} else {
+		hi = min(i+1+slack, histBuckets)
+	}
+	h := make([]uint32, hi-lo)
+	copy(h[s.lo-lo:], s.hist)
+	s.lo, s.hist = lo, h
 }
 
 // quantile p (0-100) from the histogram: the bucket holding the sample of
@@ -131,10 +129,10 @@ func (s *rttStats) fold() {
 func (s *rttStats) quantile(p float64) float64 {
 	rank := int64(math.Round(float64(s.n-1) * p / 100))
 	var seen int64
-	for _, b := range s.hist {
-		seen += int64(b.n)
+	for j, n := range s.hist {
+		seen += int64(n)
 		if seen > rank {
-			return min(max(histValue(int(b.idx)), float64(s.min)), float64(s.max))
+			return min(max(histValue(s.lo+j), float64(s.min)), float64(s.max))
 		}
 	}
 	return float64(s.max)
@@ -161,14 +159,4 @@ func (s *rttStats) summary() model.RTTSummary {
 	r.MedianMs = s.quantile(50) / 1e6
 	r.P90Ms = s.quantile(90) / 1e6
 	return r
-}
-
-// summarize describes a list of samples (valid ones; invalid ones are
-// counted).
-func summarize(ss []*sample) model.RTTSummary {
-	var st rttStats
-	for _, s := range ss {
-		st.add(s.rtt, s.flag == "")
-	}
-	return st.summary()
 }

@@ -65,23 +65,36 @@ func TestRTTStatsQuantiles(t *testing.T) {
 	}
 }
 
-// The sparse histogram stays sorted and counts every value once.
-func TestRTTStatsFold(t *testing.T) {
+// The histogram window widens both ways to every value and counts each
+// once; it never outgrows the bucket range.
+func TestRTTStatsWindow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var st rttStats
-	for range 5000 {
-		st.add(int64(1e5+rng.ExpFloat64()*1e9), true)
+	var buckets []int
+	for i := range 5000 {
+		v := int64(1e5 + rng.ExpFloat64()*1e9)
+		if i%2 == 0 {
+			v = int64(1e5 + rng.Float64()*1e6) // the low end too
+		}
+		st.add(v, true)
+		buckets = append(buckets, histBucket(v))
 	}
 	st.fold()
-	var n uint32
-	for i, b := range st.hist {
-		n += b.n
-		if i > 0 && st.hist[i-1].idx >= b.idx {
-			t.Fatalf("bins out of order at %d: %d then %d", i, st.hist[i-1].idx, b.idx)
-		}
+	if st.lo < 0 || st.lo+len(st.hist) > histBuckets {
+		t.Fatalf("window %d + %d outside the %d buckets", st.lo, len(st.hist), histBuckets)
 	}
-	if n != st.n {
-		t.Fatalf("histogram holds %d values, added %d", n, st.n)
+	want := make([]uint32, histBuckets)
+	for _, b := range buckets {
+		want[b]++
+	}
+	for b, n := range want {
+		got := uint32(0)
+		if j := b - st.lo; j >= 0 && j < len(st.hist) {
+			got = st.hist[j]
+		}
+		if got != n {
+			t.Fatalf("bucket %d: %d values, counted %d", b, n, got)
+		}
 	}
 }
 

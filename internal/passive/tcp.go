@@ -315,12 +315,3 @@ func (c *tcpConn) result(a *Analyzer, f *flow, A, B string) model.TCPConn {
 	c.followResult(&r)
 	return r
 }
-
-// groupSamples groups a flow's samples by method.
-func groupSamples(ss []sample) [numMethods][]*sample {
-	var by [numMethods][]*sample
-	for i := range ss {
-		by[ss[i].method] = append(by[ss[i].method], &ss[i])
-	}
-	return by
-}

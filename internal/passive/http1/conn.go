@@ -16,8 +16,13 @@ const (
 	// waiting for a retransmission to fill a hole.
 	maxPending     = 256 << 10
 	maxPendingSegs = 512
-	// maxHeld bounds server bytes held while no request is outstanding.
-	maxHeld = 64 << 10
+	// maxHeld and maxHeldSegs bound the server bytes held while no request
+	// is outstanding. They only need to cover a capture's reordering of
+	// the two directions (a segment or two); a server that sends more
+	// first is not HTTP, and holding (copying) a bulk sender's segments
+	// cost a tenth of the analyser's time on downloads.
+	maxHeld     = 64 << 10
+	maxHeldSegs = 8
 )
 
 // Directions: Client is the sender of the SYN (side A of the analyser).
@@ -153,7 +158,7 @@ func (c *Conn) Segment(dir int, t int64, s *Seg) {
 			// threads put a response before its request now and then
 			// (by less than a millisecond); a server that speaks first
 			// is not HTTP and is caught when the client's bytes arrive.
-			if c.heldBytes+s.Len > maxHeld {
+			if c.heldBytes+s.Len > maxHeld || len(c.held) >= maxHeldSegs {
 				c.giveUp("not-http")
 				return
 			}

@@ -121,7 +121,11 @@ type Observer struct {
 func (o *Observer) Packet(dir uint8, t int64, spin bool, id uint64) {
 	d := &o.dir[dir&1]
 	d.packets++
-	defer func() { d.lastPacket = t }()
+	o.packet(dir&1, d, t, spin, id)
+	d.lastPacket = t
+}
+
+func (o *Observer) packet(dir uint8, d *direction, t int64, spin bool, id uint64) {
 	if !d.have {
 		d.have, d.cur = true, spin
 		return
@@ -130,7 +134,7 @@ func (o *Observer) Packet(dir uint8, t int64, spin bool, id uint64) {
 		if spin == d.tentVal {
 			d.tentCount++
 			if d.tentCount >= confirmPackets {
-				o.commit(dir&1, d)
+				o.commit(dir, d)
 			}
 			return
 		}
@@ -141,7 +145,7 @@ func (o *Observer) Packet(dir uint8, t int64, spin bool, id uint64) {
 			d.tent = false
 			return
 		}
-		o.commit(dir&1, d)
+		o.commit(dir, d)
 	}
 	if spin != d.cur {
 		d.tent, d.tentVal, d.tentCount = true, spin, 1
