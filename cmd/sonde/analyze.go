@@ -303,6 +303,9 @@ The summary gives the packets the kernel dropped because sonde fell behind.`,
 			cfg.Filter = filter
 			a := passive.New(cfg)
 			live, err := captureLive(ctx, cmd.ErrOrStderr(), ifname, filter, out, count, a)
+			if live == nil {
+				return err // nothing was captured
+			}
 			res := a.Finish(tr)
 			res.Live = live
 			// What was captured is reported even when capturing failed.

@@ -50,7 +50,7 @@ type Source struct {
 func Open(ifname string, f *capfilter.Filter) (*Source, error) {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return nil, fmt.Errorf("capture: %w", err)
+		return nil, fmt.Errorf("capture: no interface %q in this network namespace", ifname)
 	}
 	// Protocol 0 receives nothing until bind, so the filter is in place
 	// before the first packet arrives.

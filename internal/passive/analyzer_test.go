@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sonde-project/sonde/internal/capfilter"
 	"github.com/sonde-project/sonde/internal/model"
 )
 
@@ -138,5 +139,38 @@ func TestSpinRTTAgainstTruth(t *testing.T) {
 				t.Logf("%s: %d samples (%.1f/s), mean |e| %.3f%%, max %.3f%%", m, me.Matched, me.SamplesPerS, me.MeanAbsPct, me.MaxPct)
 			}
 		})
+	}
+}
+
+// A filter on a file keeps the matching flows whole and counts what it
+// left out.
+func TestFilterOnFile(t *testing.T) {
+	p := &path{delay: func(int64, uint8) int64 { return 10e6 }}
+	p.tcpBulk(1e6, 3e8, 0)
+	p.quicSpin(1e6, 3e8, nil, 0)
+	capture, _ := p.files(t)
+	run := func(expr string) *model.Analysis {
+		f, err := capfilter.Compile(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := New(Config{Interface: -1, Filter: f})
+		if _, err := a.Read(bytes.NewReader(capture), model.CaptureFile{Path: "synthetic", DamageOffset: -1}); err != nil {
+			t.Fatal(err)
+		}
+		return a.Finish(nil)
+	}
+	all := run("")
+	tcp := run("tcp")
+	udp := run("udp and host 198.18.1.2")
+	if len(all.TCP) != 1 || len(all.QUIC) != 1 || all.Filtered != 0 || all.Filter != "" {
+		t.Fatalf("no filter: %d TCP, %d QUIC, %d filtered", len(all.TCP), len(all.QUIC), all.Filtered)
+	}
+	if len(tcp.TCP) != 1 || len(tcp.QUIC) != 0 || tcp.Filter != "tcp" || tcp.Packets+tcp.Filtered != all.Packets ||
+		tcp.TCP[0].AB.Packets != all.TCP[0].AB.Packets {
+		t.Errorf("tcp: %d TCP, %d QUIC, %d + %d filtered of %d", len(tcp.TCP), len(tcp.QUIC), tcp.Packets, tcp.Filtered, all.Packets)
+	}
+	if len(udp.TCP) != 0 || len(udp.QUIC) != 1 || udp.Packets+udp.Filtered != all.Packets || udp.QUIC[0].Packets != all.QUIC[0].Packets {
+		t.Errorf("udp: %d TCP, %d QUIC, %d + %d filtered of %d", len(udp.TCP), len(udp.QUIC), udp.Packets, udp.Filtered, all.Packets)
 	}
 }

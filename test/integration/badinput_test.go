@@ -54,6 +54,11 @@ func TestFlagErrors(t *testing.T) {
 		{"serve bad addr", []string{"serve", "--addr", "127.0.0.1:http-alt-x"}, []string{"listen", "127.0.0.1:http-alt-x"}},
 		{"serve argument", []string{"serve", "extra"}, []string{"extra"}},
 		{"unknown command", []string{"tset"}, []string{"unknown command", `"tset"`, "did you mean test?"}},
+		{"analyze filter", []string{"analyze", "--filter", "tcp port", "/nonexistent.pcap"}, []string{"filter", `"tcp port"`, "needs a value"}},
+		{"analyze filter host name", []string{"analyze", "--filter", "host example.org", "/nonexistent.pcap"}, []string{"filter", "example.org", "IP address"}},
+		{"capture filter", []string{"capture", "-i", "lo", "-c", "1", "tcp", "or", "(udp"}, []string{"filter", `"tcp or (udp"`, "missing )"}},
+		{"capture interface", []string{"capture", "-i", "sondenosuch0", "-c", "1"}, []string{"capture", `"sondenosuch0"`, "no interface"}},
+		{"capture no interface", []string{"capture", "-c", "1"}, []string{"capture needs -i"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
