@@ -28,9 +28,9 @@ const MAGIC: &[u8; 4] = b"SQ01";
 const REQ_LEN: usize = 4 + 1 + 8 + 8 + 1;
 
 const USAGE: &str = "usage:
-  sonde-quic server --listen ADDR:PORT [--cc cubic|newreno|bbr] [--seed N] [--prompt-acks] [--once]
+  sonde-quic server --listen ADDR:PORT [--cc cubic|newreno|bbr] [--seed N] [--prompt-acks] [--no-gso] [--once]
   sonde-quic client --connect ADDR:PORT [--direction up|down] [--duration D | --bytes N]
-                    [--cc cubic|newreno|bbr] [--seed N] [--prompt-acks]
+                    [--cc cubic|newreno|bbr] [--seed N] [--prompt-acks] [--no-gso]
 
 Bulk transfer over QUIC (quinn) with the latency spin bit enabled on every
 connection, for the sonde lab. The client prints a one-line JSON summary.
@@ -46,6 +46,9 @@ connection, for the sonde lab. The client prints a one-line JSON summary.
   --prompt-acks        ask the peer to acknowledge every packet at once (ACK frequency
                        extension), so it reflects spin edges without waiting: give it
                        to the sender (the server for --direction down)
+  --no-gso             build and send one packet at a time: a segmentation-offload batch
+                       (up to 10 packets) carries the spin value of the moment it was
+                       built, which delays a reflected edge at low rates
   --once               server: exit after one connection
 
 Lab tool: the server presents a throw-away self-signed certificate and the
@@ -84,6 +87,7 @@ struct Opts {
     seed: u64,
     once: bool,
     prompt_acks: bool,
+    no_gso: bool,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -136,6 +140,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
         seed: 1,
         once: false,
         prompt_acks: false,
+        no_gso: false,
     };
     let mut have_addr = false;
     let mut it = args[1..].iter();
@@ -171,6 +176,7 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
             "--bytes" if !server => o.bytes = Some(parse_bytes(&value(flag)?)?),
             "--once" if server => o.once = true,
             "--prompt-acks" => o.prompt_acks = true,
+            "--no-gso" => o.no_gso = true,
             "--cc" => {
                 o.cc = match value(flag)?.as_str() {
                     "cubic" => Cc::Cubic,
@@ -204,10 +210,17 @@ fn parse_args(args: &[String]) -> Result<Opts, String> {
     Ok(o)
 }
 
-fn transport(cc: Cc, prompt_acks: bool) -> Arc<TransportConfig> {
+fn transport(o: &Opts) -> Arc<TransportConfig> {
     let mut t = TransportConfig::default();
     t.allow_spin(true);
-    if prompt_acks {
+    if o.no_gso {
+        // With segmentation offload quinn builds up to ten packets at
+        // once, every one carrying the spin value of that moment: at
+        // 5 Mbit/s a reflected edge then waits in the batch for up to
+        // 20 ms, which a passive observer counts in its RTT sample.
+        t.enable_segmentation_offload(false);
+    }
+    if o.prompt_acks {
         // Ask the peer (ACK frequency extension) to acknowledge every
         // ack-eliciting packet at once. A receiver that acknowledges every
         // second packet, or waits max_ack_delay (25 ms) for a second one,
@@ -224,7 +237,7 @@ fn transport(cc: Cc, prompt_acks: bool) -> Arc<TransportConfig> {
     t.receive_window(VarInt::from_u32(128 << 20));
     t.send_window(128 << 20);
     t.max_idle_timeout(Some(VarInt::from_u32(30_000).into()));
-    let f: Arc<dyn ControllerFactory + Send + Sync> = match cc {
+    let f: Arc<dyn ControllerFactory + Send + Sync> = match o.cc {
         Cc::Cubic => Arc::new(CubicConfig::default()),
         Cc::NewReno => Arc::new(NewRenoConfig::default()),
         Cc::Bbr => Arc::new(BbrConfig::default()),
@@ -243,7 +256,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-fn server_config(cc: Cc, prompt_acks: bool) -> Result<quinn::ServerConfig, String> {
+fn server_config(o: &Opts) -> Result<quinn::ServerConfig, String> {
     let ck = rcgen::generate_simple_self_signed(vec!["sonde-quic".into()])
         .map_err(|e| format!("certificate: {e}"))?;
     let cert = CertificateDer::from(ck.cert.der().to_vec());
@@ -257,7 +270,7 @@ fn server_config(cc: Cc, prompt_acks: bool) -> Result<quinn::ServerConfig, Strin
     tls.alpn_protocols = vec![ALPN.to_vec()];
     let q = QuicServerConfig::try_from(tls).map_err(|e| format!("quic tls: {e}"))?;
     let mut sc = quinn::ServerConfig::with_crypto(Arc::new(q));
-    sc.transport_config(transport(cc, prompt_acks));
+    sc.transport_config(transport(o));
     Ok(sc)
 }
 
@@ -297,7 +310,7 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
     }
 }
 
-fn client_config(cc: Cc, prompt_acks: bool) -> Result<quinn::ClientConfig, String> {
+fn client_config(o: &Opts) -> Result<quinn::ClientConfig, String> {
     let p = provider();
     let mut tls = rustls::ClientConfig::builder_with_provider(p.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -308,7 +321,7 @@ fn client_config(cc: Cc, prompt_acks: bool) -> Result<quinn::ClientConfig, Strin
     tls.alpn_protocols = vec![ALPN.to_vec()];
     let q = QuicClientConfig::try_from(tls).map_err(|e| format!("quic tls: {e}"))?;
     let mut cc_ = quinn::ClientConfig::new(Arc::new(q));
-    cc_.transport_config(transport(cc, prompt_acks));
+    cc_.transport_config(transport(o));
     Ok(cc_)
 }
 
@@ -430,7 +443,7 @@ async fn server(o: &Opts) -> Result<(), String> {
         let sock = bind_retry(o.addr).await?;
         let ep = quinn::Endpoint::new(
             endpoint_config(o.seed, 2),
-            Some(server_config(o.cc, o.prompt_acks)?),
+            Some(server_config(&o)?),
             sock,
             Arc::new(TokioRuntime),
         )
@@ -476,7 +489,7 @@ async fn client(o: &Opts) -> Result<(), String> {
         Arc::new(TokioRuntime),
     )
     .map_err(|e| format!("endpoint: {e}"))?;
-    ep.set_default_client_config(client_config(o.cc, o.prompt_acks)?);
+    ep.set_default_client_config(client_config(&o)?);
     // The server serves one connection at a time on a fresh endpoint: just
     // after a connection ends it refuses new ones until it has rebound.
     let mut attempt = 0;

@@ -50,14 +50,15 @@ type point struct {
 // reflected edge) is outside every link and counts as error. The median
 // |e| must meet the goal plus, as in the TCP accuracy test, an
 // endpoint allowance over the base RTT (twice for full samples, which hold
-// both endpoints' times). The mean is held to meanBoundPct
-// only: the endpoints now and then wait 10-200 ms before reflecting an edge
-// and one such sample in a run of 10-100 moves the mean by 1-2 %. The
-// server-side capture shows the server silent meanwhile: quinn 0.11 sends
-// no packet at all, not even an ACK, while its congestion window holds
-// back pending stream data (see docs/analyze.md), and on this shared
-// 2-core VM the processes also stall under load. --prompt-acks removes the
-// receiver's delayed ACKs (before it, full samples were 5-6 % high).
+// both endpoints' times). So is the mean in uploads; in downloads it is
+// held to meanBoundPct only: the sender now and then waits 10-200 ms
+// before reflecting an edge and one such sample in a run of 10-100 moves
+// the mean by 1-2 %. The server-side capture shows the server silent
+// meanwhile: quinn 0.11 sends no packet at all, not even an ACK, while its
+// congestion window holds back pending stream data (see docs/analyze.md),
+// and the bottleneck queue between it and this observer hides the silence.
+// --prompt-acks removes the receiver's delayed ACKs (before it, full
+// samples were 5-6 % high).
 const (
 	goalPct           = 0.5
 	endpointAllowance = 150 * time.Microsecond
@@ -87,12 +88,19 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// TestSpinRTTAccuracy runs bulk QUIC downloads through a small grid of
-// links and checks, at the client-side observer, that the spin-bit methods
-// have valid samples at every point and that the server-side component
-// (observer → server → observer: the whole network RTT there) and the full
-// RTT are within the bounds. The endpoints run with --prompt-acks
-// (sonde-quic --help).
+// TestSpinRTTAccuracy runs bulk QUIC transfers both ways through a small
+// grid of links and checks, at the client-side observer, that the
+// spin-bit methods have valid samples at every point and that the
+// server-side component (observer → server → observer: the whole network
+// RTT there) and the full RTT are within the bounds. The endpoints run
+// with --prompt-acks and --no-gso (sonde-quic --help).
+//
+// Uploads (the client sends, as in the TCP accuracy test) are held to the
+// issue's goal on the mean. In downloads the sender sits behind the
+// bottleneck: when its congestion window holds it back it reflects an edge
+// 10-200 ms late and the queue hides its silence from this observer, so
+// one such sample in a run moves the mean by 1-2 %: there only the median
+// is held to the goal (see bench/spin_accuracy.sh and docs/analyze.md).
 func TestSpinRTTAccuracy(t *testing.T) {
 	needRoot(t)
 	bin := quicBin(t)
@@ -101,47 +109,57 @@ func TestSpinRTTAccuracy(t *testing.T) {
 	}
 	grid := []point{{mbit: 5, rttMs: 16, seconds: 4}, {mbit: 50, rttMs: 64, seconds: 4}, {mbit: 200, rttMs: 32, seconds: 4}, {mbit: 20, rttMs: 600, seconds: 8}}
 	for _, p := range grid {
-		t.Run(fmt.Sprintf("%dMbit-%dms", p.mbit, p.rttMs), func(t *testing.T) {
-			capFile, truthFile, goodput := runQUIC(t, bin, p, "down")
-			if ratio := goodput / (float64(p.mbit) * 1e6); ratio < labHealthy {
-				// The forwarder did not get the CPU to carry the
-				// configured rate: its timing, not the analyser's, is
-				// what such a run would measure.
-				t.Skipf("lab overloaded: the transfer got %.1f of %d Mbit/s (%.0f %% < %.0f %%); rerun on a less loaded machine",
-					goodput/1e6, p.mbit, 100*ratio, 100*labHealthy)
-			}
-			bound := goalPct + 100*endpointAllowance.Seconds()*1000/float64(p.rttMs)
-			res := analyze(t, capFile, truthFile, 0, 'A')
-			if len(res.QUIC) != 1 {
-				t.Fatalf("%d QUIC flows in the capture, want 1", len(res.QUIC))
-			}
-			q := res.QUIC[0]
-			t.Logf("flow: spin %s, version %s, edges %v, glitches %v, rejected %v", q.Spin, q.Version, q.Edges, q.Glitches, q.Rejected)
-			if q.Spin != "spinning" {
-				t.Fatalf("flow classified %q, want spinning", q.Spin)
-			}
-			for _, name := range []string{"spin-side-server", "spin-full-up", "spin-full-down"} {
-				m := method(res, name)
-				bound := bound
-				if name != "spin-side-server" {
-					// A full sample also holds the client's time to
-					// reflect (truth 0 at this observer): two endpoints.
-					bound = goalPct + 2*100*endpointAllowance.Seconds()*1000/float64(p.rttMs)
-				}
-				t.Logf("%-16s samples %4d matched %4d mean|e| %.3f%% median %.3f%% p90 %.3f%% p99 %.3f%% max %.2f%% bias %+.3f%% %.1f samples/s (median bound %.3f%%)",
-					name, m.Samples, m.Matched, m.MeanAbsPct, m.MedianPct, m.P90Pct, m.P99Pct, m.MaxPct, m.MeanSignedPct, m.SamplesPerS, bound)
-				if m.Matched < 3 || float64(m.Matched) < 0.9*float64(m.Samples) {
-					t.Errorf("%s: %d valid samples, %d matched with the truth: want ≥ 3 and ≥ 90 %%", name, m.Samples, m.Matched)
-					continue
-				}
-				if m.MedianPct > bound {
-					t.Errorf("%s: median |e| %.3f%% > bound %.3f%%", name, m.MedianPct, bound)
-				}
-				if m.MeanAbsPct > meanBoundPct {
-					t.Errorf("%s: mean |e| %.3f%% > %d%%", name, m.MeanAbsPct, meanBoundPct)
-				}
-			}
-		})
+		for _, dir := range []string{"up", "down"} {
+			t.Run(fmt.Sprintf("%dMbit-%dms-%s", p.mbit, p.rttMs, dir), func(t *testing.T) {
+				checkSpinPoint(t, bin, p, dir)
+			})
+		}
+	}
+}
+
+func checkSpinPoint(t *testing.T, bin string, p point, dir string) {
+	capFile, truthFile, goodput := runQUIC(t, bin, p, dir)
+	if ratio := goodput / (float64(p.mbit) * 1e6); ratio < labHealthy {
+		// The forwarder did not get the CPU to carry the configured
+		// rate: its timing, not the analyser's, is what such a run
+		// would measure.
+		t.Skipf("lab overloaded: the transfer got %.1f of %d Mbit/s (%.0f %% < %.0f %%); rerun on a less loaded machine",
+			goodput/1e6, p.mbit, 100*ratio, 100*labHealthy)
+	}
+	res := analyze(t, capFile, truthFile, 0, 'A')
+	if len(res.QUIC) != 1 {
+		t.Fatalf("%d QUIC flows in the capture, want 1", len(res.QUIC))
+	}
+	q := res.QUIC[0]
+	t.Logf("flow: spin %s, version %s, edges %v, glitches %v, rejected %v", q.Spin, q.Version, q.Edges, q.Glitches, q.Rejected)
+	if q.Spin != "spinning" {
+		t.Fatalf("flow classified %q, want spinning", q.Spin)
+	}
+	for _, name := range []string{"spin-side-server", "spin-full-up", "spin-full-down"} {
+		m := method(res, name)
+		// A full sample also holds the client's time to reflect (truth 0
+		// at this observer): two endpoints.
+		endpoints := 1.0
+		if name != "spin-side-server" {
+			endpoints = 2
+		}
+		bound := goalPct + endpoints*100*endpointAllowance.Seconds()*1000/float64(p.rttMs)
+		meanBound := float64(meanBoundPct)
+		if dir == "up" {
+			meanBound = bound
+		}
+		t.Logf("%-16s samples %4d matched %4d mean|e| %.3f%% median %.3f%% p90 %.3f%% p99 %.3f%% max %.2f%% bias %+.3f%% %.1f samples/s (bounds: median %.3f%%, mean %.3f%%)",
+			name, m.Samples, m.Matched, m.MeanAbsPct, m.MedianPct, m.P90Pct, m.P99Pct, m.MaxPct, m.MeanSignedPct, m.SamplesPerS, bound, meanBound)
+		if m.Matched < 3 || float64(m.Matched) < 0.9*float64(m.Samples) {
+			t.Errorf("%s: %d valid samples, %d matched with the truth: want ≥ 3 and ≥ 90 %%", name, m.Samples, m.Matched)
+			continue
+		}
+		if m.MedianPct > bound {
+			t.Errorf("%s: median |e| %.3f%% > bound %.3f%%", name, m.MedianPct, bound)
+		}
+		if m.MeanAbsPct > meanBound {
+			t.Errorf("%s: mean |e| %.3f%% > %.3f%%", name, m.MeanAbsPct, meanBound)
+		}
 	}
 }
 
@@ -189,25 +207,33 @@ func TestSpinGrid(t *testing.T) {
 			t.Fatal("SONDE_SPIN_TCP set but iperf3 missing (make apt-deps)")
 		}
 	}
+	dirs := strings.Split(cmp.Or(os.Getenv("SONDE_SPIN_DIRECTIONS"), "down"), ",")
+	for _, d := range dirs {
+		if d != "up" && d != "down" {
+			t.Fatalf("SONDE_SPIN_DIRECTIONS item %q: want up or down", d)
+		}
+	}
 	for _, item := range strings.Split(spec, ",") {
 		var p point
 		if _, err := fmt.Sscanf(item, "%d:%d:%d", &p.mbit, &p.rttMs, &p.seconds); err != nil {
 			t.Fatalf("SONDE_SPIN_GRID item %q: want MBIT:RTTMS:SECONDS", item)
 		}
 		p.tcp = tcp
-		capFile, truthFile, goodput := runQUIC(t, bin, p, "down")
-		res := analyze(t, capFile, truthFile, 0, 'A')
-		state := "none"
-		if len(res.QUIC) > 0 {
-			state = res.QUIC[0].Spin
-		}
-		for _, name := range []string{"spin-side-server", "spin-full-up", "spin-full-down", "ts-side-b"} {
-			m := method(res, name)
-			if name == "ts-side-b" && tcp == 0 {
-				continue
+		for _, dir := range dirs {
+			capFile, truthFile, goodput := runQUIC(t, bin, p, dir)
+			res := analyze(t, capFile, truthFile, 0, 'A')
+			state := "none"
+			if len(res.QUIC) > 0 {
+				state = res.QUIC[0].Spin
 			}
-			fmt.Printf("GRID %d %d %s %d %d %.3f %.3f %.3f %.3f %.2f %s %.1f\n", p.mbit, p.rttMs, name, m.Samples, m.Matched,
-				m.MeanAbsPct, m.MedianPct, m.P90Pct, m.MaxPct, m.SamplesPerS, state, goodput/1e6)
+			for _, name := range []string{"spin-side-server", "spin-full-up", "spin-full-down", "ts-side-b"} {
+				m := method(res, name)
+				if name == "ts-side-b" && tcp == 0 {
+					continue
+				}
+				fmt.Printf("GRID %d %d %s %s %d %d %.3f %.3f %.3f %.3f %.2f %s %.1f\n", p.mbit, p.rttMs, dir, name, m.Samples, m.Matched,
+					m.MeanAbsPct, m.MedianPct, m.P90Pct, m.MaxPct, m.SamplesPerS, state, goodput/1e6)
+			}
 		}
 	}
 }
@@ -244,7 +270,7 @@ func runQUIC(t *testing.T, bin string, p point, direction string) (capFile, trut
 	defer cancel()
 	addr := l.ServerAddr() + ":4433"
 	n := max(p.seeds, 1)
-	srvArgs := []string{"server", "--listen", addr, "--seed", "1", "--prompt-acks"}
+	srvArgs := []string{"server", "--listen", addr, "--seed", "1", "--prompt-acks", "--no-gso"}
 	if n == 1 {
 		srvArgs = append(srvArgs, "--once")
 	}
@@ -257,7 +283,7 @@ func runQUIC(t *testing.T, bin string, p point, direction string) (capFile, trut
 	time.Sleep(300 * time.Millisecond)
 	for seed := 1; seed <= n; seed++ {
 		out, err := l.Command(ctx, lab.Client, bin, "client", "--connect", addr, "--direction", direction,
-			"--duration", strconv.Itoa(p.seconds)+"s", "--seed", strconv.Itoa(seed), "--prompt-acks").Output()
+			"--duration", strconv.Itoa(p.seconds)+"s", "--seed", strconv.Itoa(seed), "--prompt-acks", "--no-gso").Output()
 		if err != nil {
 			t.Fatalf("sonde-quic client (seed %d): %v\n%s", seed, err, out)
 		}
