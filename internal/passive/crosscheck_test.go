@@ -172,10 +172,10 @@ func TestTSharkCrossCheck(t *testing.T) {
 		c.data += uint64(atoi(t, r[5]))
 		// Data segments only, as tcptrace's "rexmt data pkts". tshark's
 		// spurious retransmission is a first transmission of data the
-		// receiver had already acknowledged: the lab's capture writes its
-		// two directions from two threads, so an ACK can precede in the
-		// file the segment it acknowledges (by µs). Neither sonde nor
-		// tcptrace has seen that data before: not a retransmission.
+		// receiver had already acknowledged: a capture written by two
+		// threads can hold an ACK before the segment it acknowledges (by
+		// µs). Neither sonde nor tcptrace has seen that data before: not a
+		// retransmission.
 		if atoi(t, r[5]) > 0 && (r[6] != "" || r[7] != "") && r[8] == "" {
 			c.retrans++
 		}

@@ -124,3 +124,23 @@ func TestBrowserQueueNote(t *testing.T) {
 		}
 	}
 }
+
+// A failure of a stream the page counted is an error of the run; one of a
+// stream the page gave up on while opening it is a note.
+func TestStreamErrors(t *testing.T) {
+	run := &BrowserRun{Download: &BrowserPhase{Tags: []string{"d0"}}, Upload: &BrowserPhase{Tags: []string{"u0", "u1"}}}
+	reps := []protocol.FlowReport{
+		{Kind: protocol.KindDownload, Tag: "d0", Error: "reset"},
+		{Kind: protocol.KindDownload, Tag: "d1", Error: "websocket: close 1006"},
+		{Kind: protocol.KindUpload, Tag: "u1"},
+		{Kind: protocol.KindProbe, Tag: "p", Error: "still running"},
+		{Kind: protocol.KindProbe, Tag: "p2", Error: "broken"},
+	}
+	errs, notes := streamErrors(run, reps)
+	if len(errs) != 2 || !strings.Contains(errs[0], `"d0"`) || !strings.Contains(errs[1], `"p2"`) {
+		t.Errorf("errors %q", errs)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], `"d1"`) || !strings.Contains(notes[0], "gave up") {
+		t.Errorf("notes %q", notes)
+	}
+}

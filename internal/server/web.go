@@ -219,12 +219,37 @@ func (s *Server) assembleBrowser(ses *session, run *BrowserRun, reps []protocol.
 		res.Upload = assemblePhase(protocol.KindUpload, run.Upload, reps, off, baseMs, res.Baseline)
 		res.Notes = append(res.Notes, "upload: a browser cannot read its socket's TCP_INFO, so the upload's sender figures (efficiency, bottleneck, window) are not available; its goodput is the server's receive count")
 	}
-	for _, f := range reps {
-		if f.Error != "" && f.Error != "still running" {
-			res.Errors = append(res.Errors, fmt.Sprintf("server: %s stream %q: %s", f.Kind, f.Tag, f.Error))
+	errs, notes := streamErrors(run, reps)
+	res.Errors = append(res.Errors, errs...)
+	res.Notes = append(res.Notes, notes...)
+	return res
+}
+
+// streamErrors turns the server's stream failures into the result's errors.
+// A stream the page gave up on while it opened (it says so in a note) is
+// not among its phase's tags: what the server saw of its end is a note
+// too, not a failure of the run.
+func streamErrors(run *BrowserRun, reps []protocol.FlowReport) (errs, notes []string) {
+	counted := map[string]bool{}
+	for _, bp := range []*BrowserPhase{run.Download, run.Upload} {
+		if bp != nil {
+			for _, tag := range bp.Tags {
+				counted[tag] = true
+			}
 		}
 	}
-	return res
+	for _, f := range reps {
+		if f.Error == "" || f.Error == "still running" {
+			continue
+		}
+		msg := fmt.Sprintf("server: %s stream %q: %s", f.Kind, f.Tag, f.Error)
+		if (f.Kind == protocol.KindDownload || f.Kind == protocol.KindUpload) && !counted[f.Tag] {
+			notes = append(notes, msg+" (a stream the page gave up on; not counted)")
+			continue
+		}
+		errs = append(errs, msg)
+	}
+	return errs, notes
 }
 
 // assemblePhase joins the page's and the server's view of one load phase,

@@ -438,12 +438,16 @@ func (d *direction) release() time.Duration {
 		// Delivery is stamped when the packet is handed to the device: the
 		// write itself runs the receiving stack and can take tens of µs.
 		p.Sent = d.now()
-		_, err := d.out.Write(p.Data)
-		if err != nil {
+		// Captured before the write: the write hands the packet to the
+		// receiver, whose answer the other direction's thread can read
+		// and capture before this one got back to capture the packet it
+		// answers (a capture out of causal order, seen once the threads
+		// woke up faster). A packet whose write fails stays in the capture;
+		// the ground truth has it as DropWrite.
+		d.capture(atB, true, p.Sent, p.Data)
+		if _, err := d.out.Write(p.Data); err != nil {
 			p.Fate = emulator.DropWrite
 			d.writeErrs++
-		} else {
-			d.capture(atB, true, p.Sent, p.Data)
 		}
 		d.record(p)
 		d.put(p)
