@@ -95,11 +95,12 @@ for e in errs:
 for d in ("upload", "download"):
     x = w.get(d)
     if x:
-        print(sys.argv[2], d, sys.argv[3], x["goodput_bps"] / 1e6, x["messages_per_s"], x["loss_pct"], x["sent"], x["received"], x["loss_pattern"]["loss_periods"], x["jitter_ms"], x.get("malformed", 0), x["duplicates"])
+        dg = (x.get("datagrams") or {}).get("loss_pct", float("nan"))
+        print(sys.argv[2], d, sys.argv[3], x["goodput_bps"] / 1e6, x["messages_per_s"], x["loss_pct"], x["sent"], x["received"], x["loss_pattern"]["loss_periods"], x["jitter_ms"], x.get("malformed", 0), x["duplicates"], dg)
     else:
-        print(sys.argv[2], d, sys.argv[3], "nan nan nan 0 0 0 nan 0 0")
+        print(sys.argv[2], d, sys.argv[3], "nan nan nan 0 0 0 nan 0 0 nan")
 PY
-		tail -2 "$WORK/rows" | awk -v i="$i" '{printf "  %-8s run %d %-8s %7.1f Mbit/s %7.0f msg/s  loss %6.2f %% (%d/%d, %d periods)  jitter %.3f ms%s\n", $1, i, $2, $4, $5, $6, $8, $7, $9, $10, ($11 + $12 > 0 ? sprintf("  malformed %d duplicates %d", $11, $12) : "")}'
+		tail -2 "$WORK/rows" | awk -v i="$i" '{printf "  %-8s run %d %-8s %7.1f Mbit/s %7.0f msg/s  loss %6.2f %% (%d/%d, %d periods), datagrams %6.2f %%  jitter %.3f ms%s\n", $1, i, $2, $4, $5, $6, $8, $7, $9, $13, $10, ($11 + $12 > 0 ? sprintf("  malformed %d duplicates %d", $11, $12) : "")}'
 	done
 }
 
@@ -130,20 +131,23 @@ python3 - "$WORK/rows" <<'PY'
 import math, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    path, d, conf, gp, mps, loss, *_ = line.split()
-    rows.setdefault((path, d, float(conf)), []).append((float(gp), float(mps), float(loss)))
+    path, d, conf, gp, mps, loss, *rest = line.split()
+    rows.setdefault((path, d, float(conf)), []).append((float(gp), float(mps), float(loss), float(rest[-1])))
 def med(xs):
     xs = [x for x in xs if not math.isnan(x)]
     return statistics.median(xs) if xs else float("nan")
 print()
-print(f"{'path':<9} {'dir':<9} {'goodput':>9} {'msg/s':>8} {'loss':>7} {'config':>7} {'runs':>5}  goal")
+print(f"{'path':<9} {'dir':<9} {'goodput':>9} {'msg/s':>8} {'loss':>7} {'dgram':>7} {'config':>7} {'runs':>5}  goal")
 for (path, d, conf), v in rows.items():
-    gp, mps, loss = (med(x[i] for x in v) for i in range(3))
+    gp, mps, loss, dg = (med(x[i] for x in v) for i in range(4))
     ok = sum(1 for x in v if not math.isnan(x[0]))
     if conf == 0:
         goal = f">= 60 Mbit/s: {'met' if gp >= 60 else 'NOT met'} ({gp / 60:.2f}x); vs 300 msg/s ceiling {mps / 300:.0f}x"
     else:
-        goal = f"reports through {conf:.0f} % loss: {'met' if ok == len(v) else 'NOT met'} ({ok}/{len(v)} runs); measured/configured {loss / conf:.2f}"
-    print(f"{path:<9} {d:<9} {gp:>9.1f} {mps:>8.0f} {loss:>6.2f}% {conf:>6.0f}% {ok:>2}/{len(v):<2}  {goal}")
-print("(goodput Mbit/s, medians over runs; loss measured per direction by the data channel test)")
+        goal = (f"reports through {conf:.0f} % loss: {'met' if ok == len(v) else 'NOT met'} ({ok}/{len(v)} runs); "
+                f"measured/configured: messages {loss / conf:.2f}, datagrams {dg / conf:.2f}")
+    print(f"{path:<9} {d:<9} {gp:>9.1f} {mps:>8.0f} {loss:>6.2f}% {dg:>6.2f}% {conf:>6.0f}% {ok:>2}/{len(v):<2}  {goal}")
+print("(goodput Mbit/s, medians over runs; loss: messages lost, per direction, as the data channel test counts them;")
+print(" dgram: datagrams the sender's ICE pair sent that the receiver's did not receive, the path's loss;")
+print(" where messages exceed datagrams, the sender's WebRTC stack dropped messages itself)")
 PY

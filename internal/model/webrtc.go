@@ -47,4 +47,21 @@ type WebRTCDirection struct {
 	JitterMs    float64     `json:"jitter_ms"`
 	Reordering  Reordering  `json:"reordering"`
 	LossPattern LossPattern `json:"loss_pattern"`
+	// Datagrams compares the packets of the phase that the sending end's
+	// ICE transport sent with those the receiving end's received (absent
+	// when either end could not count them).
+	Datagrams *DatagramCount `json:"datagrams,omitempty"`
+}
+
+// DatagramCount is one direction's datagrams during a phase, as the two
+// ends' ICE candidate pairs counted them: every packet of the association
+// (test messages, acknowledgements, SCTP control), so LossPct is the loss
+// on the path and at the receiving socket, whatever the sending SCTP stack
+// did with messages. A message loss well above it is the sender's stack
+// dropping messages itself. The counts' windows differ by the odd control
+// packet (a couple in tens of thousands).
+type DatagramCount struct {
+	Sent     int     `json:"sent"`
+	Received int     `json:"received"`
+	LossPct  float64 `json:"loss_pct"`
 }

@@ -32,6 +32,9 @@ type ctlMsg struct {
 	Size      int                    `json:"size,omitempty"`
 	Sent      *int                   `json:"sent,omitempty"`
 	SendS     float64                `json:"send_s,omitempty"`
+	// Datagrams is, in the page's "end" of the upload, the datagrams its
+	// ICE candidate pair sent while it sent the test messages.
+	Datagrams *int `json:"datagrams,omitempty"`
 	Result    *model.WebRTCDirection `json:"result,omitempty"`
 	Error     string                 `json:"error,omitempty"`
 }
@@ -77,6 +80,10 @@ type peer struct {
 	upMalformed int
 	upTimer     *time.Timer
 	upDone      bool
+	upRecv0     int  // the pair's received datagrams when the upload started
+	upRecvOK    bool // upRecv0 was read
+	downSent0   int  // the pair's sent datagrams when the download started
+	downSentOK  bool
 	down        *downState // set when the download sending finished
 	ackNext     int64      // download: one more than the highest seq the page acknowledged
 	win         *window    // download: how far beyond ackNext it may send
@@ -239,7 +246,11 @@ func (p *peer) onCtl(m webrtc.DataChannelMessage) {
 		if c.Sent != nil && *c.Sent >= 0 {
 			sent = *c.Sent
 		}
-		time.AfterFunc(uploadGrace, func() { p.finishUpload(sent, c.SendS) })
+		datagrams := -1
+		if c.Datagrams != nil && *c.Datagrams >= 0 {
+			datagrams = *c.Datagrams
+		}
+		time.AfterFunc(uploadGrace, func() { p.finishUpload(sent, c.SendS, datagrams) })
 	default:
 		p.send(ctlMsg{Op: "error", Error: fmt.Sprintf("unknown control message %q %q", c.Op, c.Dir)})
 	}
@@ -275,12 +286,21 @@ func (p *peer) startUpload(size int, durS float64, dur time.Duration) {
 	// If the page never says it finished, count what arrived anyway.
 	// (Its "end" can come late: a control message lost on a busy path is
 	// retransmitted only after SCTP's backed-off timeout.)
-	p.upTimer = time.AfterFunc(dur+20*time.Second, func() { p.finishUpload(-1, 0) })
+	p.upTimer = time.AfterFunc(dur+20*time.Second, func() { p.finishUpload(-1, 0, -1) })
+	p.mu.Unlock()
+	// Before "ready": every datagram the page sends for the test comes
+	// after this count.
+	_, recv, ok := p.pairCounts()
+	p.mu.Lock()
+	p.upRecv0, p.upRecvOK = recv, ok
 	p.mu.Unlock()
 	p.send(ctlMsg{Op: "ready", Dir: dirUpload})
 }
 
-func (p *peer) finishUpload(sent int, sendS float64) {
+// finishUpload computes the upload direction from the arrivals; sent and
+// datagrams are the page's counts of messages and datagrams (-1: unknown).
+func (p *peer) finishUpload(sent int, sendS float64, datagrams int) {
+	_, recv, pairOK := p.pairCounts()
 	p.mu.Lock()
 	p.svc.cfg.Logger.Info("webrtc upload", "session", p.id, "sent", sent, "records", len(p.up), "phase", p.phase)
 	if p.phase != phaseUp {
@@ -291,6 +311,9 @@ func (p *peer) finishUpload(sent int, sendS float64) {
 	p.upTimer.Stop()
 	d := Analyze(dirUpload, p.up, sent, p.res.MessageBytes, sendS)
 	d.Malformed += p.upMalformed
+	if datagrams >= 0 && pairOK && p.upRecvOK {
+		d.Datagrams = datagramCount(datagrams, recv-p.upRecv0)
+	}
 	p.res.Upload = &d
 	p.up = nil
 	p.mu.Unlock()
@@ -317,8 +340,10 @@ func (p *peer) startDownload(size int, durS float64, dur time.Duration) {
 		p.mu.Unlock()
 		return
 	}
+	sent0, _, ok := p.pairCounts()
 	p.mu.Lock()
 	ack := p.ack
+	p.downSent0, p.downSentOK = sent0, ok
 	p.mu.Unlock()
 	p.send(ctlMsg{Op: "ready", Dir: dirDownload})
 	go p.sendDownload(data, ack, size, dur)
@@ -422,8 +447,11 @@ loop:
 	p.send(ctlMsg{Op: "end", Dir: dirDownload, Sent: &sent, SendS: st.sendS})
 }
 
-// setDownload computes the download direction from the page's records.
-func (p *peer) setDownload(recs []Record) error {
+// setDownload computes the download direction from the page's records;
+// datagrams is the page's count of datagrams received during the phase
+// (-1: unknown).
+func (p *peer) setDownload(recs []Record, datagrams int) error {
+	sent1, _, pairOK := p.pairCounts()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -434,8 +462,39 @@ func (p *peer) setDownload(recs []Record) error {
 	}
 	p.down.have = true
 	d := Analyze(dirDownload, recs, p.down.sent, p.down.size, p.down.sendS)
+	if datagrams >= 0 && pairOK && p.downSentOK {
+		d.Datagrams = datagramCount(sent1-p.downSent0, datagrams)
+	}
 	p.res.Download = &d
 	return nil
+}
+
+// pairCounts returns the datagrams sent and received on the ICE candidate
+// pair in use (the one that carried the most), as pion counts them:
+// application packets, not STUN.
+func (p *peer) pairCounts() (sent, recv int, ok bool) {
+	best := -1
+	for _, st := range p.pc.GetStats() {
+		cp, isPair := st.(webrtc.ICECandidatePairStats)
+		if !isPair {
+			continue
+		}
+		if n := int(cp.PacketsSent) + int(cp.PacketsReceived); n > best {
+			best, sent, recv = n, int(cp.PacketsSent), int(cp.PacketsReceived)
+		}
+	}
+	return sent, recv, best >= 0
+}
+
+// datagramCount compares a phase's datagram counts; a receiver that counted
+// more than were sent (the windows' odd control packet) is taken as no loss.
+func datagramCount(sent, received int) *model.DatagramCount {
+	if sent <= 0 || received < 0 {
+		return nil
+	}
+	c := &model.DatagramCount{Sent: sent, Received: received}
+	c.LossPct = 100 * float64(max(sent-received, 0)) / float64(sent)
+	return c
 }
 
 // result returns a copy of the result so far.

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -180,8 +181,9 @@ func (s *Service) HandleOffer(w http.ResponseWriter, r *http.Request, ses Sessio
 	writeJSON(w, http.StatusOK, Description{Type: "answer", SDP: answer})
 }
 
-// HandleRecords takes POST …/sessions/{id}/webrtc/records: the page's
-// arrival records of the download direction (recordLen bytes each), and
+// HandleRecords takes POST …/sessions/{id}/webrtc/records[?datagrams=N]:
+// the page's arrival records of the download direction (recordLen bytes
+// each) and the datagrams its ICE candidate pair received meanwhile, and
 // replies with the complete model.WebRTCResult.
 func (s *Service) HandleRecords(w http.ResponseWriter, r *http.Request, ses Session) {
 	s.mu.Lock()
@@ -201,7 +203,14 @@ func (s *Service) HandleRecords(w http.ResponseWriter, r *http.Request, ses Sess
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if err := p.setDownload(recs); err != nil {
+	datagrams := -1
+	if v := r.URL.Query().Get("datagrams"); v != "" {
+		if datagrams, err = strconv.Atoi(v); err != nil || datagrams < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("datagrams %q: want a count", v))
+			return
+		}
+	}
+	if err := p.setDownload(recs, datagrams); err != nil {
 		writeError(w, http.StatusConflict, err.Error())
 		return
 	}

@@ -229,6 +229,41 @@ func checkDir(t *testing.T, d *model.WebRTCDirection, dir string) {
 	}
 }
 
+// pairCounts is the client's datagrams sent and received on its candidate
+// pair (the one that carried the most), as the page reads them.
+func (c *client) pairCounts(t *testing.T) (sent, recv int) {
+	t.Helper()
+	best := -1
+	for _, st := range c.pc.GetStats() {
+		if cp, ok := st.(webrtc.ICECandidatePairStats); ok && int(cp.PacketsSent+cp.PacketsReceived) > best {
+			best, sent, recv = int(cp.PacketsSent+cp.PacketsReceived), int(cp.PacketsSent), int(cp.PacketsReceived)
+		}
+	}
+	if best < 0 {
+		t.Fatal("no candidate pair in the client's stats")
+	}
+	return sent, recv
+}
+
+// checkDatagrams: the server joined the client's count with its own; on
+// loopback at most a few control packets of the two windows differ, and
+// there are at least as many datagrams as test messages.
+func checkDatagrams(t *testing.T, d *model.WebRTCDirection, clientCount int) {
+	t.Helper()
+	g := d.Datagrams
+	if g == nil {
+		t.Fatalf("%s: no datagram counts (client counted %d)", d.Direction, clientCount)
+	}
+	t.Logf("%s: datagrams sent %d received %d (%.3f%% lost); messages %d", d.Direction, g.Sent, g.Received, g.LossPct, d.Sent)
+	mine := g.Received
+	if d.Direction == dirUpload {
+		mine = g.Sent
+	}
+	if mine != clientCount || g.Sent < d.Received || g.Received < d.Received || g.Sent-g.Received > 5 || g.Received-g.Sent > 5 {
+		t.Errorf("%s: datagrams %+v, client counted %d, %d messages received", d.Direction, g, clientCount, d.Received)
+	}
+}
+
 func TestLoopbackBothDirections(t *testing.T) {
 	for _, port := range []int{0, freeUDPPort(t)} {
 		t.Run(fmt.Sprintf("port=%d", port), func(t *testing.T) {
@@ -238,18 +273,26 @@ func TestLoopbackBothDirections(t *testing.T) {
 			const size = DefaultMessage
 			c.ctlSend(t, ctlMsg{Op: "start", Dir: dirUpload, DurationS: 1, Size: size})
 			c.expect(t, "ready")
+			// Like the page: the datagrams the pair sent while sending.
+			sent0, _ := c.pairCounts(t)
 			sent, sendS := c.upload(t, size, time.Second)
-			c.ctlSend(t, ctlMsg{Op: "end", Dir: dirUpload, Sent: &sent, SendS: sendS})
+			time.Sleep(100 * time.Millisecond) // the queue drains
+			sent1, _ := c.pairCounts(t)
+			datagrams := sent1 - sent0
+			c.ctlSend(t, ctlMsg{Op: "end", Dir: dirUpload, Sent: &sent, SendS: sendS, Datagrams: &datagrams})
 			done := c.expect(t, "done")
 			checkDir(t, done.Result, dirUpload)
 			if done.Result.Sent != sent {
 				t.Fatalf("upload: sent %d, server says %d", sent, done.Result.Sent)
 			}
+			checkDatagrams(t, done.Result, datagrams)
 
+			_, recv0 := c.pairCounts(t)
 			c.ctlSend(t, ctlMsg{Op: "start", Dir: dirDownload, DurationS: 1, Size: size})
 			c.expect(t, "ready")
 			end := c.expect(t, "end")
 			time.Sleep(300 * time.Millisecond)
+			_, recv1 := c.pairCounts(t)
 			var body []byte
 			for n := len(c.recs); n > 0; n-- {
 				r := <-c.recs
@@ -259,7 +302,7 @@ func TestLoopbackBothDirections(t *testing.T) {
 				binary.LittleEndian.PutUint64(b[12:], math.Float64bits(r.RecvMs))
 				body = append(body, b[:]...)
 			}
-			code, reply := post(t, url+"/webrtc/records", "application/octet-stream", body)
+			code, reply := post(t, fmt.Sprintf("%s/webrtc/records?datagrams=%d", url, recv1-recv0), "application/octet-stream", body)
 			if code != 200 {
 				t.Fatalf("records: %d %s", code, reply)
 			}
@@ -268,6 +311,7 @@ func TestLoopbackBothDirections(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkDir(t, res.Download, dirDownload)
+			checkDatagrams(t, res.Download, recv1-recv0)
 			if res.Download.Sent != *end.Sent || res.MessageBytes != size || !strings.Contains(res.Pair, "127.0.0.1") {
 				t.Fatalf("download: %+v", res)
 			}

@@ -282,6 +282,32 @@ function gathered(pc: RTCPeerConnection, ms: number): Promise<void> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * pairCounts reads the datagrams sent and received on the ICE candidate
+ * pair in use (the transport's selected pair, else the one that carried
+ * the most), or null when the browser does not say. The server joins them
+ * with its own counts: the path's datagram loss beside the message loss.
+ */
+export async function pairCounts(pc: { getStats(): Promise<RTCStatsReport> }): Promise<{ sent: number; received: number } | null> {
+  try {
+    const byId = new Map<string, any>();
+    (await pc.getStats()).forEach((v: any) => byId.set(v.id, v));
+    let pair: any = null;
+    for (const v of byId.values()) {
+      if (v.type === "transport" && v.selectedCandidatePairId) pair = byId.get(v.selectedCandidatePairId) ?? pair;
+    }
+    if (!pair) {
+      for (const v of byId.values()) {
+        if (v.type === "candidate-pair" && (!pair || v.packetsSent + v.packetsReceived > pair.packetsSent + pair.packetsReceived)) pair = v;
+      }
+    }
+    if (!pair || typeof pair.packetsSent !== "number" || typeof pair.packetsReceived !== "number") return null;
+    return { sent: pair.packetsSent, received: pair.packetsReceived };
+  } catch {
+    return null;
+  }
+}
+
 export interface RTCOptions { durationS: number; size?: number; connectMs?: number; status?: (s: string) => void }
 
 /**
@@ -319,9 +345,12 @@ export async function runRTCQuality(base: string, o: RTCOptions): Promise<{ resu
     status("WebRTC quality test: upload…");
     ctl.send(JSON.stringify({ op: "start", dir: "upload", duration_s: o.durationS, size }));
     await ctlq.next("ready", 15000, "upload");
+    const up0 = await pairCounts(pc);
     const up = await pump(data, PHASE_UP, size, o.durationS * 1000, now);
     await drained(data, 2000);
-    ctl.send(JSON.stringify({ op: "end", dir: "upload", sent: up.sent, send_s: up.sendS }));
+    const up1 = await pairCounts(pc);
+    const upDatagrams = up0 && up1 ? up1.sent - up0.sent : undefined;
+    ctl.send(JSON.stringify({ op: "end", dir: "upload", sent: up.sent, send_s: up.sendS, datagrams: upDatagrams }));
     await ctlq.next("done", 30000, "upload");
 
     status("WebRTC quality test: download…");
@@ -342,12 +371,15 @@ export async function runRTCQuality(base: string, o: RTCOptions): Promise<{ resu
         data.send(ack);
       }
     };
+    const down0 = await pairCounts(pc);
     ctl.send(JSON.stringify({ op: "start", dir: "download", duration_s: o.durationS, size }));
     await ctlq.next("ready", 15000, "download");
     await ctlq.next("end", o.durationS * 1000 + 10000, "download");
     await sleep(500); // stragglers behind the server's "end"
     data.onmessage = null;
-    const rr = await fetch(`${base}/webrtc/records`, { method: "POST", body: rec.encode(), headers: { "Content-Type": "application/octet-stream" } });
+    const down1 = await pairCounts(pc);
+    const q = down0 && down1 ? `?datagrams=${down1.received - down0.received}` : "";
+    const rr = await fetch(`${base}/webrtc/records${q}`, { method: "POST", body: rec.encode(), headers: { "Content-Type": "application/octet-stream" } });
     const result = await rr.json().catch(() => ({}));
     if (!rr.ok) throw new Error(`server: ${result.error ?? `HTTP ${rr.status}`}`);
     return { result };
@@ -364,6 +396,7 @@ export interface RTCDir {
   goodput_bps: number; messages_per_s: number; jitter_ms: number;
   reordering: { reordered: number; ratio_pct: number; max_extent: number };
   loss_pattern: { loss_periods: number; loss_period_length: Stats; noticeable_loss_rate: number };
+  datagrams?: { sent: number; received: number; loss_pct: number };
 }
 export interface RTCResult { message_bytes: number; duration_s: number; candidate_pair?: string; upload?: RTCDir; download?: RTCDir; errors?: string[] }
 
@@ -378,9 +411,21 @@ export function rtcSummary(r: { webrtc?: RTCResult }): string[] {
     if (!d) continue;
     const name = d.direction === "upload" ? "upload" : "download";
     const bursts = d.loss_pattern.loss_periods > 0 ? ` in ${d.loss_pattern.loss_periods} burst${d.loss_pattern.loss_periods === 1 ? "" : "s"} (mean ${d.loss_pattern.loss_period_length.mean.toFixed(1)} messages)` : "";
-    out.push(`WebRTC data channel ${name} (UDP-like, no retransmissions): ${fmtRate(d.goodput_bps)}, ${pct(d.loss_pct)} loss${bursts}, jitter ${fmtMs(d.jitter_ms)}, ${pct(d.reordering.ratio_pct)} reordered.`);
+    out.push(`WebRTC data channel ${name} (UDP-like, no retransmissions): ${fmtRate(d.goodput_bps)}, ${pct(d.loss_pct)} loss${bursts}, jitter ${fmtMs(d.jitter_ms)}, ${pct(d.reordering.ratio_pct)} reordered.${stackLoss(d)}`);
   }
   return out;
+}
+
+/**
+ * stackLoss says when the messages lost clearly exceed the datagrams the
+ * path lost: the sender's own WebRTC stack dropped the rest (Chromium's
+ * SCTP does under loss), which is not the network's doing.
+ */
+export function stackLoss(d: RTCDir): string {
+  const g = d.datagrams;
+  if (!g || d.loss_pct - g.loss_pct < Math.max(1, 0.2 * g.loss_pct)) return "";
+  const sender = d.direction === "upload" ? "this browser's" : "the server's";
+  return ` The path lost ${pct(g.loss_pct)} of the datagrams; ${sender} WebRTC stack dropped the other ${pct(d.loss_pct - g.loss_pct)} of the messages itself.`;
 }
 
 function esc(s: string): string {
@@ -398,6 +443,7 @@ export function rtcReport(r: { webrtc?: RTCResult }): string {
     `<tr><th></th>${dirs.map((d) => `<th>${d.direction === "upload" ? "upload (you → server)" : "download (server → you)"}</th>`).join("")}</tr>` +
     row("messages sent / received", "msgs", (d) => `${d.sent} / ${d.received}`) +
     row("loss", "loss", (d) => pct(d.loss_pct)) +
+    row("datagrams sent / received (path loss)", "datagrams", (d) => d.datagrams ? `${d.datagrams.sent} / ${d.datagrams.received} (${pct(d.datagrams.loss_pct)})` : "–") +
     row("loss periods (RFC 3357)", "periods", (d) => d.loss_pattern.loss_periods > 0 ? `${d.loss_pattern.loss_periods}, mean ${d.loss_pattern.loss_period_length.mean.toFixed(1)}, max ${d.loss_pattern.loss_period_length.max} messages` : "0") +
     row("jitter (RFC 3550)", "jitter", (d) => fmtMs(d.jitter_ms)) +
     row("reordered (RFC 4737)", "reordered", (d) => `${pct(d.reordering.ratio_pct)}${d.reordering.reordered ? `, max extent ${d.reordering.max_extent}` : ""}`) +

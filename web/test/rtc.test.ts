@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { writeHeader, readHeader, Recorder, pump, rtcSummary, rtcReport, Channel, Window, HIGH, LOW, PHASE_UP, PHASE_DOWN, PHASE_ACK, HEADER, WIN_FLOOR, ACK_STALL_MS } from "../src/rtc";
+import { writeHeader, readHeader, Recorder, pump, rtcSummary, rtcReport, pairCounts, Channel, Window, HIGH, LOW, PHASE_UP, PHASE_DOWN, PHASE_ACK, HEADER, WIN_FLOOR, ACK_STALL_MS } from "../src/rtc";
 
 // The same vectors as internal/rtcquality's Go test: page and server agree on the bytes.
 const vec = JSON.parse(readFileSync("../internal/rtcquality/testdata/wire.json", "utf8"));
@@ -139,4 +139,33 @@ test("report and summary show both directions' figures", () => {
   assert.match(html, /data-k="rtc_download_msgs">1000 \/ 950/);
   assert.equal(rtcReport({}), "");
   assert.deepEqual(rtcSummary({}), []);
+});
+
+test("datagram counts: the report shows them, the summary says when the sender's stack dropped messages", () => {
+  const d = (dir: string, lossPct: number, dgLoss?: number) => ({
+    direction: dir, sent: 1000, received: 1000 - lossPct * 10, lost: lossPct * 10, loss_pct: lossPct, duplicates: 0,
+    goodput_bps: 20e6, messages_per_s: 2000, jitter_ms: 0.5,
+    reordering: { reordered: 0, ratio_pct: 0, max_extent: 0 },
+    loss_pattern: { loss_periods: 1, loss_period_length: { n: 1, mean: 1, max: 1 }, noticeable_loss_rate: 0 },
+    datagrams: dgLoss === undefined ? undefined : { sent: 1200, received: Math.round(1200 * (1 - dgLoss / 100)), loss_pct: dgLoss },
+  });
+  const r = { webrtc: { message_bytes: 1100, duration_s: 5, upload: d("upload", 10, 5), download: d("download", 5.2, 5) } };
+  const s = rtcSummary(r);
+  assert.match(s[0], /The path lost 5\.00 % of the datagrams; this browser's WebRTC stack dropped the other 5\.00 % of the messages itself\./);
+  assert.doesNotMatch(s[1], /dropped/); // 5.2 % against 5 %: the path's
+  assert.match(rtcReport(r), /data-k="rtc_upload_datagrams">1200 \/ 1140 \(5\.00 %\)/);
+  // Without counts (an older server, a browser without the stats) nothing is claimed.
+  const plain = { webrtc: { message_bytes: 1100, duration_s: 5, upload: d("upload", 10) } };
+  assert.doesNotMatch(rtcSummary(plain)[0], /path lost/);
+  assert.match(rtcReport(plain), /data-k="rtc_upload_datagrams">–/);
+});
+
+test("pairCounts reads the transport's selected pair, else the busiest pair, else nothing", async () => {
+  const report = (xs: any[]) => ({ getStats: async () => new Map(xs.map((x) => [x.id, x])) as unknown as RTCStatsReport });
+  const a = { id: "A", type: "candidate-pair", packetsSent: 10, packetsReceived: 5 };
+  const b = { id: "B", type: "candidate-pair", packetsSent: 3, packetsReceived: 900 };
+  assert.deepEqual(await pairCounts(report([a, b, { id: "T", type: "transport", selectedCandidatePairId: "A" }])), { sent: 10, received: 5 });
+  assert.deepEqual(await pairCounts(report([a, b])), { sent: 3, received: 900 });
+  assert.equal(await pairCounts(report([{ id: "C", type: "candidate-pair" }])), null);
+  assert.equal(await pairCounts({ getStats: async () => { throw new Error("closed"); } }), null);
 });
