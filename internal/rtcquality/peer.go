@@ -26,15 +26,15 @@ const (
 // start for download; the server answers ready, done (with the upload's
 // result) and end (download finished), or error.
 type ctlMsg struct {
-	Op        string                 `json:"op"`
-	Dir       string                 `json:"dir,omitempty"`
-	DurationS float64                `json:"duration_s,omitempty"`
-	Size      int                    `json:"size,omitempty"`
-	Sent      *int                   `json:"sent,omitempty"`
-	SendS     float64                `json:"send_s,omitempty"`
+	Op        string  `json:"op"`
+	Dir       string  `json:"dir,omitempty"`
+	DurationS float64 `json:"duration_s,omitempty"`
+	Size      int     `json:"size,omitempty"`
+	Sent      *int    `json:"sent,omitempty"`
+	SendS     float64 `json:"send_s,omitempty"`
 	// Datagrams is, in the page's "end" of the upload, the datagrams its
 	// ICE candidate pair sent while it sent the test messages.
-	Datagrams *int `json:"datagrams,omitempty"`
+	Datagrams *int                   `json:"datagrams,omitempty"`
 	Result    *model.WebRTCDirection `json:"result,omitempty"`
 	Error     string                 `json:"error,omitempty"`
 }
