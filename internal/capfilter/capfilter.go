@@ -38,7 +38,6 @@ const Snap = 262144
 // Filter is a compiled expression.
 type Filter struct {
 	expr string
-	prog []bpf.Instruction
 	raw  []bpf.RawInstruction
 	vm   *bpf.VM
 }
@@ -65,7 +64,7 @@ func Compile(expr string) (*Filter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("filter %q: %w", expr, err)
 	}
-	return &Filter{expr: expr, prog: prog, raw: raw, vm: vm}, nil
+	return &Filter{expr: expr, raw: raw, vm: vm}, nil
 }
 
 // String returns the expression.
@@ -88,7 +87,3 @@ func (f *Filter) Match(ip []byte) bool {
 
 // Program returns the assembled program, for SO_ATTACH_FILTER.
 func (f *Filter) Program() []bpf.RawInstruction { return f.raw }
-
-// Instructions returns the program in readable form (tcpdump -d style
-// listings come from their String methods).
-func (f *Filter) Instructions() []bpf.Instruction { return f.prog }

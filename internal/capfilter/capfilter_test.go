@@ -281,7 +281,7 @@ func TestCompileErrors(t *testing.T) {
 	} {
 		f, err := Compile(e)
 		if err == nil {
-			t.Errorf("%q compiled (%d instructions)", e, len(f.Instructions()))
+			t.Errorf("%q compiled (%d instructions)", e, len(f.Program()))
 			continue
 		}
 		if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), e) {

@@ -139,12 +139,14 @@ func (c *quicConn) take(a *Analyzer, f *flow) {
 		s := &c.spin.Samples[i]
 		m := spinMethod(s)
 		c.stats[m-SpinFullUp].add(s.RTT, s.Flag == spinbit.Valid)
-		smp := sample{t: s.T, rtt: s.RTT, flow: int32(f.index), method: m, ids: s.IDs, n: s.N}
 		if s.Flag != spinbit.Valid {
 			c.flags[s.Flag]++
-			smp.flag = s.Flag.String()
 		}
 		if a.cfg.KeepSamples {
+			smp := sample{t: s.T, rtt: s.RTT, flow: int32(f.index), method: m, ids: s.IDs, n: s.N}
+			if s.Flag != spinbit.Valid {
+				smp.flag = s.Flag.String()
+			}
 			f.samples = append(f.samples, smp)
 		}
 	}
