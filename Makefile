@@ -73,6 +73,7 @@ bench: build apt-deps
 	bash bench/tcp.sh
 	bash bench/udp.sh
 	bash bench/browser.sh
+	bash bench/browser_rtc.sh
 	bash bench/analyze.sh
 	$(GO) test -run XXX -bench Emulator -benchtime 1x ./bench/
 

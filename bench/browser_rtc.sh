@@ -19,13 +19,16 @@
 # >= 60 Mbit/s, and still reporting (per direction) through 5 % loss.
 #
 # Environment: BENCH_REPEAT (3), BENCH_DURATION (5 s per direction),
-# SONDE (bin/sonde), CHROMIUM (/usr/bin/chromium).
+# BENCH_SIZE (message bytes, 16-1150; default the page's), BENCH_LOSS (1;
+# 0 skips the loss5 path), SONDE (bin/sonde), CHROMIUM (/usr/bin/chromium).
 set -u -o pipefail
 
 cd "$(dirname "$0")/.."
 SONDE=${SONDE:-bin/sonde}
 REPEAT=${BENCH_REPEAT:-3}
 DUR=${BENCH_DURATION:-5}
+SIZE=${BENCH_SIZE:-}
+LOSS=${BENCH_LOSS:-1}
 export CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 export PLAYWRIGHT_CORE=$PWD/web/node_modules/playwright-core/index.mjs
 
@@ -36,6 +39,8 @@ die() {
 
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer, got '$REPEAT'"
 [[ $DUR =~ ^[0-9]+$ ]] && ((DUR >= 1 && DUR <= 30)) || die "BENCH_DURATION must be whole seconds 1-30, got '$DUR'"
+[[ -z $SIZE || ($SIZE =~ ^[0-9]+$ && $SIZE -ge 16 && $SIZE -le 1150) ]] || die "BENCH_SIZE must be 16-1150 bytes, got '$SIZE'"
+[[ $LOSS == 0 || $LOSS == 1 ]] || die "BENCH_LOSS must be 0 or 1, got '$LOSS'"
 [[ $(id -u) == 0 ]] || die "needs root (network namespaces)"
 [[ -x $SONDE ]] || die "$SONDE not found: run 'make build'"
 [[ -x $CHROMIUM ]] || die "$CHROMIUM not found (make apt-deps installs Debian's chromium)"
@@ -83,7 +88,7 @@ run_path() {
 	for ((i = 0; i < REPEAT; i++)); do
 		out=$WORK/$1-$i.json
 		rm -rf "$WORK/profile"
-		$3 node test/browser/webrtc.mjs "$2/?duration=2&rtc_duration=$DUR" "$WORK/$1-$i.png" "$out" "$WORK/profile" \
+		$3 node test/browser/webrtc.mjs "$2/?duration=2&rtc_duration=$DUR${SIZE:+&rtc_size=$SIZE}" "$WORK/$1-$i.png" "$out" "$WORK/profile" \
 			>"$WORK/log" 2>&1 || { cat "$WORK/log" >&2; die "$1: the page run failed"; }
 		python3 - "$out" "$1" "$4" >>"$WORK/rows" <<'PY' || die "$1: cannot read the page's result"
 import json, sys
@@ -113,19 +118,27 @@ serve "ip netns exec $NS" 127.0.0.1:8080
 run_path loopback http://127.0.0.1:8080 "ip netns exec $NS" 0
 stop
 
-# 5 % random loss each way.
-cat >"$WORK/loss5.json" <<'JSON'
+# loss5_path: the page through `sonde lab` with 5 % random loss each way.
+loss5_path() {
+	cat >"$WORK/loss5.json" <<'JSON'
 {"name": "rtc-loss5", "links": [{"name": "lossy", "both": "rate=1Gbit delay=1ms loss=0.05 limit=1000p"}]}
 JSON
-"$SONDE" lab up "$WORK/loss5.json" --detach >"$WORK/lab.log" 2>&1 || { cat "$WORK/lab.log" >&2; die "sonde lab up failed"; }
-LAB_ID=$(awk '/^lab [0-9a-f]+ /{print $2; exit}' "$WORK/lab.log")
-SRV_IP=$(awk '$1 == "server" {print $2; exit}' "$WORK/lab.log")
-SRV_NS=$(awk '$1 == "server" {print $4; exit}' "$WORK/lab.log")
-CLI_NS=$(awk '$1 == "client" {print $4; exit}' "$WORK/lab.log")
-[[ -n $LAB_ID && -n $SRV_IP && -n $SRV_NS && -n $CLI_NS ]] || { cat "$WORK/lab.log" >&2; die "cannot read the lab's addresses"; }
-serve "ip netns exec $SRV_NS" "$SRV_IP:8080"
-run_path loss5 "http://$SRV_IP:8080" "ip netns exec $CLI_NS" 5
-stop
+	"$SONDE" lab up "$WORK/loss5.json" --detach >"$WORK/lab.log" 2>&1 || { cat "$WORK/lab.log" >&2; die "sonde lab up failed"; }
+	LAB_ID=$(awk '/^lab [0-9a-f]+ /{print $2; exit}' "$WORK/lab.log")
+	SRV_IP=$(awk '$1 == "server" {print $2; exit}' "$WORK/lab.log")
+	SRV_NS=$(awk '$1 == "server" {print $4; exit}' "$WORK/lab.log")
+	CLI_NS=$(awk '$1 == "client" {print $4; exit}' "$WORK/lab.log")
+	[[ -n $LAB_ID && -n $SRV_IP && -n $SRV_NS && -n $CLI_NS ]] || { cat "$WORK/lab.log" >&2; die "cannot read the lab's addresses"; }
+	serve "ip netns exec $SRV_NS" "$SRV_IP:8080"
+	run_path loss5 "http://$SRV_IP:8080" "ip netns exec $CLI_NS" 5
+	stop
+}
+
+if [[ $LOSS == 1 ]]; then
+	loss5_path
+else
+	echo "loss5: skipped (BENCH_LOSS=0)"
+fi
 
 python3 - "$WORK/rows" <<'PY'
 import math, statistics, sys

@@ -6,13 +6,15 @@ import type { FromWorker, StartMsg } from "./worker";
 import { LiveCharts } from "./charts";
 import { listPast } from "./past";
 import { localResult } from "./analysis";
-import { runRTCQuality, rtcReport, rtcSummary } from "./rtc";
+import { runRTCQuality, rtcReport, rtcSummary, MESSAGE_BYTES } from "./rtc";
 
 const API = "/sonde/v1/sessions";
 const params = new URLSearchParams(location.search);
 const DURATION_S = clampNum(Number(params.get("duration") ?? 10), 2, 60);
 const PROBE_MS = 20;
 const RTC_DURATION_S = clampNum(Number(params.get("rtc_duration") ?? 5), 1, 30);
+// Data channel message bytes; the server refuses sizes outside its range.
+const RTC_SIZE = clampNum(Number(params.get("rtc_size") ?? MESSAGE_BYTES), 16, 1150);
 const MAX_STREAMS = clampNum(Number(params.get("max_streams") ?? 16), 1, 63);
 // ?crash=download|upload|probe (tests only): the first worker of that kind
 // throws 1.5 s after it starts, to check that the page survives it.
@@ -219,7 +221,7 @@ async function startTest(): Promise<void> {
   if (run.probe) await run.probe.closed;
   if (run.id) {
     // WebRTC quality test (rtc.ts): its failure is one error line, the other results stay.
-    const rtc = await runRTCQuality(`${API}/${run.id}`, { durationS: RTC_DURATION_S, status: (s) => ($("status").textContent = s) });
+    const rtc = await runRTCQuality(`${API}/${run.id}`, { durationS: RTC_DURATION_S, size: RTC_SIZE, status: (s) => ($("status").textContent = s) });
     if (rtc.error) run.errors.push(rtc.error);
     body.webrtc = rtc.result;
   }
