@@ -118,10 +118,16 @@ EOF
 # and the machine's idle CPU (%) while it ran.
 bare_run() {
 	local out=$WORK/bare.json
-	$1 node --no-warnings --experimental-websocket bench/browser_ceiling.mjs \
+	$1 node --no-warnings --experimental-websocket bench/browser_page.mjs \
 		"http://$2/?mode=$3&streams=$4&duration=$DUR" "$out" $((DUR + 60)) \
 		>"$WORK/log" 2>&1 || { cat "$WORK/log" >&2; die "bare page ($3) failed"; }
-	python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print("%.1f %.0f" % (r["bps"] / 1e6, r["idle_pct"]))' "$out"
+	python3 - "$out" <<'EOF' || die "bare page ($3) failed"
+import json, sys
+r = json.load(open(sys.argv[1]))
+if r["errors"]:
+    sys.exit("bare page: " + "; ".join(r["errors"]))
+print("%.1f %.0f" % (r["bps"] / 1e6, r["idle_pct"]))
+EOF
 }
 
 # show_row N RUN: print the Nth row from the end as a run's line.

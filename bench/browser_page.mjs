@@ -1,12 +1,13 @@
-// Runs sonde's page once in headless Chromium the way a user's browser runs
-// it, and writes the page's status and result as JSON. Used by
-// bench/browser.sh:
+// Runs a page once in headless Chromium the way a user's browser runs it,
+// and writes its result as JSON. Used by bench/browser.sh:
 //
 //   node --experimental-websocket bench/browser_page.mjs URL OUT.json [TIMEOUT_S]
 //
-// The driver (test/browser/cdp.mjs) attaches no DevTools domain that
-// watches the network, so the page's throughput is a user's; the page
-// starts itself (?autostart=1 in URL).
+// Two pages: sonde's (which starts itself with ?autostart=1 in URL; OUT
+// gets {status, result}) and bench/browserceiling's bare page (OUT gets
+// its window.result). The driver (test/browser/cdp.mjs) attaches no
+// DevTools domain that watches the network, so the page's throughput is a
+// user's.
 import { writeFileSync } from "node:fs";
 import { Browser } from "../test/browser/cdp.mjs";
 
@@ -19,7 +20,9 @@ let b;
 try {
   b = await Browser.launch();
   await b.navigate(url);
-  const done = await b.waitFor(`(() => { const s = document.getElementById("status")?.textContent ?? "";
+  const done = await b.waitFor(`(() => {
+    if (window.result) return JSON.stringify(window.result);
+    const s = document.getElementById("status")?.textContent ?? "";
     return (s.startsWith("Done") || s.startsWith("Finished")) && JSON.stringify({ status: s, result: window.sonde.result() }); })()`,
   Number(timeoutArg ?? 120) * 1000, 1000);
   writeFileSync(out, done);
