@@ -132,16 +132,7 @@ func BenchmarkEmulator(b *testing.B) {
 	if err := l.Down(); err != nil {
 		b.Error(err)
 	}
-	f, err := os.Open(truth)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := emulator.NewTruthReader(f)
-	if err != nil {
-		b.Fatal(err)
-	}
-	recs, err := r.ReadAll()
-	f.Close()
+	_, recs, err := emulator.ReadTruthFile(truth)
 	if err != nil {
 		b.Fatal(err)
 	}

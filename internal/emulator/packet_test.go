@@ -3,8 +3,11 @@ package emulator
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -128,6 +131,35 @@ func TestTruthRoundTrip(t *testing.T) {
 	}
 	if want.Delay() != 21*time.Nanosecond || want.Sojourn() != 10 || want.Lateness() != 1 {
 		t.Fatal("record helpers")
+	}
+
+	// The same file on disk, whole; then cut inside its last record.
+	path := filepath.Join(t.TempDir(), "truth")
+	var file bytes.Buffer
+	fw, err := NewTruthWriter(&file, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(want)
+	fw.Write(dropped)
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, file.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fh, recs, err := ReadTruthFile(path)
+	if err != nil || fh.Profile != "adsl" || len(recs) != 2 || recs[0] != want || recs[1] != dropped {
+		t.Fatalf("ReadTruthFile: header %+v, records %+v, %v", fh, recs, err)
+	}
+	if err := os.WriteFile(path, file.Bytes()[:file.Len()-5], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, recs, err := ReadTruthFile(path); !errors.Is(err, io.ErrUnexpectedEOF) || len(recs) != 1 {
+		t.Fatalf("truncated file: %d records, error %v; want 1 and unexpected EOF", len(recs), err)
+	}
+	if _, _, err := ReadTruthFile(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 )
@@ -327,4 +328,22 @@ func (t *TruthReader) ReadAll() ([]Record, error) {
 		}
 		out = append(out, r)
 	}
+}
+
+// ReadTruthFile reads a whole ground-truth file: its header and records.
+func ReadTruthFile(path string) (TruthHeader, []Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return TruthHeader{}, nil, err
+	}
+	defer f.Close()
+	t, err := NewTruthReader(f)
+	if err != nil {
+		return TruthHeader{}, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	recs, err := t.ReadAll()
+	if err != nil {
+		return t.Header, recs, fmt.Errorf("%s: %w", path, err)
+	}
+	return t.Header, recs, nil
 }

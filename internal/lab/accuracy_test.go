@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -21,16 +20,7 @@ func readTruth(t *testing.T, l *Lab, path string) []emulator.Record {
 	if err := l.FlushTruth(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := emulator.NewTruthReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := r.ReadAll()
+	_, recs, err := emulator.ReadTruthFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

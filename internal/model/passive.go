@@ -295,3 +295,16 @@ type MethodError struct {
 	SamplesPerS   float64 `json:"samples_per_s"`
 	MeanTrueMs    float64 `json:"mean_true_ms"`
 }
+
+// Method returns the error figures of the named method: zero figures
+// (Samples 0) when the comparison has none.
+func (c *TruthCompare) Method(name string) MethodError {
+	if c != nil {
+		for _, m := range c.Methods {
+			if m.Method == name {
+				return m
+			}
+		}
+	}
+	return MethodError{Method: name}
+}

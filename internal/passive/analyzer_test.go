@@ -24,15 +24,6 @@ func analyse(t *testing.T, p *path) (*model.Analysis, *Analyzer, *Truth) {
 	return a.Finish(tr), a, tr
 }
 
-func method(tc *model.TruthCompare, name string) *model.MethodError {
-	for i := range tc.Methods {
-		if tc.Methods[i].Method == name {
-			return &tc.Methods[i]
-		}
-	}
-	return nil
-}
-
 // A varying one-way delay: 16 ms plus a slow 0–6 ms queue wave.
 func wave(t int64, _ uint8) int64 {
 	return 16e6 + int64(3e6*(1+math.Sin(float64(t)/3e8)))
@@ -59,14 +50,14 @@ func TestTCPTimestampRTTAgainstTruth(t *testing.T) {
 		t.Errorf("side B RTT %.3f..%.3f ms outside 32..44.5", c.TSSideB.MinMs, c.TSSideB.MaxMs)
 	}
 	for _, m := range []string{"ts-side-b", "ts-full"} {
-		me := method(res.Truth, m)
-		if me == nil || me.Matched < 4000 {
+		me := res.Truth.Method(m)
+		if me.Matched < 4000 {
 			t.Fatalf("%s: %+v", m, me)
 		}
 		// The server echoes at its next segment (≤ 100 µs) and the
 		// client's delayed half adds 1 µs: the error stays < 0.5%.
 		if me.MeanAbsPct > 0.5 || me.MaxPct > 1.5 {
-			t.Errorf("%s error %+v", m, *me)
+			t.Errorf("%s error %+v", m, me)
 		}
 		t.Logf("%s: %d samples, mean |e| %.3f%%, p99 %.3f%%, max %.3f%%", m, me.Matched, me.MeanAbsPct, me.P99Pct, me.MaxPct)
 	}
@@ -126,15 +117,15 @@ func TestSpinRTTAgainstTruth(t *testing.T) {
 				t.Errorf("no reordering glitches detected: %+v", q)
 			}
 			for _, m := range []string{"spin-full-up", "spin-full-down", "spin-side-server"} {
-				me := method(res.Truth, m)
-				if me == nil || me.Matched < 100 {
+				me := res.Truth.Method(m)
+				if me.Matched < 100 {
 					t.Fatalf("%s: %+v (rejected %v)", m, me, q.Rejected)
 				}
 				// Each edge waits for the endpoint's next packet: the error
 				// is bounded by the packet gap relative to the RTT.
 				bound := 100 * float64(2*c.gap) / 32e6
 				if me.MeanAbsPct > max(0.5, bound/2) || me.MaxPct > max(1, 2*bound) {
-					t.Errorf("%s error %+v", m, *me)
+					t.Errorf("%s error %+v", m, me)
 				}
 				t.Logf("%s: %d samples (%.1f/s), mean |e| %.3f%%, max %.3f%%", m, me.Matched, me.SamplesPerS, me.MeanAbsPct, me.MaxPct)
 			}

@@ -357,16 +357,7 @@ func upLab(t *testing.T, name, up, down string, seed uint64, truth bool) (l *lab
 // fates were decided).
 func upstreamUDP(t *testing.T, path string) []emulator.Record {
 	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	tr, err := emulator.NewTruthReader(fh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := tr.ReadAll()
+	_, recs, err := emulator.ReadTruthFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

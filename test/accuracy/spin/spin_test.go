@@ -136,7 +136,7 @@ func checkSpinPoint(t *testing.T, bin string, p point, dir string) {
 		t.Fatalf("flow classified %q, want spinning", q.Spin)
 	}
 	for _, name := range []string{"spin-side-server", "spin-full-up", "spin-full-down"} {
-		m := method(res, name)
+		m := res.Truth.Method(name)
 		// A full sample also holds the client's time to reflect (truth 0
 		// at this observer): two endpoints.
 		endpoints := 1.0
@@ -227,7 +227,7 @@ func TestSpinGrid(t *testing.T) {
 				state = res.QUIC[0].Spin
 			}
 			for _, name := range []string{"spin-side-server", "spin-full-up", "spin-full-down", "ts-side-b"} {
-				m := method(res, name)
+				m := res.Truth.Method(name)
 				if name == "ts-side-b" && tcp == 0 {
 					continue
 				}
@@ -236,18 +236,6 @@ func TestSpinGrid(t *testing.T) {
 			}
 		}
 	}
-}
-
-// method returns a method's error figures (zero if absent).
-func method(r *model.Analysis, name string) model.MethodError {
-	if r.Truth != nil {
-		for _, m := range r.Truth.Methods {
-			if m.Method == name {
-				return m
-			}
-		}
-	}
-	return model.MethodError{Method: name}
 }
 
 // queueBytes is the bottleneck buffer: one bandwidth-delay product (at

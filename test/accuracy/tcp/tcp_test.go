@@ -103,7 +103,7 @@ func TestTCPRTTAccuracy(t *testing.T) {
 				{resB, samplesB, "1B", "ts-side-a", loose}, {resA, samplesA, "1A", "ts-full", loose}, {resB, samplesB, "1B", "ts-full", loose},
 			} {
 				bound := c.bound
-				m := method(c.res, c.method)
+				m := c.res.Truth.Method(c.method)
 				mean, n, stalls := withoutStalls(c.samples, c.method)
 				t.Logf("observer %s %-13s samples %5d matched %5d mean|e| %.3f%% median %.3f%% p90 %.3f%% p99 %.3f%% max %.2f%% bias %+.3f%% %.0f samples/s; without %d stalls %.3f%% (bound %.3f%%)",
 					c.obs, c.method, m.Samples, m.Matched, m.MeanAbsPct, m.MedianPct, m.P90Pct, m.P99Pct, m.MaxPct, m.MeanSignedPct, m.SamplesPerS, stalls, mean, bound)
@@ -120,18 +120,6 @@ func TestTCPRTTAccuracy(t *testing.T) {
 			}
 		})
 	}
-}
-
-// method returns a method's error figures (zero if absent).
-func method(r *model.Analysis, name string) model.MethodError {
-	if r.Truth != nil {
-		for _, m := range r.Truth.Methods {
-			if m.Method == name {
-				return m
-			}
-		}
-	}
-	return model.MethodError{Method: name}
 }
 
 // runBulk builds a one-link lab for p, runs an iperf3 upload through it with
@@ -203,16 +191,7 @@ const maxLateness = 10 * time.Millisecond
 // packets of a run.
 func lateness(t *testing.T, truthFile string) time.Duration {
 	t.Helper()
-	f, err := os.Open(truthFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := emulator.NewTruthReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := r.ReadAll()
+	_, recs, err := emulator.ReadTruthFile(truthFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +349,7 @@ func TestTCPRTTAccuracyGrid(t *testing.T) {
 				{resA, samplesA, "1A", "ts-full"}, {resA, samplesA, "1A", "ts-side-b"}, {resA, samplesA, "1A", "seqack-side-b"},
 				{resB, samplesB, "1B", "ts-full"}, {resB, samplesB, "1B", "ts-side-a"},
 			} {
-				m := method(c.res, c.method)
+				m := c.res.Truth.Method(c.method)
 				mean, _, stalls := withoutStalls(c.samples, c.method)
 				fmt.Fprintf(out, "%d\t%d\t%s\t%s\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%+.3f\t%.0f\t%.2f\t%d\t%.3f\t%v\n", p.mbit, p.rttMs, mode, c.obs, c.method,
 					m.Samples, m.Matched, m.MeanAbsPct, m.MedianPct, m.P90Pct, m.P99Pct, m.MeanSignedPct, m.SamplesPerS, m.MeanTrueMs, stalls, mean, overloaded)
