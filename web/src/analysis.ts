@@ -90,7 +90,7 @@ export function fmtMs(ms: number): string {
 }
 
 interface Stats { n: number; min: number; p50: number; mean: number }
-interface Dir { goodput_bps: number; streams: number; latency_under_load?: { rtt_ms: Stats } }
+interface Dir { goodput_bps: number; streams: number; latency_under_load?: { rtt_ms: Stats }; rfc6349?: { bottleneck?: string } }
 export interface ResultLike {
   baseline?: { rtt_ms: Stats };
   download?: Dir;
@@ -116,6 +116,23 @@ export function verdict(addedMs: number): string {
 }
 
 /** One line per finding, in plain words. */
+/**
+ * downloadLimit says in words what held the download back when it was not
+ * the network: the verdict of the server's TCP_INFO over the RFC 6349
+ * window (internal/metrics, Bottleneck). Only the download has one, since
+ * a browser cannot read its own socket's TCP_INFO.
+ */
+export function downloadLimit(bottleneck: string | undefined): string {
+  switch (bottleneck) {
+    case "receiver window":
+      return "Download was limited by this device, not the network: the browser read the data more slowly than the server could send it (the server waited on the receive window), so the connection may be faster than this figure.";
+    case "sender buffer":
+      return "Download was limited by the server's send buffer, not the network, so the connection may be faster than this figure.";
+    default:
+      return "";
+  }
+}
+
 export function summary(r: ResultLike): string[] {
   const out: string[] = [];
   if (r.baseline && r.baseline.rtt_ms.n > 0) out.push(`Idle round trip to the server: ${fmtMs(r.baseline.rtt_ms.min)} (best), ${fmtMs(r.baseline.rtt_ms.p50)} (typical).`);
@@ -123,6 +140,8 @@ export function summary(r: ResultLike): string[] {
     if (!d) continue;
     const s = d.streams === 1 ? "stream" : "streams";
     out.push(`${name[0].toUpperCase() + name.slice(1)}: ${fmtRate(d.goodput_bps)} over ${d.streams} ${s}.`);
+    const limit = name === "download" ? downloadLimit(d.rfc6349?.bottleneck) : "";
+    if (limit) out.push(limit);
     const added = addedDelay(r, d);
     const inBrowser = (r.notes ?? []).some((n) => n.startsWith(`${name}: the page's RTT under load`));
     if (inBrowser) out.push(`${name[0].toUpperCase() + name.slice(1)} latency under load: most of the ${Math.max(0, added).toFixed(0)} ms the page saw was delay inside this browser, not on the network (see notes).`);

@@ -112,3 +112,15 @@ test("summary does not call browser-side delay bufferbloat", () => {
   assert.ok(noted.some((l) => l.startsWith("Download latency under load: most of the 3000 ms")), noted.join("\n"));
   assert.ok(!noted.some((l) => l.includes("bufferbloat")));
 });
+
+test("summary says when the download was held back by the browser, not the network", () => {
+  const dl = (bottleneck: string) => ({ goodput_bps: 3e9, streams: 4, rfc6349: { bottleneck } });
+  const limited = summary({ download: dl("receiver window") });
+  assert.ok(limited.some((l) => l.startsWith("Download was limited by this device, not the network")), limited.join("\n"));
+  assert.ok(summary({ download: dl("sender buffer") }).some((l) => l.startsWith("Download was limited by the server's send buffer")));
+  for (const b of ["network", "unknown", ""]) {
+    assert.ok(!summary({ download: dl(b) }).some((l) => l.includes("was limited by")), b);
+  }
+  // An upload carries no verdict of the browser's socket.
+  assert.ok(!summary({ upload: dl("receiver window") }).some((l) => l.includes("was limited by")));
+});
