@@ -185,6 +185,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET "+protocol.PathPing, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("Cache-Control", "no-store")
+		// A foreign probe's connection serves one request: a browser's
+		// next probe must open (and time) a new one, not reuse this.
+		w.Header().Set("Connection", "close")
 		_, _ = io.WriteString(w, "pong\n")
 	})
 	s.mux.HandleFunc("GET /healthz", s.handleHealth)

@@ -131,6 +131,19 @@ type BrowserPhase struct {
 	Latency *BrowserProbes               `json:"latency,omitempty"`
 	// SelfMs are probe RTTs on the loaded streams themselves.
 	SelfMs []float64 `json:"self_ms,omitempty"`
+	// Foreign are the phase's responsiveness probes on new connections
+	// (fetches of the ping path, timed by the browser's Resource Timing).
+	Foreign *BrowserForeign `json:"foreign,omitempty"`
+}
+
+// BrowserForeign holds the page's foreign probes, one entry per probe in
+// each list (TLS only over https), in ms.
+type BrowserForeign struct {
+	TCPMs  []float64 `json:"tcp_ms"`
+	TLSMs  []float64 `json:"tls_ms,omitempty"`
+	HTTPMs []float64 `json:"http_ms"`
+	// Failed counts probes that got no answer or reused a connection.
+	Failed int `json:"failed,omitempty"`
 }
 
 // maxBrowserRun bounds the request body: 10 s of 50 ms counts for 64
@@ -214,10 +227,16 @@ func (s *Server) assembleBrowser(ses *session, run *BrowserRun, reps []protocol.
 		if n := browserQueueNote(res.Download); n != "" {
 			res.Notes = append(res.Notes, n)
 		}
+		if n := foreignNote(protocol.KindDownload, run.Download.Foreign); n != "" {
+			res.Notes = append(res.Notes, n)
+		}
 	}
 	if run.Upload != nil {
 		res.Upload = assemblePhase(protocol.KindUpload, run.Upload, reps, off, baseMs, res.Baseline)
 		res.Notes = append(res.Notes, "upload: a browser cannot read its socket's TCP_INFO, so the upload's sender figures (efficiency, bottleneck, window) are not available; its goodput is the server's receive count")
+		if n := foreignNote(protocol.KindUpload, run.Upload.Foreign); n != "" {
+			res.Notes = append(res.Notes, n)
+		}
 	}
 	errs, notes := streamErrors(run, reps)
 	res.Errors = append(res.Errors, errs...)
@@ -302,17 +321,45 @@ func assemblePhase(dir string, bp *BrowserPhase, reps []protocol.FlowReport, off
 	}
 	d.Throughput = metrics.Rates(metrics.Resample(agg, 0.1))
 	d.Latency = rttResult(bp.Latency)
-	if len(bp.SelfMs) > 0 {
-		// The page cannot time TCP or TLS handshakes of new connections,
-		// so only the self-probe half of RPM exists; the Stats carry it and
-		// RPM itself stays 0 rather than a figure of a different definition.
-		d.RPM = &model.RPM{SelfMs: metrics.Summarize(bp.SelfMs)}
-		if baseline != nil {
-			d.RPM.IdleRPM = metrics.IdleRPM(rtts(baseline.Samples))
-		}
-	}
+	d.RPM = browserRPM(bp, baseline)
 	d.RFC6349 = metrics.BuildRFC6349(d, agg, baseMs, 0, 0)
 	return d
+}
+
+// browserRPM is the phase's responsiveness from the page's self probes and
+// foreign probes, by the formula the native client uses. Without foreign
+// probes (an older page, or every probe failed) only the self-probe
+// distribution is kept and RPM stays 0 rather than a figure of a different
+// definition.
+func browserRPM(bp *BrowserPhase, baseline *model.RTTResult) *model.RPM {
+	if len(bp.SelfMs) == 0 {
+		return nil
+	}
+	r := &model.RPM{SelfMs: metrics.Summarize(bp.SelfMs)}
+	if f := bp.Foreign; f != nil && len(f.TCPMs) > 0 && len(f.HTTPMs) > 0 {
+		if v, err := metrics.RPM(f.TCPMs, f.TLSMs, f.HTTPMs, bp.SelfMs); err == nil {
+			r.RPM = v
+			r.TCPMs, r.HTTPMs = metrics.Summarize(f.TCPMs), metrics.Summarize(f.HTTPMs)
+			if len(f.TLSMs) > 0 {
+				tls := metrics.Summarize(f.TLSMs)
+				r.TLSMs = &tls
+			}
+		}
+	}
+	if baseline != nil {
+		r.IdleRPM = metrics.IdleRPM(rtts(baseline.Samples))
+	}
+	return r
+}
+
+// foreignNote says how many of a phase's foreign probes the page could not
+// time, when any.
+func foreignNote(kind string, f *BrowserForeign) string {
+	if f == nil || f.Failed <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %d of %d foreign probes got no answer or no new connection to time; RPM stands on the other %d",
+		kind, f.Failed, f.Failed+len(f.TCPMs), len(f.TCPMs))
 }
 
 // browserQueueNote says when the page's RTT under load during download is

@@ -152,7 +152,7 @@ func TestPageFullRun(t *testing.T) {
 		t.Errorf("past results: %d rows, reopened %q, want this run %q", run.PastRows, run.ReopenedID, run.Result.ID)
 	}
 	for _, k := range []string{"download.goodput_bps", "download.rfc_goodput", "download.efficiency", "download.mtu", "download.max_achievable",
-		"download.loaded_p50", "upload.goodput_bps", "upload.rfc_goodput", "upload.loaded_p50", "baseline_min"} {
+		"download.loaded_p50", "download.rpm", "upload.goodput_bps", "upload.rfc_goodput", "upload.loaded_p50", "upload.rpm", "baseline_min"} {
 		if v, ok := run.Figures[k]; !ok || v == "" || strings.HasPrefix(v, "–") || strings.HasPrefix(v, "NaN") {
 			t.Errorf("figure %s shown as %q", k, v)
 		}
@@ -193,6 +193,19 @@ func TestPageFullRun(t *testing.T) {
 			t.Errorf("%s: throughput series of %d points", d.Direction, len(d.Throughput))
 		case r == nil || r.DurationS <= 0 || r.GoodputBps <= 0:
 			t.Errorf("%s: RFC 6349 report missing: %+v", d.Direction, r)
+		}
+		// Responsiveness: foreign probes (new connections, timed by the
+		// browser's Resource Timing) every 250 ms over the 4 s phase, and
+		// self probes on the loaded streams.
+		if p := d.RPM; p == nil {
+			t.Errorf("%s: no RPM", d.Direction)
+		} else {
+			t.Logf("%s: RPM %.0f (idle %.0f), foreign TCP p50 %.3f ms (n %d), HTTP p50 %.3f ms, self p50 %.3f ms (n %d)",
+				d.Direction, p.RPM, p.IdleRPM, p.TCPMs.P50, p.TCPMs.N, p.HTTPMs.P50, p.SelfMs.P50, p.SelfMs.N)
+			if p.TCPMs.N < 8 || p.HTTPMs.N != p.TCPMs.N || p.SelfMs.N < 10 || p.RPM <= 0 || p.IdleRPM <= 0 ||
+				p.TCPMs.Min <= 0 || p.TCPMs.P50 > 100 || p.HTTPMs.Min <= 0 || p.HTTPMs.P50 > 1000 {
+				t.Errorf("%s: RPM implausible on loopback: %+v", d.Direction, p)
+			}
 		}
 		// The page's goodput (receiver counts) and the server's TCP_INFO
 		// byte counters must agree for download within 10 %.

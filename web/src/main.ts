@@ -3,12 +3,14 @@
 // measurements and returns a sonde.result/v1 (docs/browser.md).
 import { AutoStreams, limited, recentRate, summary, fmtRate, fmtMs, median, LiveFlow, TCPSample, ResultLike } from "./analysis";
 import type { FromWorker, StartMsg } from "./worker";
+import { ForeignProbes } from "./foreign";
 import { LiveCharts } from "./charts";
 import { listPast } from "./past";
 import { localResult } from "./analysis";
 import { runRTCQuality, rtcReport, rtcSummary, MESSAGE_BYTES } from "./rtc";
 
 const API = "/sonde/v1/sessions";
+const PING = "/sonde/v1/ping";
 const params = new URLSearchParams(location.search);
 const DURATION_S = clampNum(Number(params.get("duration") ?? 10), 2, 60);
 const PROBE_MS = 20;
@@ -143,8 +145,10 @@ class Run {
     const grow = async () => {
       try { await add(); } catch (e) { this.notes.push(`${kind}: ${(e as Error).message}; continued with ${streams.length} stream(s)`); auto.stopped = true; }
     };
+    let foreign: ForeignProbes | undefined;
     try {
       await add();
+      foreign = new ForeignProbes(PING);
       await grow();
       const step = Math.max(0.5, (4 * median(this.probes.map((p) => p.rtt_ms))) / 1000 || 0.5);
       let nextStep = this.since() + step;
@@ -175,13 +179,14 @@ class Run {
       if (!this.errors.some((x) => x.includes(m))) this.errors.push(`${kind}: ${m}`);
     }
     const end = this.since();
+    const foreignRes = foreign?.stop();
     for (const s of streams) s.worker.postMessage({ cmd: "stop" });
     const closed = await Promise.all(streams.map((s) => s.closed));
     const counts: Record<string, { t_s: number; bytes: number }[]> = {};
     streams.forEach((s, i) => { counts[s.tag] = closed[i].counts; });
     const lat = this.window(start, end);
     const selfMs = this.self.filter((s) => s.t_s >= start && s.t_s <= end).map((s) => s.rtt_ms);
-    return { auto: true, start_s: start, end_s: end, tags: streams.map((s) => s.tag), counts: kind === "download" ? counts : undefined, latency: lat, self_ms: selfMs,
+    return { auto: true, start_s: start, end_s: end, tags: streams.map((s) => s.tag), counts: kind === "download" ? counts : undefined, latency: lat, self_ms: selfMs, foreign: foreignRes,
       // The server's upload counts as /live showed them: the page's only
       // upload figure if the server is gone before the report.
       live_counts: kind === "upload" ? serverBytes : undefined };
@@ -249,6 +254,12 @@ async function startTest(): Promise<void> {
   ($("save") as HTMLButtonElement).disabled = false;
 }
 
+// fmtRPM shows RPM under load beside its idle equivalent (metrics.md §5).
+function fmtRPM(p?: { rpm: number; idle_rpm?: number }): string {
+  if (!p || !(p.rpm > 0)) return "–";
+  return `${p.rpm.toFixed(0)} RPM (idle ${p.idle_rpm ? p.idle_rpm.toFixed(0) : "–"})`;
+}
+
 function esc(s: string): string {
   return s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
 }
@@ -266,6 +277,7 @@ function render(r: any): void {
       ["goodput", fmtRate(d.goodput_bps), "goodput_bps"],
       ["streams", `${d.streams} (${d.streams_mode})`, "streams"],
       ["RTT under load (median)", fmtMs(lat?.p50 ?? NaN), "loaded_p50"],
+      ["responsiveness", fmtRPM(d.rpm), "rpm"],
       ["RFC 6349 window", `${(f.window_start_s ?? 0).toFixed(2)}–${(f.window_end_s ?? 0).toFixed(2)} s`, "window"],
       ["steady-state goodput", fmtRate(f.goodput_bps ?? NaN), "rfc_goodput"],
       ["TCP efficiency", kind === "download" ? `${(f.efficiency_pct ?? 0).toFixed(2)} %` : "n/a (browser sender)", "efficiency"],
