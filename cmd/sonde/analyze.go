@@ -235,9 +235,9 @@ func writeAnalysisText(w io.Writer, r *model.Analysis) {
 	if t := r.Truth; t != nil {
 		fmt.Fprintf(w, "\nError against ground truth (%s, observer at %s), |e| in %%\n", t.File, t.Observer)
 		tb := table{alignRight: true}
-		tb.row("method", "samples", "matched", "mean", "stddev", "median", "p90", "p99", "max", "bias", "samples/s", "true ms")
+		tb.row("method", "samples", "matched", "dropped", "mean", "stddev", "median", "p90", "p99", "max", "bias", "samples/s", "true ms")
 		for _, m := range t.Methods {
-			tb.row(m.Method, num(m.Samples), num(m.Matched), fixed(m.MeanAbsPct, 3), fixed(m.StddevPct, 3), fixed(m.MedianPct, 3),
+			tb.row(m.Method, num(m.Samples), num(m.Matched), num(m.Dropped), fixed(m.MeanAbsPct, 3), fixed(m.StddevPct, 3), fixed(m.MedianPct, 3),
 				fixed(m.P90Pct, 3), fixed(m.P99Pct, 3), fixed(m.MaxPct, 3), fmt.Sprintf("%+.3f", m.MeanSignedPct),
 				fixed(m.SamplesPerS, 1), fixed(m.MeanTrueMs, 2))
 		}

@@ -282,9 +282,12 @@ type TruthCompare struct {
 // MethodError is one RTT method's error, e = (est − true) / true, with the
 // statistics over |e| in percent as seed 004 reports them.
 type MethodError struct {
-	Method        string  `json:"method"`
-	Samples       int     `json:"samples"`
-	Matched       int     `json:"matched"`
+	Method  string `json:"method"`
+	Samples int    `json:"samples"`
+	Matched int    `json:"matched"`
+	// Dropped counts samples with a packet that the emulated path dropped
+	// on the measured side: the truth has no delay for it, so no true RTT.
+	Dropped       int     `json:"dropped,omitempty"`
 	MeanAbsPct    float64 `json:"mean_abs_error_pct"`
 	StddevPct     float64 `json:"stddev_pct"`
 	MedianPct     float64 `json:"median_pct"`

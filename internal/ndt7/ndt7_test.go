@@ -207,9 +207,11 @@ func TestUpload(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, _, rec := testServer(t, Options{Duration: tc.d}, 0, tc.tls)
+			// The server's clock starts at the upgrade, inside the dial:
+			// timing from after the dial read 1.9997 s for a 2 s upload.
+			start := time.Now()
 			c := mustDial(t, srv, Upload)
 			defer c.Close()
-			start := time.Now()
 
 			// The client's load, grown like ndt7 clients do; the writer
 			// stops when the server's Close makes writes fail.

@@ -396,7 +396,7 @@ func (a *Analyzer) Samples(truth *Truth) []model.PassiveRTT {
 			RTTMs: float64(s.rtt) / 1e6, Valid: s.flag == "", Flag: s.flag,
 		}
 		if truth != nil {
-			if v, ok := truth.trueRTT(s); ok {
+			if v, m := truth.trueRTT(s); m == matched {
 				r.TrueMs = float64(v) / 1e6
 			}
 		}

@@ -17,10 +17,11 @@ import (
 const maxTruthLinks = 16
 
 type truthEntry struct {
-	dir   uint8
-	mask  uint16 // links with a delivered record
-	delay [maxTruthLinks]int64
-	dup   bool // the identity hash is not unique: unusable
+	dir     uint8
+	mask    uint16 // links with a delivered record
+	dropped uint16 // links that dropped the packet
+	delay   [maxTruthLinks]int64
+	dup     bool // the identity hash is not unique: unusable
 }
 
 // Truth is the emulator's per-packet ground truth indexed by packet
@@ -85,7 +86,7 @@ func ReadTruth(r io.Reader, name string, link int, end byte) (*Truth, error) {
 			}
 			return nil, fmt.Errorf("truth file %s: %w", name, err)
 		}
-		if rec.Fate != 1 || int(rec.Link) >= n {
+		if int(rec.Link) >= n {
 			continue
 		}
 		e := t.packets[rec.Hash]
@@ -94,6 +95,10 @@ func ReadTruth(r io.Reader, name string, link int, end byte) (*Truth, error) {
 			t.packets[rec.Hash] = e
 		}
 		bit := uint16(1) << rec.Link
+		if rec.Fate != emulator.Delivered {
+			e.dropped |= bit
+			continue
+		}
 		if e.mask&bit != 0 || e.dir != rec.Dir {
 			e.dup = true
 			continue
@@ -104,21 +109,33 @@ func ReadTruth(r io.Reader, name string, link int, end byte) (*Truth, error) {
 	return t, nil
 }
 
+// match is how a sample stands against the truth.
+type match uint8
+
+const (
+	matched   match = iota
+	unmatched       // a packet the truth does not hold (or not uniquely)
+	dropped         // a packet a link on the measured side dropped: no true RTT
+)
+
 // component is the true delay between the observer and the endpoint the
 // start packet heads to, and back: the start and end packets' delays over
 // the links on that side. A side with no links (observer at the endpoint)
 // is 0.
-func (t *Truth) component(start, end uint64) (int64, bool) {
+func (t *Truth) component(start, end uint64) (int64, match) {
 	s, e := t.packets[start], t.packets[end]
 	if s == nil || e == nil || s.dup || e.dup || s.dir == e.dir {
-		return 0, false
+		return 0, unmatched
 	}
 	side := t.serverSide
 	if s.dir == emulator.Down {
 		side = t.clientSide
 	}
+	if s.dropped&side != 0 || e.dropped&side != 0 {
+		return 0, dropped
+	}
 	if s.mask&side != side || e.mask&side != side {
-		return 0, false
+		return 0, unmatched
 	}
 	var d int64
 	for i := range t.links {
@@ -126,27 +143,27 @@ func (t *Truth) component(start, end uint64) (int64, bool) {
 			d += s.delay[i] + e.delay[i]
 		}
 	}
-	return d, true
+	return d, matched
 }
 
 // trueRTT is the ground truth of one sample.
-func (t *Truth) trueRTT(s *sample) (int64, bool) {
+func (t *Truth) trueRTT(s *sample) (int64, match) {
 	switch {
 	case s.pairs:
-		a, ok1 := t.component(s.ids[0], s.ends[0])
-		b, ok2 := t.component(s.ids[1], s.ends[1])
-		return a + b, ok1 && ok2
+		a, m1 := t.component(s.ids[0], s.ends[0])
+		b, m2 := t.component(s.ids[1], s.ends[1])
+		return a + b, max(m1, m2)
 	case s.n == 2:
 		if isFull(s.method) {
-			return 0, false // a spin full sample without the reflected edge
+			return 0, unmatched // a spin full sample without the reflected edge
 		}
 		return t.component(s.ids[0], s.ids[1])
 	case s.n == 3:
-		a, ok1 := t.component(s.ids[0], s.ids[1])
-		b, ok2 := t.component(s.ids[1], s.ids[2])
-		return a + b, ok1 && ok2
+		a, m1 := t.component(s.ids[0], s.ids[1])
+		b, m2 := t.component(s.ids[1], s.ids[2])
+		return a + b, max(m1, m2)
 	}
-	return 0, false
+	return 0, unmatched
 }
 
 func isFull(m Method) bool { return m == TSFull || m == SpinFullUp || m == SpinFullDown }
@@ -155,15 +172,18 @@ func isFull(m Method) bool { return m == TSFull || m == SpinFullUp || m == SpinF
 func (t *Truth) compare(a *Analyzer) *model.TruthCompare {
 	var errs [numMethods][]float64
 	var trueSum [numMethods]float64
-	var count [numMethods]int
+	var count, drops [numMethods]int
 	for i := range a.samples {
 		s := &a.samples[i]
 		if s.flag != "" {
 			continue
 		}
 		count[s.method]++
-		tr, ok := t.trueRTT(s)
-		if !ok || tr <= 0 {
+		tr, m := t.trueRTT(s)
+		if m == dropped {
+			drops[s.method]++
+		}
+		if m != matched || tr <= 0 {
 			continue
 		}
 		errs[s.method] = append(errs[s.method], float64(s.rtt-tr)/float64(tr))
@@ -176,7 +196,7 @@ func (t *Truth) compare(a *Analyzer) *model.TruthCompare {
 			continue
 		}
 		me := ErrorStats(errs[m])
-		me.Method, me.Samples = m.String(), count[m]
+		me.Method, me.Samples, me.Dropped = m.String(), count[m], drops[m]
 		if dur > 0 {
 			me.SamplesPerS = float64(count[m]) / dur
 		}
