@@ -109,7 +109,8 @@ func ReadTruth(r io.Reader, name string, link int, end byte) (*Truth, error) {
 	return t, nil
 }
 
-// match is how a sample stands against the truth.
+// match is how a sample stands against the truth. The order matters: a
+// sample of two components stands as the greater of theirs.
 type match uint8
 
 const (
