@@ -203,19 +203,9 @@ func rawPcap(pkts [][]byte) []byte {
 
 func packetIndexes(t *testing.T, path string) []int {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := pcap.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var idx []int
-	var p pcap.Packet
-	for rd.Next(&p) == nil {
-		idx = append(idx, int(p.TimeNs/1e9))
+	if err := pcap.ReadFile(path, func(p *pcap.Packet) { idx = append(idx, int(p.TimeNs/1e9)) }); err != nil {
+		t.Fatal(err)
 	}
 	return idx
 }

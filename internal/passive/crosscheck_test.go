@@ -102,22 +102,12 @@ func TestTSharkCrossCheck(t *testing.T) {
 	// Per packet, in file order.
 	rows := tsharkFields(t, file, "ip.src", "tcp.srcport", "tcp.seq_raw", "tcp.ack_raw",
 		"tcp.options.timestamp.tsval", "tcp.options.timestamp.tsecr", "tcp.len", "ip.len")
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := pcap.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pk pcap.Packet
 	n, bad := 0, 0
-	for rd.Next(&pk) == nil {
+	err := pcap.ReadFile(file, func(pk *pcap.Packet) {
 		var ip ipPacket
 		var s tcpSegment
 		if !decodeIP(pcap.Network(pk.LinkType, pk.Data), &ip) || ip.proto != 6 || !decodeTCP(ip.l4, ip.l4Len, &s) {
-			continue
+			return
 		}
 		if n >= len(rows) {
 			t.Fatalf("sonde decodes more TCP packets than tshark's %d", len(rows))
@@ -141,6 +131,9 @@ func TestTSharkCrossCheck(t *testing.T) {
 			}
 		}
 		n++
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if n != len(rows) || n < 1000 {
 		t.Fatalf("sonde decoded %d TCP packets, tshark %d (want ≥ 1000)", n, len(rows))

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"os"
 )
 
 // Format of a capture file.
@@ -112,6 +113,31 @@ func NewReader(r io.Reader) (*Reader, error) {
 	default:
 		rd.format = FormatPcap
 		return rd, rd.pcapHeader()
+	}
+}
+
+// ReadFile calls each for every packet of the capture at path, in file
+// order, and returns the first error other than the end of the file. The
+// Packet is reused: each must copy what it keeps of Data.
+func ReadFile(path string, each func(*Packet)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rd, err := NewReader(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var p Packet
+	for {
+		if err := rd.Next(&p); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		each(&p)
 	}
 }
 

@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -368,5 +371,41 @@ func TestWriterRoundTrip(t *testing.T) {
 	var p Packet
 	if err := r.Next(&p); err != io.EOF {
 		t.Errorf("after the last packet: %v, want EOF", err)
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, LinkRaw, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := w.Write(int64(i+1)*1e9, []byte{0x45, byte(i)}, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	whole, cut := filepath.Join(dir, "whole.pcap"), filepath.Join(dir, "cut.pcap")
+	if err := os.WriteFile(whole, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cut, buf.Bytes()[:buf.Len()-1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var times []int64
+	if err := ReadFile(whole, func(p *Packet) { times = append(times, p.TimeNs) }); err != nil || len(times) != 3 || times[2] != 3e9 {
+		t.Fatalf("whole file: times %v, %v", times, err)
+	}
+	n := 0
+	var damage *DamageError
+	if err := ReadFile(cut, func(*Packet) { n++ }); !errors.As(err, &damage) || n != 2 || !strings.Contains(err.Error(), cut) {
+		t.Fatalf("cut file: %d packets, %v; want 2 and the damage, naming the file", n, err)
+	}
+	if err := ReadFile(filepath.Join(dir, "missing"), func(*Packet) {}); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -34,17 +33,7 @@ func sendUDP(t *testing.T, ns *netns.NS, addr string, port, n int) {
 // pcap (0 for packets that are not IPv4 UDP) and the packets' times.
 func readUDPPorts(t *testing.T, file string) (ports []int, times []int64) {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcap.NewReader(f)
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	var p pcap.Packet
-	for r.Next(&p) == nil {
+	err := pcap.ReadFile(file, func(p *pcap.Packet) {
 		ip := pcap.Network(p.LinkType, p.Data)
 		port := 0
 		if len(ip) >= 28 && ip[0]>>4 == 4 && ip[9] == 17 {
@@ -52,6 +41,9 @@ func readUDPPorts(t *testing.T, file string) (ports []int, times []int64) {
 		}
 		ports = append(ports, port)
 		times = append(times, p.TimeNs)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports, times
 }

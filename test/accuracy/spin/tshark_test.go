@@ -1,13 +1,9 @@
 package spin
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
-	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -100,30 +96,15 @@ func TestTsharkCrossCheck(t *testing.T) {
 // the short-header DCID length from the peer's SCID as the analyser does.
 func sondePackets(t *testing.T, file string) [][]quicPacket {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcap.NewReader(bufio.NewReader(f))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// dcidLen by destination port: the short headers a host receives use
 	// the SCID it chose in its long headers.
 	dcidLen := map[uint16]int{}
 	var out [][]quicPacket
-	var p pcap.Packet
-	for {
-		if err := r.Next(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	err := pcap.ReadFile(file, func(p *pcap.Packet) {
 		var pk []quicPacket
 		ip := pcap.Network(p.LinkType, p.Data)
 		if p.Interface != 0 {
-			continue // a lab capture holds each packet at both link ends
+			return // a lab capture holds each packet at both link ends
 		}
 		if len(ip) >= 20 && ip[0]>>4 == 4 && ip[9] == 17 {
 			udp := ip[int(ip[0]&15)*4:]
@@ -148,6 +129,9 @@ func sondePackets(t *testing.T, file string) [][]quicPacket {
 			}
 		}
 		out = append(out, pk)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
