@@ -52,3 +52,25 @@ func TestAddRejectsForeignName(t *testing.T) {
 		t.Fatal("Add accepted a name without the sonde prefix")
 	}
 }
+
+func TestUDPDrops(t *testing.T) {
+	snmp := "Ip: Forwarding DefaultTTL\nIp: 1 64\n" +
+		"Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\n" +
+		"Udp: 100 2 7 90 5 0 2 0 0\n" +
+		"UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\n" +
+		"UdpLite: 0 0 0 0 9 0 0 0 0\n"
+	if n, err := UDPDrops([]byte(snmp)); err != nil || n != 7 {
+		t.Fatalf("UDPDrops = %d, %v; want 7", n, err)
+	}
+	if _, err := UDPDrops([]byte("Ip: Forwarding\nIp: 1\n")); err == nil {
+		t.Fatal("no Udp lines accepted")
+	}
+	if _, err := UDPDrops([]byte("Udp: RcvbufErrors\nUdp: x\n")); err == nil {
+		t.Fatal("a non-number accepted")
+	}
+	if b, err := os.ReadFile("/proc/net/snmp"); err == nil {
+		if _, err := UDPDrops(b); err != nil {
+			t.Fatalf("this machine's /proc/net/snmp: %v", err)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -262,37 +261,17 @@ func TestPageWebRTC(t *testing.T) {
 	})
 }
 
-// udpDrops is the count of UDP datagrams the kernel of ns dropped at a
-// full receive buffer or for a bad checksum (RcvbufErrors + InCsumErrors,
-// /proc/net/snmp).
+// udpDrops is the count of UDP datagrams the kernel of ns dropped
+// (netns.UDPDrops).
 func udpDrops(t *testing.T, ns *netns.NS) int {
 	t.Helper()
 	out, err := ns.Command(context.Background(), "cat", "/proc/net/snmp").Output()
 	if err != nil {
 		t.Fatalf("read /proc/net/snmp in %s: %v", ns.Name(), err)
 	}
-	var names []string
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "Udp:" {
-			continue
-		}
-		if names == nil {
-			names = f
-			continue
-		}
-		var n int
-		for i, name := range names {
-			if (name == "RcvbufErrors" || name == "InCsumErrors") && i < len(f) {
-				v, err := strconv.Atoi(f[i])
-				if err != nil {
-					t.Fatalf("/proc/net/snmp: %s = %q", name, f[i])
-				}
-				n += v
-			}
-		}
-		return n
+	n, err := netns.UDPDrops(out)
+	if err != nil {
+		t.Fatalf("%s: %v", ns.Name(), err)
 	}
-	t.Fatalf("/proc/net/snmp in %s has no Udp lines", ns.Name())
-	return 0
+	return n
 }
