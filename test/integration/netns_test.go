@@ -106,9 +106,12 @@ func TestNamespacesLinkRate(t *testing.T) {
 		if rfc.TTR < 1 {
 			t.Errorf("TTR %v < 1 on a path shaped below the link rate", rfc.TTR)
 		}
+		// With a bucket that outlasts late timer wakeups (see shape),
+		// two busy-looping processes beside the test did not move the
+		// figure below 860.0 (5 runs).
 		payload := shaper * 1448 / 1514
-		if rfc.GoodputBps > payload*1.02 || rfc.GoodputBps < payload*0.85 {
-			t.Errorf("steady goodput %.1f Mbit/s, want %.1f Mbit/s (the shaper's payload rate) -15%%/+2%%", rfc.GoodputBps/1e6, payload/1e6)
+		if rfc.GoodputBps > payload*1.02 || rfc.GoodputBps < payload*0.97 {
+			t.Errorf("steady goodput %.1f Mbit/s, want %.1f Mbit/s (the shaper's payload rate) -3%%/+2%%", rfc.GoodputBps/1e6, payload/1e6)
 		}
 	})
 	t.Run("10G", func(t *testing.T) {
