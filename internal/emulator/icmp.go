@@ -3,6 +3,8 @@ package emulator
 import (
 	"encoding/binary"
 	"net/netip"
+
+	"github.com/sonde-project/sonde/internal/checksum"
 )
 
 // TooBig builds the ICMP error a router sends for a packet larger than the
@@ -30,11 +32,11 @@ func TooBig(pkt []byte, mtu int, from netip.Addr) []byte {
 		src := from.As4()
 		copy(b[12:16], src[:])
 		copy(b[16:20], pkt[12:16])
-		binary.BigEndian.PutUint16(b[10:12], checksum(b[:20], 0))
+		binary.BigEndian.PutUint16(b[10:12], checksum.Checksum(b[:20], 0))
 		b[20], b[21] = 3, 4
 		binary.BigEndian.PutUint16(b[26:28], uint16(mtu))
 		copy(b[28:], quote)
-		binary.BigEndian.PutUint16(b[22:24], checksum(b[20:], 0))
+		binary.BigEndian.PutUint16(b[22:24], checksum.Checksum(b[20:], 0))
 		return b
 	case 6:
 		if !from.Is6() || isICMPError(pkt[6], pkt, 40) {
@@ -56,7 +58,7 @@ func TooBig(pkt []byte, mtu int, from netip.Addr) []byte {
 		copy(ph[0:32], b[8:40])
 		binary.BigEndian.PutUint32(ph[32:36], uint32(len(b)-40))
 		ph[39] = 58
-		binary.BigEndian.PutUint16(b[42:44], checksum(b[40:], sum(ph[:], 0)))
+		binary.BigEndian.PutUint16(b[42:44], checksum.Checksum(b[40:], checksum.Sum(ph[:], 0)))
 		return b
 	}
 	return nil
@@ -76,23 +78,4 @@ func isICMPError(proto byte, pkt []byte, off int) bool {
 		return pkt[off] < 128
 	}
 	return false
-}
-
-func sum(b []byte, s uint32) uint32 {
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	if len(b)%2 == 1 {
-		s += uint32(b[len(b)-1]) << 8
-	}
-	return s
-}
-
-// checksum is the Internet checksum of b with an initial partial sum.
-func checksum(b []byte, initial uint32) uint16 {
-	s := sum(b, initial)
-	for s > 0xffff {
-		s = (s & 0xffff) + s>>16
-	}
-	return ^uint16(s)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/checksum"
 )
 
 func TestRateAndDelayExact(t *testing.T) {
@@ -149,7 +151,7 @@ func TestCoDelECNMarksInsteadOfDropping(t *testing.T) {
 	}
 	for _, p := range s.out {
 		if p.Flags&FlagMarked != 0 {
-			if ecnBits(p.Data) != 3 || checksum(p.Data[:20], 0) != 0 {
+			if ecnBits(p.Data) != 3 || checksum.Checksum(p.Data[:20], 0) != 0 {
 				t.Fatalf("marked packet: ecn %d, header checksum invalid", ecnBits(p.Data))
 			}
 		}

@@ -3,6 +3,8 @@ package emulator
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/checksum"
 )
 
 // Fate is what became of a packet.
@@ -110,7 +112,7 @@ func MarkCE(b []byte) bool {
 	case 4:
 		old := binary.BigEndian.Uint16(b[0:2])
 		b[1] |= 3
-		updateChecksum(b[10:12], old, binary.BigEndian.Uint16(b[0:2]))
+		checksum.Update(b[10:12], old, binary.BigEndian.Uint16(b[0:2]))
 	case 6:
 		b[1] |= 3 << 4
 	}
@@ -127,7 +129,7 @@ func RemarkDSCP(b []byte, from, to int) bool {
 		}
 		old := binary.BigEndian.Uint16(b[0:2])
 		b[1] = byte(to)<<2 | b[1]&3
-		updateChecksum(b[10:12], old, binary.BigEndian.Uint16(b[0:2]))
+		checksum.Update(b[10:12], old, binary.BigEndian.Uint16(b[0:2]))
 		return true
 	case 6:
 		if len(b) < 40 {
@@ -143,15 +145,6 @@ func RemarkDSCP(b []byte, from, to int) bool {
 		return true
 	}
 	return false
-}
-
-// updateChecksum applies HC' = ~(~HC + ~m + m') to the checksum at c.
-func updateChecksum(c []byte, old, new uint16) {
-	sum := uint32(^binary.BigEndian.Uint16(c)) + uint32(^old) + uint32(new)
-	for sum > 0xffff {
-		sum = (sum & 0xffff) + sum>>16
-	}
-	binary.BigEndian.PutUint16(c, ^uint16(sum))
 }
 
 // l4 returns the transport protocol, its header offset and whether the packet

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/checksum"
 )
 
 func TestTooBigIPv4(t *testing.T) {
@@ -18,7 +20,7 @@ func TestTooBigIPv4(t *testing.T) {
 	if icmp == nil {
 		t.Fatal("no ICMP for a DF packet")
 	}
-	if checksum(icmp[:20], 0) != 0 || checksum(icmp[20:], 0) != 0 {
+	if checksum.Checksum(icmp[:20], 0) != 0 || checksum.Checksum(icmp[20:], 0) != 0 {
 		t.Fatal("bad IP or ICMP checksum")
 	}
 	if icmp[20] != 3 || icmp[21] != 4 || binary.BigEndian.Uint16(icmp[26:28]) != 1400 {
@@ -51,7 +53,7 @@ func TestTooBigIPv6(t *testing.T) {
 	copy(ph[0:32], icmp[8:40])
 	binary.BigEndian.PutUint32(ph[32:36], uint32(len(icmp)-40))
 	ph[39] = 58
-	if checksum(icmp[40:], sum(ph[:], 0)) != 0 {
+	if checksum.Checksum(icmp[40:], checksum.Sum(ph[:], 0)) != 0 {
 		t.Fatal("bad ICMPv6 checksum")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/checksum"
 )
 
 // ipv4UDP builds an IPv4/UDP packet of size bytes.
@@ -18,7 +20,7 @@ func ipv4UDP(size int, sport uint16, ecn byte, id uint16) []byte {
 	b[8], b[9] = 64, 17
 	copy(b[12:16], []byte{198, 18, 1, 1})
 	copy(b[16:20], []byte{198, 18, 1, 2})
-	binary.BigEndian.PutUint16(b[10:12], checksum(b[:20], 0))
+	binary.BigEndian.PutUint16(b[10:12], checksum.Checksum(b[:20], 0))
 	binary.BigEndian.PutUint16(b[20:22], sport)
 	binary.BigEndian.PutUint16(b[22:24], 9)
 	binary.BigEndian.PutUint16(b[24:26], uint16(size-20))
