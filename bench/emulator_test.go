@@ -1,6 +1,7 @@
 // Benchmarks of sonde's link emulator (docs/emulator.md): TCP goodput through
 // an unimpaired emulated link against a direct veth pair, the packet rate it
-// forwards, and its delay error at 100 Mbit/s. Root only; run with
+// forwards, the CPU it spends forwarding a 1 Gbit/s download (lan-20ms), and
+// its delay error at 100 Mbit/s. Root only; run with
 //
 //	go test -run XXX -bench Emulator -benchtime 1x -v ./bench/
 package bench
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,6 +126,26 @@ func BenchmarkEmulator(b *testing.B) {
 		b.Error(err)
 	}
 
+	// CPU cost at 1 Gbit/s: the lab runs inside this process (its
+	// forwarding threads are this process's only busy threads; iperf3 runs
+	// as child processes, which RUSAGE_SELF leaves out).
+	lan, err := lab.Resolve("lan-20ms")
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := lab.Options{StateDir: b.TempDir()}
+	ll, err := lab.UpProfile(context.Background(), lan, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu0 := processCPU(b)
+	t0 := time.Now()
+	lanBps, _ := iperf3(b, ll.Command, ll.ServerAddr(), seconds, "-R", "-P", "2")
+	lanCores := (processCPU(b) - cpu0).Seconds() / time.Since(t0).Seconds()
+	if err := ll.Down(); err != nil {
+		b.Error(err)
+	}
+
 	// Delay error at 100 Mbit/s under a saturating TCP flow: how late
 	// each packet was written compared with the model's due time.
 	truth := filepath.Join(b.TempDir(), "bench.gt")
@@ -149,10 +171,21 @@ func BenchmarkEmulator(b *testing.B) {
 	b.ReportMetric(veth/1e9, "Gbit/s-veth")
 	b.ReportMetric(emu/veth, "ratio")
 	b.ReportMetric(pps, "pps-udp64")
+	b.ReportMetric(lanCores, "cores-lan20ms")
 	b.ReportMetric(q(0.5), "µs-late-p50")
 	b.ReportMetric(q(0.99), "µs-late-p99")
 	b.Logf("TCP goodput: emulated %.0f Mbit/s, veth %.0f Mbit/s, ratio %.3f", emu/1e6, veth/1e6, emu/veth)
 	b.Logf("UDP 64-byte packets forwarded: %.0f pps (%.0f over the iperf3 run time)", pps, ppsPeak)
+	b.Logf("lan-20ms download, 2 streams: %.0f Mbit/s with the forwarder using %.2f cores (%.2f per Gbit/s)", lanBps/1e6, lanCores, lanCores/(lanBps/1e9))
 	b.Logf("100 Mbit/s link, TCP at %.1f Mbit/s: delay error over %d packets p50 %.1f µs p99 %.1f µs p99.9 %.1f µs max %.1f µs",
 		rate100/1e6, len(late), q(0.5), q(0.99), q(0.999), late[len(late)-1])
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,13 +1,17 @@
-// Package tun creates Linux TUN devices (layer 3, IFF_TUN|IFF_NO_PI: every
-// read or write is one bare IPv4 or IPv6 packet) and gives raw, non-blocking
-// access to their file descriptor for the emulator's forwarding loop, which
-// polls them itself rather than through the Go runtime's netpoller so that
-// it controls its wake-up precision.
+// Package tun creates Linux TUN devices (layer 3, IFF_TUN|IFF_NO_PI) and gives
+// raw, non-blocking access to their file descriptor for the emulator's
+// forwarding loop, which polls them itself rather than through the Go
+// runtime's netpoller so that it controls its wake-up precision.
 //
-// A device lives as long as its file descriptor: it is not persistent, so a
-// crashed emulator leaves no device behind. It is created in the calling
-// thread's network namespace and may then be moved to another one (ip link
-// set DEV netns NS); the descriptor stays valid.
+// Devices offer TCP segmentation and checksum offload to the kernel
+// (IFF_VNET_HDR, TUNSETOFFLOAD): a sender hands the device one TCP packet
+// of up to 64 KB where it would otherwise cut it into MSS-sized segments
+// and checksum each, and one read returns it. The package cuts it here, in
+// one pass that also checksums, so callers still see only the packets a
+// wire would carry (a 32 MB transfer in this package's test: 532 reads for
+// 23 182 segments). Writes go the other way: consecutive segments of one
+// TCP flow that the receiver's GRO would merge are written as one offload
+// frame, and the receiving stack handles them once.
 package tun
 
 import (
@@ -18,11 +22,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Device is an open TUN device.
+// Device is an open TUN device. One goroutine may read while another
+// writes; neither ReadPackets nor WritePackets is safe for concurrent use
+// with itself.
 type Device struct {
 	name string
 	fd   int
+	// rbuf holds one frame as read; seg the segment being cut from it.
+	rbuf, seg []byte
+	// wbuf holds the frame being written: virtio-net header and packet.
+	wbuf []byte
 }
+
+// maxFrame is the largest frame a read can return: the virtio-net header
+// and an IP packet of at most 64 KiB (the kernel's TSO limit for a TUN
+// device).
+const maxFrame = vnetHdrLen + 65535
+
+// offloads are what the device accepts from the kernel: packets with a
+// partial checksum, and TCP segmentation offload over IPv4 and IPv6,
+// with ECN's CWR. UDP segmentation (TUN_F_USO4/6) stays off: the kernel
+// segments those datagrams before the device.
+const offloads = unix.TUN_F_CSUM | unix.TUN_F_TSO4 | unix.TUN_F_TSO6 | unix.TUN_F_TSO_ECN
 
 // Create opens /dev/net/tun and creates a TUN device with the given name
 // (at most 15 bytes) in the current network namespace.
@@ -42,7 +63,7 @@ func Create(name string) (*Device, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("tun: %w", err)
 	}
-	ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+	ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
 	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
 		unix.Close(fd)
 		if errors.Is(err, unix.EPERM) {
@@ -50,7 +71,17 @@ func Create(name string) (*Device, error) {
 		}
 		return nil, fmt.Errorf("tun: create %s: %w", name, err)
 	}
-	return &Device{name: ifr.Name(), fd: fd}, nil
+	if err := unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, offloads); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("tun: offloads on %s: %w", name, err)
+	}
+	return &Device{
+		name: ifr.Name(),
+		fd:   fd,
+		rbuf: make([]byte, maxFrame),
+		seg:  make([]byte, maxFrame),
+		wbuf: make([]byte, maxFrame),
+	}, nil
 }
 
 // Name returns the device's interface name.
@@ -59,20 +90,59 @@ func (d *Device) Name() string { return d.name }
 // Fd returns the non-blocking file descriptor, for polling.
 func (d *Device) Fd() int { return d.fd }
 
-// Read reads one packet into b. It does not block: with nothing to read it
-// returns unix.EAGAIN.
-func (d *Device) Read(b []byte) (int, error) {
-	n, err := unix.Read(d.fd, b)
+// ReadPackets reads what the kernel sent through the device in one read,
+// and calls emit with each packet it stands for, in order: one packet, or
+// the segments of a TCP segmentation offload packet (see the package
+// comment). The slice passed to emit is valid only during the call. It
+// returns the number of packets; it does not block: with nothing to read
+// it returns unix.EAGAIN.
+func (d *Device) ReadPackets(emit func(pkt []byte)) (int, error) {
+	n, err := unix.Read(d.fd, d.rbuf)
 	if err != nil {
 		return 0, err
 	}
-	return n, nil
+	return segment(d.rbuf[:n], d.seg, emit)
 }
 
-// Write writes one packet; the kernel receives it on the device as if it
-// came from the wire.
-func (d *Device) Write(b []byte) (int, error) {
-	return unix.Write(d.fd, b)
+// WritePackets writes packets, whose checksums must be complete, in order;
+// the kernel receives them on the device as if they came from the wire.
+// Consecutive segments of one TCP flow that the receiver's GRO would merge
+// go in one write, as one segmentation offload frame (see the package
+// comment): the receiving stack then handles them once, as it would after
+// a NIC's interrupt moderation and GRO. Before each write it calls
+// before(i, n) (if not nil) for the packets pkts[i:i+n] the write carries.
+// If a write fails, failed[i] is set for each packet i it carried (failed
+// must be as long as pkts), and the first error is returned after the
+// remaining packets are written.
+func (d *Device) WritePackets(pkts [][]byte, failed []bool, before func(i, n int)) error {
+	var first error
+	for i := 0; i < len(pkts); {
+		n := run(pkts[i:])
+		if before != nil {
+			before(i, n)
+		}
+		var err error
+		switch {
+		case n > 1:
+			_, err = unix.Write(d.fd, d.wbuf[:frame(d.wbuf, pkts[i:i+n])])
+		case len(pkts[i]) > len(d.wbuf)-vnetHdrLen:
+			err = fmt.Errorf("tun: write of %d bytes: larger than an IP packet", len(pkts[i]))
+		default:
+			// The header stays zero: no offload, nothing left to the kernel.
+			clear(d.wbuf[:vnetHdrLen])
+			_, err = unix.Write(d.fd, d.wbuf[:vnetHdrLen+copy(d.wbuf[vnetHdrLen:], pkts[i])])
+		}
+		if err != nil {
+			for j := i; j < i+n; j++ {
+				failed[j] = true
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		i += n
+	}
+	return first
 }
 
 // Close closes the descriptor, which destroys the device in whatever
