@@ -202,7 +202,21 @@ func TestCoalesceRoundTrip(t *testing.T) {
 			t.Fatalf("v4=%v: %d of %d segments coalesce, want all", v4, n, len(segs))
 		}
 		buf := make([]byte, maxFrame)
-		back := collect(t, buf[:frame(buf, segs)])
+		f := buf[:frame(buf, segs)]
+		// The frame's partial checksum, completed as a kernel that
+		// forwards it to a device without offloads would, verifies.
+		whole := bytes.Clone(f[vnetHdrLen:])
+		l4 := 40
+		if v4 {
+			l4 = 20
+		}
+		if err := completeChecksum(whole, l4, tcpCsum); err != nil {
+			t.Fatal(err)
+		}
+		if c := checksum.Checksum(whole[l4:], pseudoSum(whole, l4)); c != 0 {
+			t.Errorf("v4=%v: the coalesced frame's partial checksum, completed, does not verify (%#04x)", v4, c)
+		}
+		back := collect(t, f)
 		if len(back) != len(segs) {
 			t.Fatalf("v4=%v: %d segments back, want %d", v4, len(back), len(segs))
 		}
