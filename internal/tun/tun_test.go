@@ -58,6 +58,21 @@ func inNS(t *testing.T, ns *netns.NS, fn func()) {
 	<-done
 }
 
+// addNS creates a namespace that is deleted when the test ends.
+func addNS(t *testing.T, tag string) *netns.NS {
+	t.Helper()
+	ns, err := netns.Add(netns.UniqueName(tag))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Delete(); err != nil {
+			t.Errorf("delete namespace %s: %v", ns.Name(), err)
+		}
+	})
+	return ns
+}
+
 // relay copies packets from one device to the other until stop, counting
 // reads, packets read, writes and packets written.
 func relay(from, to *Device, stop *atomic.Bool, c *[4]atomic.Int64) error {
@@ -92,16 +107,7 @@ func TestOffloadThroughKernel(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (CAP_NET_ADMIN) for namespaces and TUN devices")
 	}
-	nsA, err := netns.Add(netns.UniqueName("tuna"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nsA.Delete()
-	nsB, err := netns.Add(netns.UniqueName("tunb"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nsB.Delete()
+	nsA, nsB := addNS(t, "tuna"), addNS(t, "tunb")
 	var devs [2]*Device
 	for i, e := range []struct {
 		ns             *netns.NS
