@@ -16,11 +16,13 @@ const vnetHdrLen = 10
 
 // vnetHdr is a decoded virtio-net header. Multi-byte fields are in the
 // host's byte order for TUN devices, little-endian on every platform
-// sonde runs on (the kernel's default, virtio 1.0).
+// sonde runs on (the kernel's default, virtio 1.0). Its hdr_len (bytes
+// 2-3) is not read: the kernel sets it to the skb's
+// linear length, not the headers', so segmentation finds the headers
+// itself.
 type vnetHdr struct {
 	flags      uint8
 	gsoType    uint8
-	hdrLen     uint16 // unused: the kernel sets it to the skb's linear length, not the headers'
 	gsoSize    uint16
 	csumStart  uint16
 	csumOffset uint16
@@ -30,7 +32,6 @@ func decodeVnetHdr(b []byte) vnetHdr {
 	return vnetHdr{
 		flags:      b[0],
 		gsoType:    b[1],
-		hdrLen:     binary.LittleEndian.Uint16(b[2:]),
 		gsoSize:    binary.LittleEndian.Uint16(b[4:]),
 		csumStart:  binary.LittleEndian.Uint16(b[6:]),
 		csumOffset: binary.LittleEndian.Uint16(b[8:]),
@@ -100,7 +101,7 @@ func completeChecksum(pkt []byte, start, off int) error {
 // splitTCP segments a TCP super-packet at h.gsoSize bytes of payload.
 func splitTCP(pkt []byte, h vnetHdr, scratch []byte, emit func([]byte)) (int, error) {
 	l4 := int(h.csumStart)
-	if len(pkt) < 1 || l4+20 > len(pkt) || h.gsoSize == 0 {
+	if l4+20 > len(pkt) || h.gsoSize == 0 {
 		return 0, fmt.Errorf("%w: TCP header at %d, GSO size %d, %d bytes", errFrame, l4, h.gsoSize, len(pkt))
 	}
 	v4 := pkt[0]>>4 == 4
