@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -105,6 +106,11 @@ func (t *tester) direction(ctx context.Context, res *model.Result, dir string) e
 	udp := t.startUDP(ctx, dir, res)
 	pr, perr := t.loadPhase(ctx, dir, specs, auto)
 	udpFlow := t.stopUDP(udp, res)
+	if len(pr.flows) == 0 {
+		// Refused (e.g. the test's byte limit is spent): nothing was
+		// measured, so no figures, only the error.
+		return perr
+	}
 	rep, rerr := t.report(context.WithoutCancel(ctx), false)
 	d := t.assemble(pr, rep, res.Baseline)
 	d.UDPLatency = udpFlow
@@ -113,10 +119,32 @@ func (t *tester) direction(ctx context.Context, res *model.Result, dir string) e
 	} else {
 		res.Upload = d
 	}
-	if perr != nil {
-		return perr
+	return errors.Join(perr, rerr, t.limitCut(pr, rep))
+}
+
+// limitCut is the error for a phase the server's limits cut short: the
+// figures stand for the part that ran, but the phase did not run as asked.
+func (t *tester) limitCut(pr *phaseResult, rep protocol.Report) error {
+	tags := map[string]bool{}
+	for _, f := range pr.flows {
+		tags[f.spec.tag] = true
 	}
-	return rerr
+	cut := map[string]int{}
+	for _, f := range rep.Flows {
+		if f.Kind == pr.dir && tags[f.Tag] && f.Limit != "" {
+			cut[f.Limit]++
+		}
+	}
+	var errs []error
+	if n := cut[protocol.LimitBytes]; n > 0 {
+		errs = append(errs, fmt.Errorf("%s cut short by the server's byte limit (%d bytes per test, download and upload together; %d of %d streams stopped by it): the figures cover only what moved before it",
+			pr.dir, t.session.MaxBytes, n, len(pr.flows)))
+	}
+	if n := cut[protocol.LimitDuration]; n > 0 {
+		errs = append(errs, fmt.Errorf("%s cut short by the server's test duration limit (%.0f s; %d of %d streams stopped by it)",
+			pr.dir, t.session.MaxDurationS, n, len(pr.flows)))
+	}
+	return errors.Join(errs...)
 }
 
 // maxStreams is the client's bound, within the server's.
@@ -228,6 +256,9 @@ func (t *tester) classes(ctx context.Context, res *model.Result) error {
 		pr, perr := t.loadPhase(ctx, dir, specs, false)
 		rep, rerr := t.report(context.WithoutCancel(ctx), false)
 		d := t.assemble(pr, rep, nil)
+		if err := t.limitCut(pr, rep); err != nil && perr == nil {
+			perr = err
+		}
 		for i, c := range t.cfg.Classes {
 			cf := model.ClassFlow{Class: c, Direction: dir, UDP: t.stopUDP(udp[i], res)}
 			cf.ReceivedDSCP, cf.MarksOK = classMarks(cf.UDP, dir)

@@ -9,7 +9,8 @@
 // (upload) load for Options.Duration, then sends a last measurement and a
 // Close frame. Everything, including a client that never answers the Close,
 // is over Duration+3 s after the upgrade: the spec lets a server drop a test
-// that has run for thirteen seconds.
+// that has run for thirteen seconds. A server's own limits shorten that
+// (Options.MaxTime) and bound the bytes of a test (Options.MaxBytes).
 package ndt7
 
 import (
@@ -116,6 +117,15 @@ type Options struct {
 	Observer Observer
 	// Logf, if set, receives warnings about tests that ended abnormally.
 	Logf func(format string, args ...any)
+	// MaxTime, if set, bounds a test from the upgrade to its hard end.
+	// When it is shorter than Duration plus the 3 s grace, both shrink to
+	// fit: the grace to a fifth of MaxTime (at most 3 s), the load to the
+	// rest.
+	MaxTime time.Duration
+	// MaxBytes, if set, bounds the payload of a test: a download stops
+	// sending, an upload stops reading, when it is reached, and the test
+	// ends early with its last measurement and a Close frame.
+	MaxBytes int64
 }
 
 // Handler serves ndt7 downloads and uploads. Create one per process: it
@@ -123,6 +133,7 @@ type Options struct {
 type Handler struct {
 	duration  time.Duration
 	grace     time.Duration
+	maxBytes  int64
 	readLimit int64
 	// messages[i] is a binary message of InitialMessageSize<<i random bytes.
 	messages []*websocket.PreparedMessage
@@ -137,6 +148,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	h := &Handler{
 		duration:  opts.Duration,
 		grace:     defaultGrace,
+		maxBytes:  opts.MaxBytes,
 		readLimit: opts.MaxMessageSize,
 		admit:     opts.Admit,
 		observer:  opts.Observer,
@@ -158,6 +170,13 @@ func NewHandler(opts Options) (*Handler, error) {
 		h.duration = DefaultDuration
 	case h.duration < 0 || h.duration > DefaultDuration:
 		return nil, fmt.Errorf("ndt7: duration %v outside (0, %v]", h.duration, DefaultDuration)
+	}
+	switch {
+	case opts.MaxTime < 0 || opts.MaxBytes < 0:
+		return nil, fmt.Errorf("ndt7: negative limit (max time %v, max bytes %d)", opts.MaxTime, opts.MaxBytes)
+	case opts.MaxTime > 0 && opts.MaxTime < h.duration+h.grace:
+		h.grace = min(defaultGrace, opts.MaxTime/5)
+		h.duration = opts.MaxTime - h.grace
 	}
 	switch {
 	case h.readLimit == 0:

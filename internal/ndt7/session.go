@@ -38,6 +38,13 @@ const (
 
 var errUnexpectedBinary = errors.New("ndt7: client sent a binary message during a download")
 
+// errByteLimit stops reading an upload at the server's byte limit.
+var errByteLimit = errors.New("ndt7: byte limit reached")
+
+// byteLimitReason is the Close frame's reason when a test ends at the
+// server's byte limit (at most 123 bytes, RFC 6455).
+const byteLimitReason = "server byte limit reached"
+
 // ErrTimeLimit is wrapped by the error of a test that was still running at
 // its hard limit (Duration plus 3 s), e.g. because the client stopped
 // reading.
@@ -60,6 +67,9 @@ type session struct {
 
 	// sent is the download payload written so far (run's goroutine only).
 	sent int64
+	// atLimit is set (run's goroutine only) when the download stopped at
+	// the byte limit.
+	atLimit bool
 	// received is the payload read from the client so far.
 	received     atomic.Int64
 	connInfoSent bool
@@ -122,6 +132,18 @@ func (s *session) run() error {
 	}
 	select {
 	case <-s.readDone:
+		if errors.Is(s.readErr, errByteLimit) && err == nil {
+			// The reader stopped taking the client's load; say why and
+			// end without waiting for the client's Close, which would
+			// come after load the server no longer accepts.
+			if err := s.sendMeasurement(time.Now()); err != nil {
+				return err
+			}
+			msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, byteLimitReason)
+			_ = s.conn.WriteControl(websocket.CloseMessage, msg, s.hardEnd)
+			s.h.logf("ndt7: %s: stopped at the byte limit (%d bytes)", s.kind, s.h.maxBytes)
+			return nil
+		}
 		// Reading stopped first (the client closed, broke the protocol or
 		// vanished, or the hard limit came); a write error is a consequence.
 		return s.readEnded()
@@ -130,7 +152,12 @@ func (s *session) run() error {
 	if err != nil {
 		return err
 	}
-	s.closeHandshake()
+	reason := ""
+	if s.atLimit {
+		reason = byteLimitReason
+		s.h.logf("ndt7: %s: stopped at the byte limit (%d bytes)", s.kind, s.h.maxBytes)
+	}
+	s.closeHandshake(reason)
 	return nil
 }
 
@@ -154,6 +181,17 @@ func (s *session) sendLoad() error {
 				return err
 			}
 			next = now.Add(nextInterval())
+		}
+		if s.h.maxBytes > 0 {
+			// The largest message that still fits the byte limit; none
+			// fits: the load ends here.
+			for i >= 0 && s.sent+int64(InitialMessageSize)<<i > s.h.maxBytes {
+				i--
+			}
+			if i < 0 {
+				s.atLimit = true
+				return s.sendMeasurement(now)
+			}
 		}
 		if err := s.conn.WritePreparedMessage(s.h.messages[i]); err != nil {
 			return s.failed("sending load", err)
@@ -193,8 +231,8 @@ func (s *session) acceptLoad() error {
 // closeHandshake sends Close and waits, until the hard end at most, for the
 // client's Close (or any end of reading). A client that drops the
 // connection instead is tolerated, as the spec asks.
-func (s *session) closeHandshake() {
-	msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
+func (s *session) closeHandshake(reason string) {
+	msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, reason)
 	if err := s.conn.WriteControl(websocket.CloseMessage, msg, s.hardEnd); err != nil {
 		s.h.logf("ndt7: %s: sending Close: %v", s.kind, err)
 		return
@@ -243,7 +281,9 @@ func isNormalClose(err error) bool {
 func (s *session) read() {
 	s.readErr = s.readLoop()
 	close(s.readDone)
-	s.conn.Close()
+	if !errors.Is(s.readErr, errByteLimit) {
+		s.conn.Close()
+	} // else run sends the last measurement and Close, then closes
 }
 
 // readLoop counts and discards the client's messages. Binary messages are
@@ -266,10 +306,19 @@ func (s *session) readLoop() error {
 }
 
 // drain reads r to its end, counting bytes as they arrive so measurements
-// see progress inside large messages.
+// see progress inside large messages. Under a byte limit it never reads
+// past it: at the limit it fails with errByteLimit.
 func (s *session) drain(r io.Reader, buf []byte) error {
 	for {
-		n, err := r.Read(buf)
+		b := buf
+		if s.h.maxBytes > 0 {
+			left := s.h.maxBytes - s.received.Load()
+			if left <= 0 {
+				return errByteLimit
+			}
+			b = buf[:min(int64(len(buf)), left)]
+		}
+		n, err := r.Read(b)
 		s.received.Add(int64(n))
 		if err == io.EOF {
 			return nil

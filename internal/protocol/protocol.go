@@ -80,7 +80,16 @@ type FlowReport struct {
 	SndBufBytes int               `json:"sndbuf_bytes,omitempty"`
 	RcvBufBytes int               `json:"rcvbuf_bytes,omitempty"`
 	Error       string            `json:"error,omitempty"`
+	// Limit names the server limit that ended the stream before the
+	// client closed it: LimitBytes or LimitDuration; empty otherwise.
+	Limit string `json:"limit,omitempty"`
 }
+
+// Limits a server may end a stream at (FlowReport.Limit).
+const (
+	LimitBytes    = "max_bytes"
+	LimitDuration = "max_duration"
+)
 
 // Report is the server's side of a session (GET .../{id}/report).
 type Report struct {

@@ -10,9 +10,12 @@ import (
 )
 
 // mountNDT7 serves the ndt7 protocol under the same limits and metrics as
-// sonde's own tests.
+// sonde's own tests: admission, and per test (one connection) the maximum
+// duration, from the upgrade to the hard end, and the maximum bytes.
 func (s *Server) mountNDT7() error {
 	h, err := ndt7.NewHandler(ndt7.Options{
+		MaxTime:  s.cfg.MaxDuration,
+		MaxBytes: s.cfg.MaxBytes,
 		Admit:    s.admitNDT7,
 		Observer: ndt7Observer{s.metrics},
 		Logf: func(format string, args ...any) {

@@ -42,8 +42,13 @@ type Config struct {
 	MaxConcurrent int
 	// MaxDuration bounds one test session from start to end (default 120 s).
 	MaxDuration time.Duration
-	// MaxBytes bounds the payload one test may move (0: unlimited).
+	// MaxBytes bounds the payload one test may move, all its streams and
+	// both directions together (0: unlimited).
 	MaxBytes int64
+	// SessionIdle ends a test session that has no stream open for this
+	// long, from its creation or its last stream's close, and frees its
+	// slot (default 10 s, negative: never).
+	SessionIdle time.Duration
 	// PerIPPerMinute bounds test starts per client IP (default 60, -1: none).
 	PerIPPerMinute int
 	// MaxStreams bounds the streams of one session (default 64).
@@ -87,6 +92,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxStreams == 0 {
 		c.MaxStreams = 64
+	}
+	if c.SessionIdle == 0 {
+		c.SessionIdle = 10 * time.Second
 	}
 	if c.Software == "" {
 		c.Software = "sonde"
@@ -301,6 +309,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusBadRequest, "invalid session request: "+err.Error())
 		return
 	}
+	if err := validSessionRequest(req); err != nil {
+		s.writeError(w, http.StatusBadRequest, "invalid session request: "+err.Error())
+		return
+	}
 	release, err := s.adm.admit(r, time.Now())
 	if err != nil {
 		s.reject(w, err)
@@ -318,6 +330,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		maxBytes: s.cfg.MaxBytes, ctx: ctx, cancel: cancel, release: release,
 	}
 	s.sessions.add(ses)
+	ses.watch(max(s.cfg.SessionIdle, 0))
 	s.metrics.tests.WithLabelValues("sonde", "session").Inc()
 	// When the session ends (expiry or DELETE), free its slot at once but
 	// keep its report for a grace period.

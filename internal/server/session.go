@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"math"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/protocol"
+	"github.com/sonde-project/sonde/internal/stream"
 	"github.com/sonde-project/sonde/internal/tcpinfo"
 )
 
@@ -25,10 +27,20 @@ type session struct {
 	cancel   context.CancelFunc
 	release  func()
 
-	bytes atomic.Int64
+	// budget is maxBytes shared by every stream of the session, both
+	// directions; nil when unlimited.
+	budget *stream.Budget
+	// idle is how long the session may go without an open stream before
+	// it is reclaimed; 0 = never (the deadline still ends it).
+	idle time.Duration
 
 	mu    sync.Mutex
 	flows []*flow
+	open  int         // streams open now
+	held  bool        // kept to its deadline whatever its streams do
+	timer *time.Timer // pending idle reclaim, nil if none
+	gen   int         // arms of the idle timer; a stale timer does nothing
+	ended string      // why the session ended before its deadline, if it did
 }
 
 // flow is one stream of a session, and what the server measured of it.
@@ -102,17 +114,115 @@ func (s *session) flowList() []*flow {
 	return append([]*flow(nil), s.flows...)
 }
 
-// budget returns how many payload bytes the session may still move, or 0 if
-// unlimited; -1 if spent.
-func (s *session) budget() int64 {
-	if s.maxBytes <= 0 {
-		return 0
+// watch sets up the session's limits once it is created: the byte budget
+// and the idle reclaim, so that a client that never opens a stream, or
+// vanishes (killed, unplugged after its sockets closed), frees its test slot
+// within idle instead of holding it to the deadline.
+func (s *session) watch(idle time.Duration) {
+	if s.maxBytes > 0 {
+		s.budget = stream.NewBudget(s.maxBytes)
 	}
-	left := s.maxBytes - s.bytes.Load()
-	if left <= 0 {
-		return -1
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idle = idle
+	s.armIdle()
+}
+
+// armIdle (re)starts the idle timer if no stream is open; the caller holds
+// s.mu.
+func (s *session) armIdle() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
 	}
-	return left
+	if s.idle <= 0 || s.held || s.open > 0 || s.ctx.Err() != nil {
+		return
+	}
+	s.gen++
+	gen := s.gen
+	s.timer = time.AfterFunc(s.idle, func() {
+		s.mu.Lock()
+		reclaim := gen == s.gen && s.open == 0 && !s.held && s.ctx.Err() == nil
+		if reclaim {
+			s.ended = fmt.Sprintf("no stream open for %v (idle limit)", s.idle)
+		}
+		s.mu.Unlock()
+		if reclaim {
+			s.cancel()
+		}
+	})
+}
+
+// streamOpened and streamClosed keep count of the open streams, which
+// keep the session alive.
+func (s *session) streamOpened() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open++
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.gen++
+}
+
+func (s *session) streamClosed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open--
+	s.armIdle()
+}
+
+// hold keeps the session to its deadline: for activity the server cannot
+// watch as a stream (the page's WebRTC test).
+func (s *session) hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = true
+	s.armIdle() // stops a pending timer
+}
+
+// expired reports whether the session's deadline has passed. The clock is
+// asked too: a stream's write deadline (the same instant) can fire a moment
+// before the context's timer marks it done.
+func (s *session) expired() bool {
+	return s.ctx.Err() == context.DeadlineExceeded || !time.Now().Before(s.expires)
+}
+
+// endReason says why a session that is over ended, for the client that
+// still tries to use it.
+func (s *session) endReason(maxDuration time.Duration) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.ended != "":
+		return "test session ended: " + s.ended
+	case s.expired():
+		return "test session expired (limit " + maxDuration.String() + ")"
+	}
+	return "test session closed"
+}
+
+// maxSessionDurationS bounds the numbers of a session request before they
+// become durations: a day, far above any server's limit and far below
+// time.Duration's range.
+const maxSessionDurationS = 86400
+
+// validSessionRequest checks every number of a session request: finite and
+// in range, before any is converted to a time.Duration.
+func validSessionRequest(req protocol.SessionRequest) error {
+	switch {
+	case !finiteIn(req.DurationS, 0, maxSessionDurationS):
+		return fmt.Errorf("duration_s must be a number of seconds in [0, %d], got %g", maxSessionDurationS, req.DurationS)
+	case !finiteIn(req.TCPInfoIntervalMs, 0, 60000):
+		return fmt.Errorf("tcpinfo_interval_ms must be a number of milliseconds in [0, 60000], got %g", req.TCPInfoIntervalMs)
+	}
+	return nil
+}
+
+// finiteIn reports whether v is a finite number in [lo, hi].
+func finiteIn(v, lo, hi float64) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= lo && v <= hi
 }
 
 // registry holds the live sessions, and finished ones for a grace period so

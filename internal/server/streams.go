@@ -35,8 +35,14 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if ses == nil {
 		return
 	}
-	if ses.ctx.Err() != nil {
-		s.writeError(w, http.StatusGone, "test session expired (limit "+s.cfg.MaxDuration.String()+")")
+	if ses.ctx.Err() != nil || ses.expired() {
+		s.writeError(w, http.StatusGone, ses.endReason(s.cfg.MaxDuration))
+		return
+	}
+	if kind != protocol.KindProbe && ses.budget != nil && ses.budget.Spent() {
+		// Refused before the upgrade, so the client reports a refused
+		// phase instead of a stream that moved nothing.
+		s.writeError(w, http.StatusForbidden, byteLimitMsg(ses.maxBytes)+": no more load streams in this test")
 		return
 	}
 	mark := -1
@@ -64,6 +70,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many streams in one test (limit %d)", s.cfg.MaxStreams))
 		return
 	}
+	// Counted from the request on, so that an upgrade in progress keeps
+	// the session from being reclaimed as idle.
+	ses.streamOpened()
 	var conn *stream.BufferedConn
 	var err error
 	if ws {
@@ -74,6 +83,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		f.report = protocol.FlowReport{ID: f.id, Kind: kind, Tag: tag, Error: err.Error()}
 		close(f.done)
+		ses.streamClosed()
 		s.metrics.errors.WithLabelValues("upgrade").Inc()
 		return
 	}
@@ -143,6 +153,7 @@ func (s *Server) runFlow(ses *session, f *flow, conn *stream.BufferedConn, mark 
 		conn.Close()
 		f.report = rep
 		close(f.done)
+		ses.streamClosed()
 	}()
 	if mark >= 0 {
 		rep.DSCP = mark // set on the socket by hijack
@@ -162,6 +173,7 @@ func (s *Server) runFlow(ses *session, f *flow, conn *stream.BufferedConn, mark 
 	var (
 		runErr error
 		counts []model.ByteCount
+		cut    bool // the byte budget ended the stream
 	)
 	switch f.kind {
 	case protocol.KindDownload:
@@ -170,13 +182,16 @@ func (s *Server) runFlow(ses *session, f *flow, conn *stream.BufferedConn, mark 
 			snd.ChunkLimit = wsMaxFrame
 		}
 		f.start(snd.Sent, rc, ses.since)
-		runErr = s.serveDownload(ses, conn, snd)
+		cut, runErr = s.serveDownload(ses, conn, snd)
 		rep.Bytes = snd.Sent()
 		s.metrics.bytes.WithLabelValues("download").Add(float64(rep.Bytes))
 	case protocol.KindUpload:
-		rcv := stream.NewReceiver(conn)
+		rcv := stream.NewReceiver(budgetConn{conn, ses.budget})
 		f.start(rcv.Bytes, rc, ses.since)
 		counts, runErr = s.serveUpload(ses, conn, rcv)
+		if errors.Is(runErr, errByteLimit) {
+			cut, runErr = true, nil
+		}
 		rep.Bytes = rcv.Bytes()
 		rep.Counts = counts
 		s.metrics.bytes.WithLabelValues("upload").Add(float64(rep.Bytes))
@@ -185,8 +200,13 @@ func (s *Server) runFlow(ses *session, f *flow, conn *stream.BufferedConn, mark 
 		f.start(rcv.Bytes, rc, ses.since)
 		runErr = s.serveProbe(ses, conn, rcv)
 	}
-	ses.bytes.Add(rep.Bytes)
 	rep.EndS = ses.since(time.Now())
+	switch {
+	case cut:
+		rep.Limit, rep.Error = protocol.LimitBytes, byteLimitMsg(ses.maxBytes)
+	case f.kind != protocol.KindProbe && ses.expired():
+		rep.Limit, rep.Error = protocol.LimitDuration, "test session expired (limit "+s.cfg.MaxDuration.String()+")"
+	}
 	rep.TCPInfo, err = sampler.Stop()
 	if runErr == nil && err != nil && !stream.PeerClosed(err) {
 		runErr = err
@@ -199,15 +219,12 @@ func (s *Server) runFlow(ses *session, f *flow, conn *stream.BufferedConn, mark 
 }
 
 // serveDownload sends data until the client closes the stream, the session
-// ends or its byte budget is spent, answering probes on the loaded stream.
-func (s *Server) serveDownload(ses *session, conn *stream.BufferedConn, snd *stream.Sender) error {
+// ends or its byte budget is spent (cut), answering probes on the loaded
+// stream.
+func (s *Server) serveDownload(ses *session, conn *stream.BufferedConn, snd *stream.Sender) (cut bool, err error) {
 	ctx, cancel := context.WithCancel(ses.ctx)
 	defer cancel()
-	if b := ses.budget(); b < 0 {
-		return errors.New("test byte limit reached")
-	} else {
-		snd.MaxBytes = b
-	}
+	snd.Budget = ses.budget
 	rcv := stream.NewReceiver(conn)
 	rcv.OnControl = func(typ byte, p []byte, at time.Time) {
 		if typ == protocol.FrameProbe {
@@ -222,17 +239,20 @@ func (s *Server) serveDownload(ses *session, conn *stream.BufferedConn, snd *str
 		defer cancel() // the client closing its side ends the phase
 		rerr = rcv.Run(ctx, 4096)
 	}()
-	err := snd.Run(ctx)
+	err = snd.Run(ctx)
+	cut = err == nil && ses.budget != nil && ses.budget.Spent()
 	cancel()
 	wg.Wait()
 	if err != nil && stream.PeerClosed(err) {
 		err = nil
 	}
-	return errors.Join(err, rerr)
+	return cut, errors.Join(err, rerr)
 }
 
-// serveUpload receives data until the client closes, recording the
-// cumulative byte count over time and answering probes at once.
+// serveUpload receives data until the client closes, the session ends or
+// its byte budget is spent (an error wrapping errByteLimit), recording the
+// cumulative byte count over time and answering probes at once. rcv reads
+// through the budget.
 func (s *Server) serveUpload(ses *session, conn *stream.BufferedConn, rcv *stream.Receiver) ([]model.ByteCount, error) {
 	var wmu sync.Mutex
 	rcv.OnControl = func(typ byte, p []byte, at time.Time) {
@@ -262,13 +282,7 @@ func (s *Server) serveUpload(ses *session, conn *stream.BufferedConn, rcv *strea
 			}
 		}
 	}()
-	ctx := ses.ctx
-	var err error
-	if b := ses.budget(); b < 0 {
-		err = errors.New("test byte limit reached")
-	} else {
-		err = rcv.Run(ctx, recvBuf)
-	}
+	err := rcv.Run(ses.ctx, recvBuf)
 	close(stop)
 	wg.Wait()
 	counts = append(counts, model.ByteCount{TS: ses.since(time.Now()), Bytes: rcv.Bytes()})
@@ -291,4 +305,35 @@ func reply(ses *session, p []byte, at time.Time) []byte {
 		Seq: pr.Seq, SentNs: pr.SentNs,
 		RecvNs: at.Sub(ses.start).Nanoseconds(), SendNs: time.Since(ses.start).Nanoseconds(),
 	})
+}
+
+// errByteLimit ends an upload stream whose session's byte budget is spent.
+var errByteLimit = errors.New("test byte limit reached")
+
+func byteLimitMsg(max int64) string {
+	return fmt.Sprintf("test byte limit reached: this server moves at most %d bytes per test (download and upload together)", max)
+}
+
+// budgetConn charges what is read from an upload stream to the session's
+// budget (frame headers included, so the payload counted stays within it)
+// and fails once it is spent: the server stops accepting upload bytes, and
+// the stream is closed. At most one read's worth past the budget is read
+// and dropped uncounted.
+type budgetConn struct {
+	*stream.BufferedConn
+	budget *stream.Budget // nil: unlimited
+}
+
+func (c budgetConn) Read(p []byte) (int, error) {
+	if c.budget == nil {
+		return c.BufferedConn.Read(p)
+	}
+	if c.budget.Spent() {
+		return 0, errByteLimit
+	}
+	n, err := c.BufferedConn.Read(p)
+	if g := int(c.budget.Take(int64(n))); g < n {
+		return g, errByteLimit
+	}
+	return n, err
 }

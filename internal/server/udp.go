@@ -25,6 +25,8 @@ const (
 	// the last probes' replies (and stragglers up to the client's loss
 	// timeout) are still reflected.
 	udpSlack = 5 * time.Second
+	// maxUDPIntervalUs bounds a session's probe interval: one minute.
+	maxUDPIntervalUs = 60e6
 )
 
 // udpService owns a server's STAMP reflector and its sessions: the socket
@@ -159,14 +161,18 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	maxPPS, maxBps := u.limits()
+	// Every number is checked finite and in range before it becomes a
+	// rate or a time.Duration (1e10 s would overflow one).
+	switch {
+	case !finiteIn(req.DurationS, 0, maxSessionDurationS) || req.DurationS == 0:
+		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP session: duration_s must be in (0, %d] seconds, got %g", maxSessionDurationS, req.DurationS))
+		return
+	case !finiteIn(req.IntervalUs, 100, maxUDPIntervalUs):
+		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP session: interval_us must be in [100, %g] µs, got %g", float64(maxUDPIntervalUs), req.IntervalUs))
+		return
+	}
 	rate := 1e6 / req.IntervalUs
 	switch {
-	case !(req.DurationS > 0):
-		s.writeError(w, http.StatusBadRequest, "UDP session: duration_s must be positive")
-		return
-	case !(req.IntervalUs >= 100):
-		s.writeError(w, http.StatusBadRequest, "UDP session: interval_us must be at least 100")
-		return
 	case req.PacketBytes < stamp.BaseLen || req.PacketBytes > stamp.MaxPacketLen:
 		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP session: packet_bytes must be %d-%d", stamp.BaseLen, stamp.MaxPacketLen))
 		return
@@ -186,8 +192,11 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	duration := min(time.Duration(req.DurationS*float64(time.Second)), s.cfg.MaxDuration)
-	expires := now.Add(duration + udpSlack)
+	// The grant: what was asked, or the server's limit if lower. The
+	// reply says so, so a client sends for the granted time only instead
+	// of counting the unreflected rest as loss.
+	grant := min(time.Duration(req.DurationS*float64(time.Second)), s.cfg.MaxDuration)
+	expires := now.Add(grant + udpSlack)
 	release := func() {}
 	if req.TestSession != "" {
 		// Probes beside a running test: the test's admission covers them,
@@ -199,6 +208,7 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		}
 		if ses.expires.Before(expires) {
 			expires = ses.expires
+			grant = min(grant, max(time.Until(expires), 0))
 		}
 	} else {
 		release, err = s.adm.admit(r, now)
@@ -231,6 +241,7 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 	s.cfg.Logger.Info("udp session", "id", ses.ID, "client", ip, "rate_pps", rate, "bytes", req.PacketBytes, "software", req.Client)
 	writeJSON(w, http.StatusOK, stamp.SessionReply{
 		ID: ses.ID, SSID: ses.SSID, Port: int(refl.Addr().Port()), ExpiresS: time.Until(expires).Seconds(),
+		DurationS:  grant.Seconds(),
 		MaxRatePPS: rate*1.1 + 10, MaxPackets: maxPackets, Clock: refl.ClockInfo(),
 	})
 }

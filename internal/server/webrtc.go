@@ -13,6 +13,8 @@ import (
 func (s *Server) rtcRoutes() {
 	s.mux.HandleFunc("POST "+protocol.PathSessions+"/{id}/webrtc", func(w http.ResponseWriter, r *http.Request) {
 		if ses := s.lookup(w, r); ses != nil {
+			// The peer connection is no stream the idle reclaim sees.
+			ses.hold()
 			s.rtc.HandleOffer(w, r, rtcquality.Session{ID: ses.id, Ctx: ses.ctx})
 		}
 	})

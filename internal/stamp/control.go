@@ -34,7 +34,10 @@ type SessionReply struct {
 	Port int `json:"port"`
 	// ExpiresS is when the session ends, seconds from now; probes after it
 	// are not reflected.
-	ExpiresS   float64 `json:"expires_s"`
+	ExpiresS float64 `json:"expires_s"`
+	// DurationS is the granted sending time: the request's duration_s,
+	// or less when the server's limit is lower. Older servers omit it.
+	DurationS  float64 `json:"duration_s,omitempty"`
 	MaxRatePPS float64 `json:"max_rate_pps"`
 	MaxPackets int     `json:"max_packets"`
 	// Clock lets a client on the same host measure one-way delay exactly.

@@ -53,8 +53,10 @@ func NewPayload() (Payload, error) {
 type Sender struct {
 	conn    net.Conn
 	payload Payload
-	// MaxBytes stops the sender after this much payload (0: no limit).
-	MaxBytes int64
+	// Budget, if set, is a payload allowance the sender shares with other
+	// streams (e.g. all of one test's): each data frame takes its payload
+	// from it, and the sender stops when it is spent.
+	Budget *Budget
 	// ChunkLimit, if set below MaxChunk, caps the data frame size. A
 	// browser's WebSocket allocates each message afresh, and above ~1 MB
 	// that allocation is a fresh mmap whose page faults cost the page more
@@ -123,7 +125,7 @@ func (s *Sender) takeCtrl() [][]byte {
 	return c
 }
 
-// Run sends until ctx is done (returns nil), MaxBytes is reached (nil), or a
+// Run sends until ctx is done (returns nil), Budget is spent (nil), or a
 // write fails (the error). ctx's deadline, if any, also bounds each write.
 func (s *Sender) Run(ctx context.Context) error {
 	dl, hasDeadline := ctx.Deadline()
@@ -160,12 +162,13 @@ func (s *Sender) Run(ctx context.Context) error {
 		}
 		lead %= copyAlign
 		n := chunk - lead
-		if s.MaxBytes > 0 {
-			left := s.MaxBytes - s.sent.Load()
-			if left <= 0 {
+		if s.Budget != nil {
+			// Taken before the write: bytes granted but not written
+			// (a failed write) are lost to the budget, so the streams
+			// together never move more than it allows.
+			if n = int(s.Budget.Take(int64(n))); n == 0 {
 				return nil
 			}
-			n = int(min(int64(n), left))
 		}
 		protocol.PutHeader(hdr[:], protocol.FrameData, n)
 		bufs = append(bufs, hdr[:], s.payload[lead:lead+n])
@@ -197,6 +200,38 @@ func (s *Sender) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Budget is a payload allowance shared by several streams, so that a limit
+// holds for a whole test whatever the number of streams. Safe for
+// concurrent use.
+type Budget struct {
+	left atomic.Int64
+}
+
+// NewBudget returns an allowance of n bytes.
+func NewBudget(n int64) *Budget {
+	b := &Budget{}
+	b.left.Store(n)
+	return b
+}
+
+// Take grants up to n bytes: n, or what is left if less, or 0 when the
+// budget is spent.
+func (b *Budget) Take(n int64) int64 {
+	for {
+		left := b.left.Load()
+		if left <= 0 || n <= 0 {
+			return 0
+		}
+		g := min(n, left)
+		if b.left.CompareAndSwap(left, left-g) {
+			return g
+		}
+	}
+}
+
+// Spent reports whether nothing is left.
+func (b *Budget) Spent() bool { return b.left.Load() <= 0 }
 
 // writer returns where frames are written and whether it takes a gathered
 // write (writev) in one system call. net.Buffers gathers only on a bare

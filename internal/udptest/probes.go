@@ -78,6 +78,14 @@ func StartProbes(ctx context.Context, server string, o ProbeOptions) (*Probes, e
 	if err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
 	}
+	// Beside a test the session ends with it; probes past the grant would
+	// count as loss.
+	g := granted(rep, o.MaxDuration, o.Timeout)
+	if g <= 0 {
+		_, _ = ctl.close(context.WithoutCancel(ctx), rep.ID)
+		return nil, fmt.Errorf("probes: the server grants %.1f s, too short for a %v loss timeout", rep.ExpiresS, o.Timeout)
+	}
+	count = max(1, min(count, int(g/o.Interval)))
 	sendCtx, stop := context.WithCancel(ctx)
 	p := &Probes{stop: stop, done: make(chan struct{})}
 	go func() {

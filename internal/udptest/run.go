@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -151,14 +152,15 @@ func Run(ctx context.Context, o Options) (*model.UDPResult, error) {
 	count := int(math.Ceil(float64(o.Duration) / float64(o.Interval)))
 	res.Flows = make([]model.UDPFlow, len(specs))
 	errs := make([]error, len(specs))
+	granted := make([]time.Duration, len(specs))
 	var rawMu sync.Mutex
 	var wg sync.WaitGroup
 	for i, spec := range specs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			flow, run, off, err := runFlow(ctx, ctl, o, spec, count)
-			res.Flows[i] = flow
+			flow, run, off, grant, err := runFlow(ctx, ctl, o, spec, count)
+			res.Flows[i], granted[i] = flow, grant
 			errs[i] = err
 			if o.Raw != nil && run != nil {
 				rawMu.Lock()
@@ -171,6 +173,12 @@ func Run(ctx context.Context, o Options) (*model.UDPResult, error) {
 	}
 	wg.Wait()
 	res.End = time.Now().UTC()
+	if g := slices.Min(granted); g < o.Duration {
+		// Not loss: the server's limit ended sending early, by agreement.
+		res.Config.DurationS = g.Seconds()
+		res.Notes = append(res.Notes, fmt.Sprintf("the server limits UDP sessions: probes were sent for %v, not the %v asked (--duration)",
+			g.Round(time.Millisecond), o.Duration))
+	}
 	for i, err := range errs {
 		if err != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", specs[i].name, err))
@@ -187,24 +195,50 @@ func Run(ctx context.Context, o Options) (*model.UDPResult, error) {
 	return res, errors.Join(errs...)
 }
 
-// runFlow opens a session, runs one sender and analyses it.
-func runFlow(ctx context.Context, ctl *control, o Options, spec flowSpec, count int) (model.UDPFlow, *stamp.Run, offsetModel, error) {
+// runFlow opens a session, runs one sender for as long as the server grants
+// (at most count probes), and analyses it. grant is the sending time.
+func runFlow(ctx context.Context, ctl *control, o Options, spec flowSpec, count int) (_ model.UDPFlow, _ *stamp.Run, _ offsetModel, grant time.Duration, _ error) {
 	flow := model.UDPFlow{Name: spec.name, DSCP: spec.dscp, ECN: spec.ecn}
 	so := senderOpts{
 		count: count, interval: o.Interval, bytes: o.PacketBytes, dscp: spec.dscp, ecn: spec.ecn,
 		timeout: o.Timeout, noCoS: o.NoCoS, localPort: spec.localPort, voice: o.Voice,
 	}
 	if ctl == nil {
-		return measure(ctx, nil, stamp.SessionReply{}, o.Reflector, so, flow)
+		f, run, off, err := measure(ctx, nil, stamp.SessionReply{}, o.Reflector, so, flow)
+		return f, run, off, o.Duration, err
 	}
 	rep, err := ctl.open(ctx, stamp.SessionRequest{
 		Client: o.Software, DurationS: o.Duration.Seconds() + o.Timeout.Seconds(),
 		IntervalUs: float64(o.Interval) / 1e3, PacketBytes: o.PacketBytes, DSCP: spec.dscp, ECN: spec.ecn,
 	})
 	if err != nil {
-		return flow, nil, offsetModel{}, err
+		return flow, nil, offsetModel{}, 0, err
 	}
-	return measure(ctx, ctl, rep, ctl.reflectorAddr(rep.Port), so, flow)
+	grant = granted(rep, o.Duration, o.Timeout)
+	if grant <= 0 {
+		_, _ = ctl.close(context.WithoutCancel(ctx), rep.ID)
+		return flow, nil, offsetModel{}, 0, fmt.Errorf("the server grants this session %.1f s, too short for a %v loss timeout", rep.ExpiresS, o.Timeout)
+	}
+	so.count = min(count, int(math.Ceil(float64(grant)/float64(o.Interval))))
+	f, run, off, err := measure(ctx, ctl, rep, ctl.reflectorAddr(rep.Port), so, flow)
+	return f, run, off, grant, err
+}
+
+// granted is how long probes may be sent in a session, at most want: the
+// server's grant (duration_s), and no later than the loss timeout before
+// the session expires, so that the last replies still come back. Probes
+// past it would go unreflected and count as loss.
+func granted(rep stamp.SessionReply, want, timeout time.Duration) time.Duration {
+	d := want
+	// Only values below want are converted: a server's number is not
+	// trusted to fit a time.Duration.
+	if s := rep.DurationS; s > 0 && s < d.Seconds() {
+		d = time.Duration(s * float64(time.Second))
+	}
+	if s := rep.ExpiresS - timeout.Seconds(); s < d.Seconds() {
+		d = time.Duration(max(s, 0) * float64(time.Second))
+	}
+	return d
 }
 
 type senderOpts struct {
