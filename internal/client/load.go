@@ -146,6 +146,8 @@ func (t *tester) loadPhase(ctx context.Context, dir string, specs []flowSpec, au
 			cancel()
 			wg.Wait()
 			pr.end = time.Now()
+			// What the streams already opened moved is kept.
+			t.recordCounts(pr.flows, pr.end)
 			return pr, err
 		}
 	}
