@@ -144,9 +144,20 @@ func SumCounts(series [][]ByteCount, step float64) []ByteCount {
 }
 
 // Resample thins a cumulative series to one point per step, at most
-// MaxSeriesPoints points (see SumCounts).
+// MaxSeriesPoints points (see SumCounts). A series with no more points
+// than that grid would have (and no more than MaxSeriesPoints) is returned
+// as it is: resampling could only interpolate points between its own, so
+// a sparse series (two counts a long span apart) cannot make it allocate
+// more than it was given. The result never has more points than c.
 func Resample(c []ByteCount, step float64) []ByteCount {
 	if len(c) < 2 {
+		return c
+	}
+	if !(step > 0) || math.IsInf(step, 0) {
+		return nil
+	}
+	// A NaN or infinite span is SumCounts' to refuse.
+	if span := c[len(c)-1].TS - c[0].TS; len(c) <= MaxSeriesPoints && span > 0 && !math.IsInf(span, 0) && span/step+1 >= float64(len(c)) {
 		return c
 	}
 	return SumCounts([][]ByteCount{c}, step)
