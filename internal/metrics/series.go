@@ -148,7 +148,7 @@ func SumCounts(series [][]ByteCount, step float64) []ByteCount {
 // than that grid would have (and no more than MaxSeriesPoints) is returned
 // as it is: resampling could only interpolate points between its own, so
 // a sparse series (two counts a long span apart) cannot make it allocate
-// more than it was given. The result never has more points than c.
+// more than it was given.
 func Resample(c []ByteCount, step float64) []ByteCount {
 	if len(c) < 2 {
 		return c
