@@ -95,11 +95,13 @@ func TestBrowserRunCheck(t *testing.T) {
 		"rtt far negative":        func(r *BrowserRun) { r.Download.Latency.Samples[0].RTTMs = -5 },
 		"rtt past the session":    func(r *BrowserRun) { r.Download.Latency.Samples[0].RTTMs = 2e5 },
 		"negative lost":           func(r *BrowserRun) { r.Download.Latency.Lost = -1 },
-		"too many probes":         func(r *BrowserRun) { r.Baseline = &BrowserProbes{Samples: make([]model.RTTSample, l.samples(pageProbeEvery)+1)} },
-		"negative self probe":     func(r *BrowserRun) { r.Upload.SelfMs[0] = -1 },
-		"too many self probes":    func(r *BrowserRun) { r.Upload.SelfMs = many(2*l.samples(pageSelfEvery) + 1) },
-		"too many foreign":        func(r *BrowserRun) { r.Upload.Foreign.HTTPMs = many(l.samples(pageForeignEvery) + 1) },
-		"failed foreign < 0":      func(r *BrowserRun) { r.Upload.Foreign.Failed = -1 },
+		"too many probes": func(r *BrowserRun) {
+			r.Baseline = &BrowserProbes{Samples: make([]model.RTTSample, l.samples(pageProbeEvery)+1)}
+		},
+		"negative self probe":  func(r *BrowserRun) { r.Upload.SelfMs[0] = -1 },
+		"too many self probes": func(r *BrowserRun) { r.Upload.SelfMs = many(2*l.samples(pageSelfEvery) + 1) },
+		"too many foreign":     func(r *BrowserRun) { r.Upload.Foreign.HTTPMs = many(l.samples(pageForeignEvery) + 1) },
+		"failed foreign < 0":   func(r *BrowserRun) { r.Upload.Foreign.Failed = -1 },
 	} {
 		run := &BrowserRun{DurationS: 10, Download: phase(), Upload: phase()}
 		mod(run)
