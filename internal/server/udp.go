@@ -186,7 +186,8 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	duration := min(time.Duration(req.DurationS*float64(time.Second)), s.cfg.MaxDuration)
+	// Clamp in seconds: a huge duration_s would overflow time.Duration.
+	duration := time.Duration(min(req.DurationS, s.cfg.MaxDuration.Seconds()) * float64(time.Second))
 	expires := now.Add(duration + udpSlack)
 	release := func() {}
 	if req.TestSession != "" {
