@@ -77,38 +77,87 @@ func ValueAt(c []ByteCount, ts float64) float64 {
 	if b.TS == a.TS {
 		return float64(b.Bytes)
 	}
-	return float64(a.Bytes) + float64(b.Bytes-a.Bytes)*(ts-a.TS)/(b.TS-a.TS)
+	// The fraction first: count × time could overflow on a huge span, and
+	// the difference in floats: in int64 it could wrap.
+	return float64(a.Bytes) + (float64(b.Bytes)-float64(a.Bytes))*((ts-a.TS)/(b.TS-a.TS))
 }
 
+// roundCount rounds a summed count to an int64, saturating instead of
+// leaving the conversion of an out-of-range float undefined.
+func roundCount(x float64) int64 {
+	switch x = math.Round(x); {
+	case x >= math.MaxInt64:
+		return math.MaxInt64
+	case x <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(x)
+}
+
+// MaxSeriesPoints bounds the points SumCounts and Resample return, whatever
+// span and step they are given: a series' times may come from a client
+// (the browser page's counts), and one point per step over a span of 1e9 s
+// would exhaust memory. 65 536 points are 1.8 hours at 0.1 s.
+const MaxSeriesPoints = 1 << 16
+
 // SumCounts adds cumulative series on a common grid of the given step over
-// their joint span.
+// their joint span. If the span holds more than MaxSeriesPoints steps, the
+// step widens to span / (MaxSeriesPoints − 1) so the result stays within
+// MaxSeriesPoints; a step that is not a positive finite number, or a series
+// time that is not finite, gives nil.
 func SumCounts(series [][]ByteCount, step float64) []ByteCount {
+	if !(step > 0) || math.IsInf(step, 0) {
+		return nil
+	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, c := range series {
 		if len(c) > 0 {
 			lo, hi = math.Min(lo, c[0].TS), math.Max(hi, c[len(c)-1].TS)
 		}
 	}
-	if hi <= lo {
+	// NaN fails the first test; an infinite end or span (-1e308 to 1e308)
+	// would make every step infinite.
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
 		return nil
 	}
-	var out []ByteCount
-	for i := 0; ; i++ {
+	if span := hi - lo; span/step > MaxSeriesPoints-1 {
+		step = span / (MaxSeriesPoints - 1)
+	}
+	// The count is bounded above; the loop's own bound guards against
+	// rounding that would otherwise need one more step to reach hi.
+	out := make([]ByteCount, 0, min(int(math.Ceil((hi-lo)/step))+1, MaxSeriesPoints))
+	for i := 0; i < MaxSeriesPoints; i++ {
 		ts := math.Min(lo+float64(i)*step, hi)
+		if i == MaxSeriesPoints-1 {
+			ts = hi
+		}
 		var sum float64
 		for _, c := range series {
 			sum += ValueAt(c, ts)
 		}
-		out = append(out, ByteCount{TS: ts, Bytes: int64(math.Round(sum))})
+		out = append(out, ByteCount{TS: ts, Bytes: roundCount(sum)})
 		if ts >= hi {
-			return out
+			break
 		}
 	}
+	return out
 }
 
-// Resample thins a cumulative series to one point per step.
+// Resample thins a cumulative series to one point per step, at most
+// MaxSeriesPoints points (see SumCounts). A series with no more points
+// than that grid would have (and no more than MaxSeriesPoints) is returned
+// as it is: resampling could only interpolate points between its own, so
+// a sparse series (two counts a long span apart) cannot make it allocate
+// more than it was given.
 func Resample(c []ByteCount, step float64) []ByteCount {
 	if len(c) < 2 {
+		return c
+	}
+	if !(step > 0) || math.IsInf(step, 0) {
+		return nil
+	}
+	// A NaN or infinite span is SumCounts' to refuse.
+	if span := c[len(c)-1].TS - c[0].TS; len(c) <= MaxSeriesPoints && span > 0 && !math.IsInf(span, 0) && span/step+1 >= float64(len(c)) {
 		return c
 	}
 	return SumCounts([][]ByteCount{c}, step)

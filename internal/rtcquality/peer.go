@@ -447,6 +447,22 @@ loop:
 	p.send(ctlMsg{Op: "end", Dir: dirDownload, Sent: &sent, SendS: st.sendS})
 }
 
+// recordsLimit is how many download records the page may post now, or
+// why it may post none: only once the download has finished and before
+// its records arrived, and at most twice what the server sent (every
+// message duplicated on the way) plus a few, within Config.MaxRecords.
+func (p *peer) recordsLimit() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.down == nil:
+		return 0, errors.New("the download direction has not finished")
+	case p.down.have:
+		return 0, errors.New("download records already received")
+	}
+	return min(2*max(p.down.sent, 0)+64, p.svc.cfg.MaxRecords), nil
+}
+
 // setDownload computes the download direction from the page's records;
 // datagrams is the page's count of datagrams received during the phase
 // (-1: unknown).

@@ -184,7 +184,9 @@ func (s *Service) HandleOffer(w http.ResponseWriter, r *http.Request, ses Sessio
 // HandleRecords takes POST …/sessions/{id}/webrtc/records[?datagrams=N]:
 // the page's arrival records of the download direction (recordLen bytes
 // each) and the datagrams its ICE candidate pair received meanwhile, and
-// replies with the complete model.WebRTCResult.
+// replies with the complete model.WebRTCResult. The session's state is
+// checked before the body is read, and the body is bounded by what the
+// download could have produced (recordsLimit).
 func (s *Service) HandleRecords(w http.ResponseWriter, r *http.Request, ses Session) {
 	s.mu.Lock()
 	p := s.peers[ses.ID]
@@ -193,22 +195,38 @@ func (s *Service) HandleRecords(w http.ResponseWriter, r *http.Request, ses Sess
 		writeError(w, http.StatusNotFound, "no WebRTC test in this session")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxRecords)*recordLen))
+	datagrams := -1
+	if v := r.URL.Query().Get("datagrams"); v != "" {
+		var err error
+		if datagrams, err = strconv.Atoi(v); err != nil || datagrams < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("datagrams %.20q: want a count", v))
+			return
+		}
+	}
+	limit, err := p.recordsLimit()
 	if err != nil {
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	}
+	maxBody := int64(limit) * recordLen
+	if r.ContentLength > maxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("records: %d bytes, at most %d records (%d bytes) for this download", r.ContentLength, limit, maxBody))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("records: more than %d records (%d bytes) for this download", limit, maxBody))
+			return
+		}
 		writeError(w, http.StatusBadRequest, "records: "+err.Error())
 		return
 	}
-	recs, err := DecodeRecords(body, s.cfg.MaxRecords)
+	recs, err := DecodeRecords(body, limit)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
-	}
-	datagrams := -1
-	if v := r.URL.Query().Get("datagrams"); v != "" {
-		if datagrams, err = strconv.Atoi(v); err != nil || datagrams < 0 {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("datagrams %q: want a count", v))
-			return
-		}
 	}
 	if err := p.setDownload(recs, datagrams); err != nil {
 		writeError(w, http.StatusConflict, err.Error())

@@ -2,10 +2,15 @@ package server
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // counters are the server's Prometheus metrics, on a registry of its own so
-// several servers (tests, the embedded server) never share state.
+// several servers (tests, the embedded server) never share state. Beside
+// the test counters it carries the Go runtime's and the process's own
+// metrics (go_goroutines, process_open_fds, process_resident_memory_bytes,
+// …), so a leak of goroutines, sockets or memory under slow or malformed
+// clients shows on /metrics.
 type counters struct {
 	reg      *prometheus.Registry
 	tests    *prometheus.CounterVec
@@ -31,6 +36,8 @@ func newCounters(active func() float64) *counters {
 		}, []string{"status"}),
 	}
 	c.reg.MustRegister(c.tests, c.bytes, c.errors, c.rejected,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sonde_active_tests", Help: "Tests currently running (sessions and ndt7 tests).",
 		}, active))

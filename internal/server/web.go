@@ -146,8 +146,9 @@ type BrowserForeign struct {
 	Failed int `json:"failed,omitempty"`
 }
 
-// maxBrowserRun bounds the request body: 10 s of 50 ms counts for 64
-// streams and 20 ms probes is far below it.
+// maxBrowserRun bounds the request body: a 60 s phase of 50 ms counts for
+// 63 streams, 20 ms probes and 100 ms self probes on every stream is about
+// 3 MiB of JSON.
 const maxBrowserRun = 8 << 20
 
 func (s *Server) handleBrowserResult(w http.ResponseWriter, r *http.Request) {
@@ -157,6 +158,17 @@ func (s *Server) handleBrowserResult(w http.ResponseWriter, r *http.Request) {
 	}
 	var run BrowserRun
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBrowserRun)).Decode(&run); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("invalid browser result: larger than %d bytes", maxBrowserRun))
+			return
+		}
+		s.writeError(w, http.StatusBadRequest, "invalid browser result: "+err.Error())
+		return
+	}
+	// Every size, count and span the page sends is checked before any of
+	// it is resampled, summed or stored.
+	if err := s.browserLimits(ses).check(&run); err != nil {
 		s.writeError(w, http.StatusBadRequest, "invalid browser result: "+err.Error())
 		return
 	}
@@ -170,6 +182,215 @@ func (s *Server) handleBrowserResult(w http.ResponseWriter, r *http.Request) {
 		s.cfg.Logger.Warn("storing a result", "session", ses.id, "err", err)
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// Bounds of a BrowserRun (docs/browser.md, "Limits"). The page's own rates
+// are 5× below the per-kind sample bounds, so a busy page never meets them.
+const (
+	// browserSlack is how far past the session's end a page's time may
+	// lie: a browser still working through queued messages stamps them
+	// late (Firefox by seconds).
+	browserSlack = 30.0
+	// rttTolerance is how far below zero a probe's RTT may be: the page
+	// subtracts the server's processing time, read on another clock.
+	rttTolerance = 1.0
+	// maxCountBytes bounds a receive count: 1 PiB, beyond any test, and
+	// exact in a float64.
+	maxCountBytes = 1 << 50
+	maxText       = 2048 // bytes of one string: software, user agent, an error or note
+	maxLines      = 256  // errors, and notes
+	// Shortest intervals between samples of one series (the page's: counts
+	// 50 ms, probes 20 ms, self probes 100 ms per stream, foreign 250 ms).
+	pageCountEvery   = 0.01
+	pageProbeEvery   = 0.004
+	pageSelfEvery    = 0.02
+	pageForeignEvery = 0.05
+)
+
+// browserLimits bound what a page may send for one session.
+type browserLimits struct {
+	maxT       float64 // latest time on the page's clock, s
+	maxStreams int
+}
+
+// browserLimits derives a session's bounds: times within its lifetime plus
+// browserSlack, streams within the server's limit.
+func (s *Server) browserLimits(ses *session) browserLimits {
+	return browserLimits{maxT: ses.expires.Sub(ses.start).Seconds() + browserSlack, maxStreams: s.cfg.MaxStreams}
+}
+
+// samples is how many samples one series may hold at one per every s.
+func (l browserLimits) samples(every float64) int { return int(l.maxT/every) + 16 }
+
+// check refuses a run that no page could have measured in the session:
+// a time outside it, more samples than its rates allow, a value that is
+// not a finite number in range, too many or unknown streams, overlong
+// text. What it lets through is bounded in size, so every allocation made
+// from it (resampling, summing, the stored result) is too.
+func (l browserLimits) check(run *BrowserRun) error {
+	maxMs := 1000 * l.maxT
+	for _, t := range []struct {
+		name, v string
+	}{{"software", run.Software}, {"user_agent", run.UserAgent}, {"streams", run.Streams}} {
+		if len(t.v) > maxText {
+			return fmt.Errorf("%s: longer than %d bytes", t.name, maxText)
+		}
+	}
+	if err := checkLines("errors", run.Errors); err != nil {
+		return err
+	}
+	if err := checkLines("notes", run.Notes); err != nil {
+		return err
+	}
+	if err := inRange("offset_s", run.OffsetS, 0, l.maxT); err != nil {
+		return err
+	}
+	if err := inRange("duration_s", run.DurationS, 0, l.maxT); err != nil {
+		return err
+	}
+	if err := inRange("probe_interval_ms", run.ProbeMs, 0, maxMs); err != nil {
+		return err
+	}
+	if err := l.checkProbes("baseline", run.Baseline); err != nil {
+		return err
+	}
+	for _, ph := range []struct {
+		name string
+		p    *BrowserPhase
+	}{{"download", run.Download}, {"upload", run.Upload}} {
+		if err := l.checkPhase(ph.name, ph.p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l browserLimits) checkPhase(name string, p *BrowserPhase) error {
+	if p == nil {
+		return nil
+	}
+	if err := inRange(name+".start_s", p.StartS, 0, l.maxT); err != nil {
+		return err
+	}
+	if err := inRange(name+".end_s", p.EndS, p.StartS, l.maxT); err != nil {
+		return err
+	}
+	if len(p.Tags) > l.maxStreams {
+		return fmt.Errorf("%s.tags: %d streams, at most %d allowed", name, len(p.Tags), l.maxStreams)
+	}
+	tags := make(map[string]bool, len(p.Tags))
+	for _, t := range p.Tags {
+		if t == "" || !validTag(t) || tags[t] {
+			return fmt.Errorf("%s.tags: %.40q is empty, malformed or repeated", name, t)
+		}
+		tags[t] = true
+	}
+	for tag, c := range p.Counts {
+		if !tags[tag] {
+			return fmt.Errorf("%s.counts: %.40q is not among the phase's tags", name, tag)
+		}
+		if err := l.checkCounts(name+".counts."+tag, c); err != nil {
+			return err
+		}
+	}
+	if err := l.checkProbes(name+".latency", p.Latency); err != nil {
+		return err
+	}
+	if err := l.checkMs(name+".self_ms", p.SelfMs, max(len(p.Tags), 1)*l.samples(pageSelfEvery)); err != nil {
+		return err
+	}
+	if f := p.Foreign; f != nil {
+		n := l.samples(pageForeignEvery)
+		for _, m := range []struct {
+			name string
+			v    []float64
+		}{{"tcp_ms", f.TCPMs}, {"tls_ms", f.TLSMs}, {"http_ms", f.HTTPMs}} {
+			if err := l.checkMs(name+".foreign."+m.name, m.v, n); err != nil {
+				return err
+			}
+		}
+		if f.Failed < 0 || f.Failed > n {
+			return fmt.Errorf("%s.foreign.failed: %d is not 0–%d", name, f.Failed, n)
+		}
+	}
+	return nil
+}
+
+// checkCounts: a cumulative series in time order within the session.
+func (l browserLimits) checkCounts(name string, c []model.ByteCount) error {
+	if n := l.samples(pageCountEvery); len(c) > n {
+		return fmt.Errorf("%s: %d counts, at most %d in this session", name, len(c), n)
+	}
+	for i, x := range c {
+		if err := inRange(name+".t_s", x.TS, 0, l.maxT); err != nil {
+			return err
+		}
+		if i > 0 && x.TS < c[i-1].TS {
+			return fmt.Errorf("%s: counts are not in time order", name)
+		}
+		if x.Bytes < 0 || x.Bytes > maxCountBytes {
+			return fmt.Errorf("%s.bytes: %d is not 0–%d", name, x.Bytes, int64(maxCountBytes))
+		}
+	}
+	return nil
+}
+
+func (l browserLimits) checkProbes(name string, p *BrowserProbes) error {
+	if p == nil {
+		return nil
+	}
+	n := l.samples(pageProbeEvery)
+	if len(p.Samples) > n {
+		return fmt.Errorf("%s: %d probes, at most %d in this session", name, len(p.Samples), n)
+	}
+	if p.Lost < 0 || p.Lost > n {
+		return fmt.Errorf("%s.lost: %d is not 0–%d", name, p.Lost, n)
+	}
+	for _, x := range p.Samples {
+		if err := inRange(name+".t_s", x.TS, 0, l.maxT); err != nil {
+			return err
+		}
+		if err := inRange(name+".rtt_ms", x.RTTMs, -rttTolerance, 1000*l.maxT); err != nil {
+			return err
+		}
+		if err := inRange(name+".server_ms", x.ServerMs, 0, 1000*l.maxT); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMs: at most n durations, each within the session.
+func (l browserLimits) checkMs(name string, v []float64, n int) error {
+	if len(v) > n {
+		return fmt.Errorf("%s: %d values, at most %d in this session", name, len(v), n)
+	}
+	for _, x := range v {
+		if err := inRange(name, x, 0, 1000*l.maxT); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkLines(name string, v []string) error {
+	if len(v) > maxLines {
+		return fmt.Errorf("%s: %d lines, at most %d allowed", name, len(v), maxLines)
+	}
+	for _, x := range v {
+		if len(x) > maxText {
+			return fmt.Errorf("%s: a line longer than %d bytes", name, maxText)
+		}
+	}
+	return nil
+}
+
+// inRange: v is a finite number in [lo, hi] (NaN fails both comparisons).
+func inRange(name string, v, lo, hi float64) error {
+	if !(v >= lo && v <= hi) {
+		return fmt.Errorf("%s: %g is not within %g–%g", name, v, lo, hi)
+	}
+	return nil
 }
 
 // waitFlows returns every flow's report, waiting up to wait in all for
