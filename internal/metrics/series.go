@@ -80,21 +80,39 @@ func ValueAt(c []ByteCount, ts float64) float64 {
 	return float64(a.Bytes) + float64(b.Bytes-a.Bytes)*(ts-a.TS)/(b.TS-a.TS)
 }
 
+// MaxSeriesPoints bounds the points SumCounts and Resample produce: a
+// series' span comes from timestamps a client or a file supplies, and a
+// tiny step over a long span must not allocate without limit.
+const MaxSeriesPoints = 100000
+
 // SumCounts adds cumulative series on a common grid of the given step over
-// their joint span.
+// their joint span (of finite timestamps). A step that is not positive, or
+// that would give more than MaxSeriesPoints points, is widened to span /
+// MaxSeriesPoints.
 func SumCounts(series [][]ByteCount, step float64) []ByteCount {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, c := range series {
-		if len(c) > 0 {
-			lo, hi = math.Min(lo, c[0].TS), math.Max(hi, c[len(c)-1].TS)
+		for _, p := range c {
+			if isFiniteNum(p.TS) {
+				lo, hi = math.Min(lo, p.TS), math.Max(hi, p.TS)
+			}
 		}
 	}
-	if hi <= lo {
+	if !(hi > lo) {
 		return nil
 	}
+	span := hi - lo // may be +Inf for timestamps near ±MaxFloat64
+	if !(step > 0) || !(span/step <= MaxSeriesPoints) {
+		step = span / MaxSeriesPoints
+	}
 	var out []ByteCount
+	// Rounding can keep lo + i·step from reaching hi; the count bound
+	// ends the grid at hi regardless.
 	for i := 0; ; i++ {
 		ts := math.Min(lo+float64(i)*step, hi)
+		if i >= MaxSeriesPoints {
+			ts = hi
+		}
 		var sum float64
 		for _, c := range series {
 			sum += ValueAt(c, ts)
@@ -106,7 +124,8 @@ func SumCounts(series [][]ByteCount, step float64) []ByteCount {
 	}
 }
 
-// Resample thins a cumulative series to one point per step.
+// Resample thins a cumulative series to one point per step (bounded as in
+// SumCounts).
 func Resample(c []ByteCount, step float64) []ByteCount {
 	if len(c) < 2 {
 		return c
