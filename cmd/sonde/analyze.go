@@ -51,7 +51,34 @@ func (af *analyzeFlags) register(cmd *cobra.Command) {
 	f.StringVar(&af.html, "html", "", "also write a self-contained HTML report with plots (RTT over time, goodput, time-sequence graphs, HTTP) to this file")
 }
 
+// Bounds of --interval: one goodput bin per interval per connection, so a
+// tiny interval over a long capture asks for more bins than anyone reads
+// (1ns on a 100 KB capture wrote 627 MB of JSON).
+const (
+	minAnalyzeInterval = time.Millisecond
+	maxAnalyzeInterval = time.Hour
+)
+
+// config checks the flags (usage errors) and builds the analyser's
+// configuration.
 func (af *analyzeFlags) config() (passive.Config, *passive.Truth, error) {
+	cfg, tr, err := af.buildConfig()
+	return cfg, tr, usageErr(err)
+}
+
+func (af *analyzeFlags) buildConfig() (passive.Config, *passive.Truth, error) {
+	if err := checkDuration("--interval", af.interval, minAnalyzeInterval, maxAnalyzeInterval); err != nil {
+		return passive.Config{}, nil, err
+	}
+	if err := checkDuration("--idle-timeout", af.idle, time.Second, 24*time.Hour); err != nil {
+		return passive.Config{}, nil, err
+	}
+	if err := checkCount("--interface", af.iface, -1, 1<<16-1); err != nil {
+		return passive.Config{}, nil, err
+	}
+	if err := checkOutput("--html", af.html); err != nil {
+		return passive.Config{}, nil, err
+	}
 	cfg := passive.Config{Interval: af.interval, IdleTimeout: af.idle, Interface: af.iface, QUICPorts: []uint16{}}
 	for _, p := range af.quicPorts {
 		if p == 0 || p > 65535 {
@@ -74,8 +101,8 @@ func (af *analyzeFlags) config() (passive.Config, *passive.Truth, error) {
 		return cfg, nil, fmt.Errorf("--observer %q: want LINK and END, e.g. 1A", af.observer)
 	}
 	link, err := strconv.Atoi(obs[:len(obs)-1])
-	if err != nil {
-		return cfg, nil, fmt.Errorf("--observer %q: %w", af.observer, err)
+	if end := obs[len(obs)-1]; err != nil || link < 1 || (end != 'A' && end != 'B') {
+		return cfg, nil, fmt.Errorf("--observer %q: want a link number from 1 and an end A or B, e.g. 1A", af.observer)
 	}
 	tr, err := passive.LoadTruth(af.truth, link, obs[len(obs)-1])
 	if err != nil {
@@ -96,7 +123,10 @@ IPv4/IPv6; VLAN) and report per TCP connection the tcptrace-like counters and
 RTT from TCP timestamps (pping: per side and full) and from SEQ/ACK (Karn),
 and per QUIC flow the spin-bit RTT with its validity checks (docs/analyze.md).
 
-A damaged file is analysed up to the damage; its byte offset is reported.
+A damaged file is analysed up to the damage and the analysis is reported;
+the damage and its byte offset go to stderr and the exit status is 3.
+Exit status: 0 success, 1 failure, 2 usage error (nothing read), 3 a
+capture was damaged (what could be read was analysed and reported).
 With --truth (a lab ground-truth file), every RTT method's error is reported.
 --filter takes tcpdump's filter language on IP packets (host, net, port,
 portrange, tcp/udp/sctp/icmp, ip/ip6, proto, less/greater, and/or/not;
@@ -108,20 +138,54 @@ docs/analyze.md); it gives the same packets as tcpdump's filter would.`,
 				return err
 			}
 			if cfg.Filter, err = capfilter.Compile(filter); err != nil {
-				return err
+				return usageErr(err)
+			}
+			// Every input must open before any is read: a mistyped
+			// name is a usage error, not a partial analysis.
+			for _, path := range args {
+				f, err := os.Open(path)
+				if err != nil {
+					return usageErr(err)
+				}
+				f.Close()
 			}
 			a := passive.New(cfg)
+			var readErrs []error
 			for _, path := range args {
 				if _, err := a.ReadFile(path); err != nil {
-					return fmt.Errorf("%s: %w", path, err)
+					// The files read so far are still reported.
+					readErrs = append(readErrs, fmt.Errorf("%s: %w", path, err))
 				}
 			}
-			return af.write(cmd.OutOrStdout(), a, a.Finish(tr), tr)
+			res := a.Finish(tr)
+			werr := af.write(cmd.OutOrStdout(), a, res, tr)
+			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(append(readErrs, werr)...))
 		},
 	}
 	af.register(cmd)
 	cmd.Flags().StringVar(&filter, "filter", "", `analyse only the packets matching this capture filter, e.g. "tcp port 5201 and host 198.18.1.1"`)
 	return cmd
+}
+
+// analyzeStatus reports on stderr what went wrong with the inputs and
+// picks the exit status: a failure (err) exits 1; damaged files, whose
+// readable part was analysed and reported, exit 3 (exitDamaged).
+func analyzeStatus(stderr io.Writer, res *model.Analysis, err error) error {
+	for _, e := range res.Errors {
+		fmt.Fprintln(stderr, "sonde: "+e)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintln(stderr, "sonde: note: "+n)
+	}
+	if err != nil {
+		return err
+	}
+	for _, f := range res.Files {
+		if f.DamageOffset >= 0 {
+			return &exitError{code: exitDamaged, err: errSilent}
+		}
+	}
+	return nil
 }
 
 // write reports res, the finished analysis of a (whose samples the
@@ -134,25 +198,26 @@ func (af *analyzeFlags) write(out io.Writer, a *passive.Analyzer, res *model.Ana
 	return errors.Join(err, bw.Flush())
 }
 
+// report writes the requested forms of res. An HTML file that cannot be
+// written does not stop the rest: the stdout form is still written.
 func (af *analyzeFlags) report(w io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.Truth) error {
+	var htmlErr error
 	if af.html != "" {
-		if err := writeAnalyzeHTML(af.html, res, a.Samples(tr)); err != nil {
-			return err
-		}
+		htmlErr = writeAnalyzeHTML(af.html, res, a.Samples(tr))
 	}
 	switch {
 	case af.csvOut:
-		return writeSamplesCSV(w, a.Samples(tr))
+		return errors.Join(htmlErr, writeSamplesCSV(w, a.Samples(tr)))
 	case af.jsonOut:
 		if af.samples {
 			res.Samples = a.Samples(tr)
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return errors.Join(htmlErr, enc.Encode(res))
 	}
 	writeAnalysisText(w, res)
-	return nil
+	return htmlErr
 }
 
 func writeSamplesCSV(w io.Writer, ss []model.PassiveRTT) error {
@@ -243,9 +308,7 @@ func writeAnalysisText(w io.Writer, r *model.Analysis) {
 		}
 		_ = tb.write(w)
 	}
-	for _, e := range r.Errors {
-		fmt.Fprintln(w, "error:", e)
-	}
+	// r.Errors and r.Notes go to stderr (analyzeStatus).
 	if len(r.Files) == 0 {
 		// Live capture: packets are analysed as they arrive, so the
 		// analyser's own speed is not measured; report the arrival rate.
@@ -283,7 +346,11 @@ in tcpdump's language on IP packets, compiled to BPF and run in the kernel:
 The summary gives the packets the kernel dropped because sonde fell behind.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ifname == "" {
-				return errors.New("capture needs -i INTERFACE")
+				return usagef("capture needs -i INTERFACE")
+			}
+			if err := errors.Join(checkDuration("--duration", dur, 0, 365*24*time.Hour),
+				checkCount("--count", count, 0, 1<<40), checkOutput("--write", out)); err != nil {
+				return usageErr(err)
 			}
 			cfg, tr, err := af.config()
 			if err != nil {
@@ -291,7 +358,7 @@ The summary gives the packets the kernel dropped because sonde fell behind.`,
 			}
 			filter, err := capfilter.Compile(strings.Join(args, " "))
 			if err != nil {
-				return err
+				return usageErr(err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -309,7 +376,7 @@ The summary gives the packets the kernel dropped because sonde fell behind.`,
 			res := a.Finish(tr)
 			res.Live = live
 			// What was captured is reported even when capturing failed.
-			return errors.Join(err, af.write(cmd.OutOrStdout(), a, res, tr))
+			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(err, af.write(cmd.OutOrStdout(), a, res, tr)))
 		},
 	}
 	af.register(cmd)

@@ -138,6 +138,10 @@ func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) 
 	if err != nil {
 		return fmt.Errorf("emulate: --icmp-from: %w", err)
 	}
+	if err := errors.Join(checkDuration("--stats", f.stats, 0, 24*time.Hour), checkDuration("--duration", f.duration, 0, 365*24*time.Hour),
+		checkOutput("--truth", f.truth), checkOutput("--pcap", f.pcap)); err != nil {
+		return err
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("emulate: TUN devices and network namespaces need root (CAP_NET_ADMIN)")
 	}

@@ -122,10 +122,10 @@ and returns; sonde lab down stops it. Profiles: ` + strings.Join(lab.Names(), ",
 }
 
 func runLabUp(ctx context.Context, out io.Writer, profile, stateDir string, f labUpFlags) error {
-	if f.captureDir != "" {
-		if err := os.MkdirAll(f.captureDir, 0o755); err != nil {
-			return fmt.Errorf("lab up: %w", err)
-		}
+	// Outputs are checked before the lab is built.
+	if err := errors.Join(checkDuration("--stats", f.stats, 0, 24*time.Hour),
+		checkOutput("--truth", f.truth), checkOutputDir("--capture-dir", f.captureDir)); err != nil {
+		return err
 	}
 	l, err := lab.Up(ctx, profile, lab.Options{Seed: f.seed, TruthPath: f.truth, CaptureDir: f.captureDir,
 		StateDir: stateDir, RealTime: f.realTime, AllowCPUIdle: f.cpuIdle})

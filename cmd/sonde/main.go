@@ -30,7 +30,10 @@ func main() {
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
-		os.Exit(1)
+		if isCobraUsage(err) {
+			os.Exit(exitUsage)
+		}
+		os.Exit(exitFailure)
 	}
 }
 
@@ -48,12 +51,19 @@ and responsiveness (RPM), and an RFC 6349 report built from TCP_INFO.
                               an embedded loopback server when none is given
   sonde udp [SERVER]          UDP quality: one-way delay, jitter, loss patterns
   sonde analyze FILE...       passive TCP and QUIC (spin bit) RTT from captures
-  sonde lab / sonde emulate   emulated paths with per-packet ground truth`,
+  sonde lab / sonde emulate   emulated paths with per-packet ground truth
+
+Exit status: 0 success; 1 the run failed (what was measured is still
+reported); 2 usage error: a bad flag or argument, or an output file that
+cannot be written, found before anything is measured; 3 (sonde analyze) a
+capture is damaged: what could be read was analysed and reported.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
 	}
 	root.AddCommand(newServeCmd(), newTestCmd(), newUDPCmd(), newAnalyzeCmd(), newCaptureCmd(), newLabCmd(), newEmulateCmd())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	usageArgs(root)
 	return root
 }
 

@@ -38,6 +38,9 @@ Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
 			if cfg.MaxBytes, err = parseBytes(maxBytes); err != nil {
 				return fmt.Errorf("--max-bytes: %w", err)
 			}
+			if !(cfg.UDPMaxRate > 0 && cfg.UDPMaxRate <= 1e7) {
+				return usagef("--udp-max-rate: want 0 < probes/s ≤ 10000000, got %v", cfg.UDPMaxRate)
+			}
 			level := slog.LevelWarn
 			if verbose {
 				level = slog.LevelInfo

@@ -66,7 +66,7 @@ when a phase fails, with the error recorded in it.`,
 			}
 			if tf.lab != "" {
 				if err := tf.build(); err != nil {
-					return err
+					return usageErr(err)
 				}
 				return runLab(cmd.Context(), &tf, cmd.Flags())
 			}
@@ -103,8 +103,8 @@ when a phase fails, with the error recorded in it.`,
 func (tf *testFlags) build() error {
 	c := &tf.cfg
 	c.DSCP = -1
-	if c.Duration < time.Second {
-		return fmt.Errorf("--duration: want a positive duration of at least 1s, got %v", c.Duration)
+	if err := checkDuration("--duration", c.Duration, time.Second, time.Hour); err != nil {
+		return err
 	}
 	switch tf.streams {
 	case "auto", "":
@@ -116,8 +116,11 @@ func (tf *testFlags) build() error {
 		}
 		c.Streams = n
 	}
-	if c.MaxStreams < 1 {
-		return fmt.Errorf("--max-streams: want at least 1, got %d", c.MaxStreams)
+	if err := checkCount("--max-streams", c.MaxStreams, 1, 128); err != nil {
+		return err
+	}
+	if err := checkCount("--baseline-samples", c.BaselineSamples, 20, 10000); err != nil {
+		return err
 	}
 	switch tf.direction {
 	case "both":
@@ -161,8 +164,8 @@ func (tf *testFlags) build() error {
 	if c.WireOverhead == 0 {
 		c.WireOverhead = -1 // the client's zero value means Ethernet
 	}
-	if c.ProbeInterval <= 0 {
-		return fmt.Errorf("--probe-interval must be positive, got %v", c.ProbeInterval)
+	if err := checkDuration("--probe-interval", c.ProbeInterval, time.Millisecond, 50*time.Millisecond); err != nil {
+		return err
 	}
 	if tf.truthFile != "" {
 		t, err := readTruth(tf.truthFile)
@@ -174,13 +177,18 @@ func (tf *testFlags) build() error {
 	if tf.quiet && tf.jsonFile == "" && tf.htmlFile == "" {
 		return errors.New("--quiet without --json or --html would discard the result")
 	}
+	// Outputs are checked before the run, so a bad path costs no
+	// measurement.
+	if err := errors.Join(checkOutput("--json", tf.jsonFile), checkOutput("--html", tf.htmlFile)); err != nil {
+		return err
+	}
 	c.Software = "sonde/" + version
 	return c.Validate()
 }
 
 func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 	if err := tf.build(); err != nil {
-		return err
+		return usageErr(err)
 	}
 	if tf.cfg.Server == "" {
 		addr, stop, err := startEmbedded(ctx)
@@ -206,7 +214,9 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 	return errors.Join(runErr, outErr)
 }
 
-// writeOutputs writes every requested form of the result.
+// writeOutputs writes every requested form of the result. If a file
+// cannot be written, the text summary goes to stdout even with --quiet, so
+// the measurement is not lost.
 func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
 	var errs []error
 	if tf.jsonFile != "" {
@@ -215,7 +225,8 @@ func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
 	if tf.htmlFile != "" {
 		errs = append(errs, writeFile(tf.htmlFile, stdout, func(w io.Writer) error { return report.WriteHTML(w, res) }))
 	}
-	if !tf.quiet && tf.jsonFile != "-" {
+	failed := errors.Join(errs...) != nil
+	if (!tf.quiet && tf.jsonFile != "-") || failed {
 		errs = append(errs, report.WriteText(stdout, res))
 	}
 	return errors.Join(errs...)
@@ -233,7 +244,10 @@ func writeFile(name string, stdout io.Writer, write func(io.Writer) error) error
 		f.Close()
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
 }
 
 // startEmbedded runs a server, with its STAMP reflector, on loopback ports

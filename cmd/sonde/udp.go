@@ -121,6 +121,17 @@ func (uf *udpFlags) build(changed func(string) bool) error {
 	if uf.quiet && uf.jsonFile == "" && uf.htmlFile == "" {
 		return errors.New("--quiet without --json or --html would discard the result")
 	}
+	if err := checkDuration("--duration", o.Duration, time.Millisecond, 24*time.Hour); err != nil {
+		return err
+	}
+	if err := checkDuration("--timeout", o.Timeout, time.Millisecond, time.Minute); err != nil {
+		return err
+	}
+	// Outputs are checked before the run, so a bad path costs no
+	// measurement.
+	if err := errors.Join(checkOutput("--raw", uf.rawFile), checkOutput("--json", uf.jsonFile), checkOutput("--html", uf.htmlFile)); err != nil {
+		return err
+	}
 	o.Software = "sonde/" + version
 	return o.Validate()
 }
@@ -141,7 +152,7 @@ func parseECN(s string) (int, error) {
 
 func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout io.Writer) error {
 	if err := uf.build(changed); err != nil {
-		return err
+		return usageErr(err)
 	}
 	if uf.opts.Server == "" && uf.opts.Reflector == "" {
 		addr, stop, err := startEmbedded(ctx)
@@ -176,7 +187,10 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 	if uf.htmlFile != "" {
 		errs = append(errs, writeFile(uf.htmlFile, stdout, func(w io.Writer) error { return writeUDPHTML(w, res) }))
 	}
-	if !uf.quiet && uf.jsonFile != "-" && uf.rawFile != "-" {
+	// A file that could not be written anyway: the summary goes to stdout
+	// even with --quiet, so the measurement is not lost.
+	failed := errors.Join(errs...) != nil
+	if (!uf.quiet && uf.jsonFile != "-" && uf.rawFile != "-") || failed {
 		errs = append(errs, writeUDPText(stdout, res))
 	}
 	return errors.Join(runErr, errors.Join(errs...))

@@ -103,16 +103,18 @@ const MaxSeriesPoints = 1 << 16
 // SumCounts adds cumulative series on a common grid of the given step over
 // their joint span. If the span holds more than MaxSeriesPoints steps, the
 // step widens to span / (MaxSeriesPoints − 1) so the result stays within
-// MaxSeriesPoints; a step that is not a positive finite number, or a series
-// time that is not finite, gives nil.
+// MaxSeriesPoints. Times that are not finite are skipped; a step that is
+// not a positive finite number gives nil.
 func SumCounts(series [][]ByteCount, step float64) []ByteCount {
 	if !(step > 0) || math.IsInf(step, 0) {
 		return nil
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, c := range series {
-		if len(c) > 0 {
-			lo, hi = math.Min(lo, c[0].TS), math.Max(hi, c[len(c)-1].TS)
+		for _, p := range c {
+			if isFiniteNum(p.TS) {
+				lo, hi = math.Min(lo, p.TS), math.Max(hi, p.TS)
+			}
 		}
 	}
 	// NaN fails the first test; an infinite end or span (-1e308 to 1e308)

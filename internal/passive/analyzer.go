@@ -172,6 +172,9 @@ func (a *Analyzer) Read(r io.Reader, cf model.CaptureFile) (model.CaptureFile, e
 		}
 		a.Packet(p.TimeNs, ip)
 	}
+	for _, n := range rd.Notes() {
+		a.res.Notes = append(a.res.Notes, cf.Path+": "+n)
+	}
 	a.res.Files = append(a.res.Files, cf)
 	return cf, nil
 }

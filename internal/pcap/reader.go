@@ -4,7 +4,9 @@
 // sonde meets (Ethernet with VLAN tags, raw IP, Linux SLL/SLL2,
 // BSD loopback/null). A damaged file is read up to the damage, which is
 // reported as a *DamageError carrying its byte offset; the reader never
-// panics on bad input.
+// panics on bad input. Fields out of range that tshark reads past (a
+// fractional timestamp of a second or more, an if_tsresol finer than 64
+// bits resolve) are corrected and read on; Reader.Notes says so.
 package pcap
 
 import (
@@ -97,6 +99,44 @@ type Reader struct {
 	// pcapng
 	ifaces []iface
 	err    error
+	// Oddities read on rather than stopped at, as tshark does: counted
+	// per kind, the first offset kept, so a file of them costs no memory.
+	odd [oddKinds]oddity
+}
+
+// Kinds of oddity: a field out of its range that the reader corrects and
+// reads on.
+const (
+	oddFracRange = iota // pcap record: fractional timestamp ≥ 1 s
+	oddTSResol          // pcapng: if_tsresol beyond what 64 bits resolve
+	oddKinds
+)
+
+type oddity struct {
+	count  int64
+	offset int64
+	what   string
+}
+
+func (r *Reader) note(kind int, off int64, what string) {
+	o := &r.odd[kind]
+	if o.count == 0 {
+		o.offset, o.what = off, what
+	}
+	o.count++
+}
+
+// Notes describes what the reader corrected and read on (a fractional
+// timestamp out of range, an invalid if_tsresol), one line per kind with
+// the first byte offset; nil for a clean file.
+func (r *Reader) Notes() []string {
+	var out []string
+	for _, o := range r.odd {
+		if o.count > 0 {
+			out = append(out, fmt.Sprintf("%s (%d times, first at byte %d)", o.what, o.count, o.offset))
+		}
+	}
+	return out
 }
 
 // NewReader detects the format from the first bytes of r.
@@ -270,14 +310,17 @@ func (r *Reader) nextPcap(p *Packet) error {
 	if incl > maxRecord || (r.snap > 0 && incl > max(r.snap, 65535)) {
 		return r.damage(start, "record length %d exceeds snaplen %d", incl, r.snap)
 	}
+	// A fractional part of a second or more is out of range; it is
+	// carried into the seconds (the arithmetic below does that) and the
+	// file is read on, as tshark does, with a note.
 	ns := int64(frac)
 	if r.nanos {
 		if frac > 999_999_999 {
-			return r.damage(start, "fractional timestamp %d out of range", frac)
+			r.note(oddFracRange, start, "fractional timestamp of 1 s or more (carried into the seconds)")
 		}
 	} else {
 		if frac > 999_999 {
-			return r.damage(start, "fractional timestamp %d out of range", frac)
+			r.note(oddFracRange, start, "fractional timestamp of 1 s or more (carried into the seconds)")
 		}
 		ns *= 1000
 	}
@@ -401,14 +444,19 @@ func (r *Reader) addInterface(body []byte, start int64) error {
 		switch {
 		case code == 9 && l >= 1: // if_tsresol
 			if v[0]&0x80 != 0 {
+				// Resolutions finer than 64 bits can count are clamped
+				// to the finest that can (tshark reads such files on,
+				// with timestamps near 0); the note says so.
 				ifc.pow10, ifc.pow2 = -1, uint(v[0]&0x7f)
 				if ifc.pow2 > 62 {
-					return r.damage(start, "if_tsresol 2^-%d out of range", ifc.pow2)
+					r.note(oddTSResol, start, fmt.Sprintf("if_tsresol 2^-%d out of range, taken as 2^-62", ifc.pow2))
+					ifc.pow2 = 62
 				}
 			} else {
 				ifc.pow10 = int(v[0])
 				if ifc.pow10 > 18 {
-					return r.damage(start, "if_tsresol 10^-%d out of range", ifc.pow10)
+					r.note(oddTSResol, start, fmt.Sprintf("if_tsresol 10^-%d out of range, taken as 10^-18", ifc.pow10))
+					ifc.pow10 = 18
 				}
 			}
 		case code == 14 && l >= 8: // if_tsoffset, seconds

@@ -409,3 +409,72 @@ func TestReadFile(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// TestOutOfRangeReadOn: fields tshark reads past (a pcap fractional
+// timestamp of a second or more, a pcapng if_tsresol finer than 64 bits
+// resolve) are corrected with a note, not reported as damage.
+func TestOutOfRangeReadOn(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	pkts := [][]byte{frame(LinkRaw, ipv4(1), 0), frame(LinkRaw, ipv4(2), 0), frame(LinkRaw, ipv4(3), 0)}
+	for _, nanos := range []bool{false, true} {
+		b := writePcap(t, LinkRaw, nanos, pkts, t0)
+		// The second record's fractional field: 24-byte file header,
+		// first record 16 + len, then sec, frac.
+		off := 24 + 16 + len(pkts[0]) + 4
+		frac, want := uint32(1_500_000), int64(1_500_000_000)
+		if nanos {
+			frac, want = 2_000_000_000, 2_000_000_000
+		}
+		binary.LittleEndian.PutUint32(b[off:], frac)
+		r, err := NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []Packet
+		for {
+			var p Packet
+			if err := r.Next(&p); err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("nanos %v: %v", nanos, err)
+				}
+				break
+			}
+			got = append(got, p)
+		}
+		if len(got) != 3 {
+			t.Fatalf("nanos %v: read %d of 3 packets", nanos, len(got))
+		}
+		sec := int64(binary.LittleEndian.Uint32(b[off-4:]))
+		if got[1].TimeNs != sec*1e9+want {
+			t.Errorf("nanos %v: time %d, want %d (carried into the seconds)", nanos, got[1].TimeNs, sec*1e9+want)
+		}
+		if n := r.Notes(); len(n) != 1 || !strings.Contains(n[0], "1 times, first at byte") {
+			t.Errorf("nanos %v: notes %q", nanos, n)
+		}
+	}
+
+	b := writeNGMicro(LinkRaw, pkts, t0)
+	i := bytes.Index(b, []byte{9, 0, 1, 0, 6, 0, 0, 0})
+	for _, resol := range []byte{19, 0x80 | 100} {
+		bad := bytes.Clone(b)
+		for j := i; j >= 0 && j < len(bad); {
+			bad[j+4] = resol
+			k := bytes.Index(bad[j+8:], []byte{9, 0, 1, 0, 6, 0, 0, 0})
+			if k < 0 {
+				break
+			}
+			j += 8 + k
+		}
+		ps, _, err := readAll(t, bad)
+		if err != nil || len(ps) != 3 {
+			t.Fatalf("if_tsresol %#x: %d packets, err %v", resol, len(ps), err)
+		}
+		r, _ := NewReader(bytes.NewReader(bad))
+		var p Packet
+		for r.Next(&p) == nil {
+		}
+		if n := r.Notes(); len(n) != 1 || !strings.Contains(n[0], "if_tsresol") {
+			t.Errorf("if_tsresol %#x: notes %q", resol, n)
+		}
+	}
+}

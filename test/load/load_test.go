@@ -1,0 +1,174 @@
+// Package load runs many short client runs at once against one in-process
+// server on loopback: no run may panic, and every run must either succeed
+// or say in its result why it did not (server busy, a limit, ...). Silence
+// (a UDP phase with no reply and no reason) is a failure.
+package load
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/client"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/udptest"
+)
+
+const clients = 100
+
+func startServer(t *testing.T) string {
+	t.Helper()
+	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", UDPAddr: "127.0.0.1:0", PerIPPerMinute: -1, Software: "sonde/load-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ctx, []net.Listener{ln}, nil)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return "http://" + ln.Addr().String()
+}
+
+// outcome is one run's verdict: ok, or the reason it gave.
+type outcome struct {
+	ok     bool
+	reason string
+}
+
+func tally(t *testing.T, kind string, outs []outcome) {
+	t.Helper()
+	reasons := map[string]int{}
+	ok := 0
+	for _, o := range outs {
+		if o.ok {
+			ok++
+			continue
+		}
+		if strings.TrimSpace(o.reason) == "" {
+			t.Errorf("%s: a run failed without a reason", kind)
+		}
+		// Group by the reason's first words.
+		r := o.reason
+		if len(r) > 60 {
+			r = r[:60]
+		}
+		reasons[r]++
+	}
+	t.Logf("%s: %d of %d succeeded; failures: %v", kind, ok, len(outs), reasons)
+}
+
+// TestConcurrentTests: 100 `sonde test` runs at once (1 s phases, one
+// stream, with their STAMP probes).
+func TestConcurrentTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test")
+	}
+	addr := startServer(t)
+	outs := make([]outcome, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+			defer cancel()
+			res, err := client.Run(ctx, client.Config{Server: addr, Duration: time.Second, Streams: 1, BaselineSamples: 20,
+				DSCP: -1, Software: "sonde/load-test"})
+			outs[i] = judgeTest(res, err)
+		}()
+	}
+	wg.Wait()
+	tally(t, "sonde test", outs)
+}
+
+func judgeTest(res *model.Result, err error) outcome {
+	var why []string
+	if err != nil {
+		why = append(why, err.Error())
+	}
+	if res == nil {
+		return outcome{reason: strings.Join(why, "; ")}
+	}
+	why = append(why, res.Errors...)
+	// A UDP probe phase that sent and heard nothing must say why.
+	flows := []*model.UDPFlow{res.BaselineUDP}
+	for _, d := range []*model.DirectionResult{res.Download, res.Upload} {
+		if d != nil {
+			flows = append(flows, d.UDPLatency)
+		}
+	}
+	for _, f := range flows {
+		if f != nil && f.Sent > 0 && f.Replies == 0 {
+			if len(f.Errors) == 0 && len(why) == 0 {
+				return outcome{reason: ""} // silence: tally flags it
+			}
+			why = append(why, f.Errors...)
+		}
+	}
+	if len(why) == 0 {
+		return outcome{ok: true}
+	}
+	return outcome{reason: strings.Join(why, "; ")}
+}
+
+// TestConcurrentUDP: 100 `sonde udp` runs at once. A flow that sent
+// probes and got no reply must say why.
+func TestConcurrentUDP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test")
+	}
+	addr := startServer(t)
+	outs := make([]outcome, clients)
+	var wg sync.WaitGroup
+	silent := 0
+	var mu sync.Mutex
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			o := udptest.Options{Server: addr, Duration: time.Second, Interval: 20 * time.Millisecond, PacketBytes: 64,
+				Timeout: time.Second, Software: "sonde/load-test"}
+			res, err := udptest.Run(ctx, o)
+			out := outcome{ok: err == nil}
+			if err != nil {
+				out.reason = err.Error()
+			}
+			if res != nil {
+				out.ok = out.ok && len(res.Errors) == 0
+				for _, f := range res.Flows {
+					why := strings.Join(append(append([]string{}, f.Errors...), res.Errors...), "; ")
+					if f.Sent > 0 && f.Replies == 0 {
+						out.ok = false
+						if why == "" && out.reason == "" {
+							mu.Lock()
+							silent++
+							mu.Unlock()
+						}
+					}
+					if why != "" {
+						out.reason = strings.TrimPrefix(out.reason+"; "+why, "; ")
+					}
+				}
+			}
+			outs[i] = out
+		}()
+	}
+	wg.Wait()
+	tally(t, "sonde udp", outs)
+	if silent > 0 {
+		t.Errorf("%d of %d UDP runs got no reply and give no reason", silent, clients)
+	}
+}
