@@ -20,6 +20,7 @@ func newServeCmd() *cobra.Command {
 	var (
 		cfg      server.Config
 		maxBytes string
+		maxConns int
 		verbose  bool
 	)
 	cmd := &cobra.Command{
@@ -31,9 +32,22 @@ func newServeCmd() *cobra.Command {
   /ndt/v7/upload
   /healthz           liveness and limits, JSON
   /metrics           Prometheus metrics (tests, bytes, active tests, errors)
-Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
+Limits apply to sonde and ndt7 tests together; a refused client is told why.
+
+Slow and idle clients: a request's headers, body and reply each have a
+timeout, a keep-alive connection an idle timeout, and one client IP at most
+--max-conns-per-ip open connections (--max-conns in all); a connection over
+a cap is closed at once. A test's upgraded streams are exempt: they last as
+long as the test (--max-duration). With --token, failed token attempts are
+rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("max-conns") {
+				cfg.MaxConns = maxConns
+			}
+			if err := checkServeLimits(cmd, cfg); err != nil {
+				return &exitError{code: 2, err: err}
+			}
 			var err error
 			if cfg.MaxBytes, err = parseBytes(maxBytes); err != nil {
 				return fmt.Errorf("--max-bytes: %w", err)
@@ -47,6 +61,9 @@ Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			cfg.Software = "sonde/" + version
+			if err := cfg.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
 			if cfg.HistoryDB, err = historyPath(cfg.HistoryDB, cmd.Flags().Changed("db")); err != nil {
 				return err
 			}
@@ -97,8 +114,43 @@ Limits apply to sonde and ndt7 tests together; a refused client is told why.`,
 	f.IntVar(&cfg.WebRTCPort, "webrtc-port", 0, "UDP port of the page's WebRTC quality test (docs/browser.md): 0 an ephemeral port per test, N one port for all tests, -1 no WebRTC test")
 	f.StringVar(&cfg.HistoryDB, "db", "", "SQLite file of past results the page lists (default: sonde/results.db in the user cache dir; :memory: keeps them in memory only)")
 	f.IntVar(&cfg.HistoryKeep, "db-keep", 1000, "past results kept; older ones are deleted")
+	f.DurationVar(&cfg.HeaderTimeout, "header-timeout", 10*time.Second, "time a client has to send a request's headers")
+	f.DurationVar(&cfg.BodyTimeout, "body-timeout", 30*time.Second, "time a client has to send a request's body, from the end of its headers")
+	f.DurationVar(&cfg.WriteTimeout, "write-timeout", 30*time.Second, "time to write a reply to a slow reader, from the end of the request's headers (≥ 5s)")
+	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 30*time.Second, "time a keep-alive connection may wait for its next request")
+	f.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", 64, "HTTP connections one client IP may hold open (test streams not counted)")
+	f.IntVar(&maxConns, "max-conns", 4096, "HTTP connections open in all (lowered to fit the file descriptor limit unless given)")
+	f.Float64Var(&cfg.TokenFailRate, "token-fail-rate", 1, "failed --token attempts per second one client IP may make after the burst")
+	f.IntVar(&cfg.TokenFailBurst, "token-fail-burst", 10, "failed --token attempts one client IP may make at once")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every session and stream error")
+	// A malformed flag value is a usage error too.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	return cmd
+}
+
+// checkServeLimits rejects a zero or negative value given for a flag whose
+// zero would otherwise silently mean the default.
+func checkServeLimits(cmd *cobra.Command, cfg server.Config) error {
+	f := cmd.Flags()
+	for name, v := range map[string]time.Duration{
+		"header-timeout": cfg.HeaderTimeout, "body-timeout": cfg.BodyTimeout,
+		"write-timeout": cfg.WriteTimeout, "idle-timeout": cfg.IdleTimeout,
+	} {
+		if f.Changed(name) && v <= 0 {
+			return fmt.Errorf("--%s must be positive, got %v", name, v)
+		}
+	}
+	for name, v := range map[string]int{
+		"max-conns-per-ip": cfg.MaxConnsPerIP, "max-conns": cfg.MaxConns, "token-fail-burst": cfg.TokenFailBurst,
+	} {
+		if f.Changed(name) && v <= 0 {
+			return fmt.Errorf("--%s must be ≥ 1, got %d", name, v)
+		}
+	}
+	if r := cfg.TokenFailRate; f.Changed("token-fail-rate") && !(r > 0 && r <= 1e6) {
+		return fmt.Errorf("--token-fail-rate must be a positive number of attempts per second, got %v", r)
+	}
+	return nil
 }
 
 // historyPath resolves --db: a path given is used as is (its directory must

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"crypto/subtle"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -9,53 +11,70 @@ import (
 	"time"
 )
 
-// admission enforces the server's limits on starting tests: a bearer token,
-// a cap on concurrent tests, and a per-IP start rate. It is shared by
-// sonde's own sessions and ndt7 tests.
+// admission enforces the server's limits on starting tests: a bearer token
+// (with failed attempts rate-limited per IP), a cap on concurrent tests, and
+// a per-IP start rate. It is shared by sonde's own sessions and ndt7 tests.
 type admission struct {
-	token      string
-	maxActive  int
-	perIPRate  int // starts per minute per IP; 0 = unlimited
-	mu         sync.Mutex
-	active     int
-	buckets    map[string]*bucket
-	lastPurged time.Time
+	token     string
+	maxActive int
+	mu        sync.Mutex
+	active    int
+	starts    *ipBuckets // test starts per IP; nil = unlimited
+	fails     *ipBuckets // failed token attempts per IP; nil without a token
 }
 
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-// rejection is a refused admission: the HTTP status and the one line the
-// client shows.
+// rejection is a refused admission: the HTTP status, the one line the
+// client shows, and (for 429) when trying again may succeed.
 type rejection struct {
-	status int
-	reason string
+	status     int
+	reason     string
+	retryAfter time.Duration
 }
 
 func (r *rejection) Error() string { return r.reason }
 
-func newAdmission(token string, maxActive, perIPRate int) *admission {
-	return &admission{token: token, maxActive: maxActive, perIPRate: perIPRate, buckets: map[string]*bucket{}}
+// newAdmission: perIPRate is test starts per minute per IP (0: unlimited);
+// failRate (per second) and failBurst bound failed token attempts per IP.
+func newAdmission(token string, maxActive, perIPRate int, failRate float64, failBurst int) *admission {
+	a := &admission{token: token, maxActive: maxActive}
+	if perIPRate > 0 {
+		a.starts = newIPBuckets(float64(perIPRate)/60, float64(perIPRate), maxTrackedIPs)
+	}
+	if token != "" {
+		a.fails = newIPBuckets(failRate, float64(failBurst), maxTrackedIPs)
+	}
+	return a
 }
 
 // admit checks the request against every limit and, on success, takes a
 // concurrency slot that the returned release gives back (exactly once).
 func (a *admission) admit(r *http.Request, now time.Time) (release func(), err error) {
-	if a.token != "" && !tokenOK(r, a.token) {
-		return nil, &rejection{http.StatusUnauthorized, "this server needs a valid bearer token (--token)"}
-	}
 	ip := clientIP(r)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.maxActive > 0 && a.active >= a.maxActive {
-		return nil, &rejection{http.StatusTooManyRequests,
-			fmt.Sprintf("server busy: %d of %d test slots in use, try again later", a.active, a.maxActive)}
+	if a.fails != nil {
+		// An IP out of failed attempts is refused before its token is
+		// even looked at: answering a right token there would leave a
+		// brute-force search its full speed.
+		if wait := a.fails.wait(ip, now); wait > 0 {
+			return nil, &rejection{status: http.StatusTooManyRequests, retryAfter: wait,
+				reason: fmt.Sprintf("too many wrong tokens from %s, try again in %s", ip, roundUp(wait))}
+		}
+		if !tokenOK(r, a.token) {
+			a.fails.take(ip, now)
+			return nil, &rejection{status: http.StatusUnauthorized, reason: "this server needs a valid bearer token (--token)"}
+		}
 	}
-	if a.perIPRate > 0 && !a.take(ip, now) {
-		return nil, &rejection{http.StatusTooManyRequests,
-			fmt.Sprintf("rate limit: at most %d tests per minute from %s", a.perIPRate, ip)}
+	if a.maxActive > 0 && a.active >= a.maxActive {
+		return nil, &rejection{status: http.StatusTooManyRequests,
+			reason: fmt.Sprintf("server busy: %d of %d test slots in use, try again later", a.active, a.maxActive)}
+	}
+	if a.starts != nil {
+		if wait := a.starts.wait(ip, now); wait > 0 {
+			return nil, &rejection{status: http.StatusTooManyRequests, retryAfter: wait,
+				reason: fmt.Sprintf("rate limit: at most %d tests per minute from %s", int(a.starts.burst), ip)}
+		}
+		a.starts.take(ip, now)
 	}
 	a.active++
 	var once sync.Once
@@ -68,26 +87,98 @@ func (a *admission) admit(r *http.Request, now time.Time) (release func(), err e
 	}, nil
 }
 
-// take spends one token of ip's bucket; the caller holds a.mu.
-func (a *admission) take(ip string, now time.Time) bool {
-	if now.Sub(a.lastPurged) > time.Minute {
-		// Full buckets carry no state; dropping them bounds the map by the
-		// number of IPs seen in the last minute.
-		for k, b := range a.buckets {
-			if now.Sub(b.last) > time.Minute {
-				delete(a.buckets, k)
-			}
-		}
-		a.lastPurged = now
+// roundUp is d in whole seconds, rounded up, so a client told to wait
+// never retries early.
+func roundUp(d time.Duration) time.Duration {
+	return time.Duration(math.Ceil(d.Seconds())) * time.Second
+}
+
+// maxTrackedIPs bounds the entries of one per-IP table (about 100 bytes
+// each); IPs beyond it share one bucket.
+const maxTrackedIPs = 10000
+
+// ipBuckets is a token bucket per client IP in bounded memory. A bucket
+// that has refilled to its burst carries no state and is dropped; when the
+// table is full of live buckets, further IPs share one overflow bucket, so a
+// flood of new addresses can neither grow the table nor reset anyone's
+// bucket. The caller serializes access.
+type ipBuckets struct {
+	rate, burst float64 // tokens per second, bucket size
+	max         int
+	m           map[string]*bucket
+	overflow    bucket
+	lastPurge   time.Time
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func newIPBuckets(rate, burst float64, maxEntries int) *ipBuckets {
+	return &ipBuckets{rate: rate, burst: burst, max: maxEntries, m: map[string]*bucket{},
+		overflow: bucket{tokens: burst}}
+}
+
+// refill brings b up to now.
+func (t *ipBuckets) refill(b *bucket, now time.Time) {
+	if el := now.Sub(b.last); el > 0 {
+		b.tokens = min(t.burst, b.tokens+el.Seconds()*t.rate)
 	}
-	rate := float64(a.perIPRate)
-	b, ok := a.buckets[ip]
-	if !ok {
-		b = &bucket{tokens: rate, last: now}
-		a.buckets[ip] = b
-	}
-	b.tokens = min(rate, b.tokens+now.Sub(b.last).Minutes()*rate)
 	b.last = now
+}
+
+// lookup returns ip's bucket, refilled to now; with create, it makes one
+// (full) if there is none. It returns nil for an unknown ip without create:
+// such an IP has a full bucket.
+func (t *ipBuckets) lookup(ip string, now time.Time, create bool) *bucket {
+	b, ok := t.m[ip]
+	if !ok {
+		if len(t.m) >= t.max {
+			t.purge(now)
+		}
+		if len(t.m) >= t.max {
+			b = &t.overflow
+		} else if !create {
+			return nil
+		} else {
+			b = &bucket{tokens: t.burst, last: now}
+			t.m[ip] = b
+		}
+	}
+	t.refill(b, now)
+	return b
+}
+
+// purge drops the buckets that have refilled (at most once a second, so a
+// full table of live buckets costs one scan per second, not per request).
+func (t *ipBuckets) purge(now time.Time) {
+	if now.Sub(t.lastPurge) < time.Second {
+		return
+	}
+	t.lastPurge = now
+	for k, b := range t.m {
+		if b.tokens+now.Sub(b.last).Seconds()*t.rate >= t.burst {
+			delete(t.m, k)
+		}
+	}
+}
+
+// wait is how long until ip has a whole token: 0 if it has one now.
+func (t *ipBuckets) wait(ip string, now time.Time) time.Duration {
+	b := t.lookup(ip, now, false)
+	if b == nil || b.tokens >= 1 {
+		return 0
+	}
+	if t.rate <= 0 {
+		return time.Hour
+	}
+	return time.Duration((1 - b.tokens) / t.rate * float64(time.Second))
+}
+
+// take spends one token of ip's bucket, if it has one.
+func (t *ipBuckets) take(ip string, now time.Time) bool {
+	b := t.lookup(ip, now, true)
 	if b.tokens < 1 {
 		return false
 	}
@@ -101,14 +192,18 @@ func (a *admission) activeCount() int {
 	return a.active
 }
 
+// tokenOK compares in constant time, so reply timing tells nothing about
+// how much of a guess was right.
 func tokenOK(r *http.Request, token string) bool {
 	h := r.Header.Get("Authorization")
-	if v, ok := strings.CutPrefix(h, "Bearer "); ok && v == token {
+	if v, ok := strings.CutPrefix(h, "Bearer "); ok && equal(v, token) {
 		return true
 	}
 	// Browsers cannot set headers on WebSocket requests.
-	return r.URL.Query().Get("token") == token
+	return equal(r.URL.Query().Get("token"), token)
 }
+
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
 func clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)

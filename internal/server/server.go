@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -75,7 +76,46 @@ type Config struct {
 	// HistoryKeep bounds how many are kept (0: history.DefaultKeep).
 	HistoryDB   string
 	HistoryKeep int
+
+	// Connection limits, for slow and idle clients (docs/protocol.md,
+	// Limits). None of them applies to a test's streams once upgraded:
+	// those live as long as their session.
+	//
+	// HeaderTimeout bounds reading a request's headers (default 10 s),
+	// BodyTimeout its body (default 30 s), WriteTimeout writing its reply
+	// (default 30 s, at least 5 s: /report may wait 3 s first), the last
+	// two from the end of the headers. IdleTimeout bounds how long a
+	// keep-alive connection waits for its next request (default 30 s).
+	HeaderTimeout, BodyTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxConnsPerIP bounds the HTTP connections one client IP holds open
+	// (default 64). MaxConns bounds them all (default 4096, lowered to fit
+	// the file descriptor limit); it must leave room below that limit for
+	// MaxConcurrent × MaxStreams streams and fdReserve other files.
+	MaxConnsPerIP, MaxConns int
+	// TokenFailRate (per second, default 1) and TokenFailBurst (default 10)
+	// bound the failed token attempts of one client IP; beyond them every
+	// attempt from that IP, right or wrong, gets 429 until the bucket refills.
+	TokenFailRate  float64
+	TokenFailBurst int
 }
+
+// Defaults and bounds of the connection limits.
+const (
+	defaultHeaderTimeout = 10 * time.Second
+	defaultBodyTimeout   = 30 * time.Second
+	defaultWriteTimeout  = 30 * time.Second
+	defaultIdleTimeout   = 30 * time.Second
+	defaultMaxConnsPerIP = 64
+	defaultMaxConns      = 4096
+	// minWriteTimeout leaves /report its wait of up to 3 s for streams
+	// the client just closed, and time to send the reply.
+	minWriteTimeout = 5 * time.Second
+	// minTimeout is the least header, body or idle timeout that makes sense.
+	minTimeout = 100 * time.Millisecond
+	// fdReserve is the file descriptors kept for everything but HTTP
+	// connections and streams: listeners, SQLite, UDP and WebRTC sockets.
+	fdReserve = 256
+)
 
 func (c *Config) setDefaults() {
 	if c.Addr == "" {
@@ -102,6 +142,42 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&c.HeaderTimeout, defaultHeaderTimeout}, {&c.BodyTimeout, defaultBodyTimeout},
+		{&c.WriteTimeout, defaultWriteTimeout}, {&c.IdleTimeout, defaultIdleTimeout}} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.MaxConnsPerIP == 0 {
+		c.MaxConnsPerIP = defaultMaxConnsPerIP
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = defaultMaxConns
+		if room, ok := c.connRoom(); ok && room < c.MaxConns {
+			c.MaxConns = max(room, 1) // Validate explains when room < 1
+		}
+	}
+	if c.TokenFailRate == 0 {
+		c.TokenFailRate = 1
+	}
+	if c.TokenFailBurst == 0 {
+		c.TokenFailBurst = 10
+	}
+}
+
+// connRoom is how many HTTP connections the file descriptor limit leaves
+// after the streams the test limits allow and fdReserve; ok is false when
+// the limit is unknown.
+func (c *Config) connRoom() (room int, ok bool) {
+	lim, ok := fdLimit()
+	if !ok {
+		return 0, false
+	}
+	streams := int64(max(c.MaxConcurrent, 0)) * int64(max(c.MaxStreams, 0))
+	return int(max(min(int64(lim)-fdReserve-streams, math.MaxInt32), math.MinInt32)), true
 }
 
 // Validate reports configuration errors in one line each.
@@ -122,6 +198,31 @@ func (c *Config) Validate() error {
 	case (c.CertFile == "") != (c.KeyFile == ""):
 		return errors.New("--cert and --key go together")
 	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"header", c.HeaderTimeout}, {"body", c.BodyTimeout}, {"idle", c.IdleTimeout}} {
+		if d.v != 0 && d.v < minTimeout {
+			return fmt.Errorf("%s timeout must be at least %v, got %v", d.name, minTimeout, d.v)
+		}
+	}
+	switch {
+	case c.WriteTimeout != 0 && c.WriteTimeout < minWriteTimeout:
+		return fmt.Errorf("write timeout must be at least %v (a report may wait 3 s), got %v", minWriteTimeout, c.WriteTimeout)
+	case c.MaxConnsPerIP < 0:
+		return fmt.Errorf("max connections per IP must be ≥ 1, got %d", c.MaxConnsPerIP)
+	case c.MaxConns < 0:
+		return fmt.Errorf("max connections must be ≥ 1, got %d", c.MaxConns)
+	case c.TokenFailRate < 0 || math.IsNaN(c.TokenFailRate) || math.IsInf(c.TokenFailRate, 0):
+		return fmt.Errorf("failed token attempts per second must be a positive number, got %v", c.TokenFailRate)
+	case c.TokenFailBurst < 0:
+		return fmt.Errorf("failed token attempts burst must be ≥ 1, got %d", c.TokenFailBurst)
+	}
+	if room, ok := c.connRoom(); ok && c.MaxConns > 0 && c.MaxConns > room {
+		lim, _ := fdLimit()
+		return fmt.Errorf("max connections %d do not fit the file descriptor limit %d (room for %d after %d test streams and %d other files): raise ulimit -n or lower the limits",
+			c.MaxConns, lim, max(room, 0), max(c.MaxConcurrent, 0)*max(c.MaxStreams, 0), fdReserve)
+	}
 	return nil
 }
 
@@ -129,10 +230,12 @@ func (c *Config) Validate() error {
 type Server struct {
 	cfg      Config
 	adm      *admission
+	conns    *connLimiter
 	sessions *registry
 	metrics  *counters
 	payload  stream.Payload
 	mux      *http.ServeMux
+	handler  http.Handler // mux under per-request deadlines
 	udp      *udpService
 	rtc      *rtcquality.Service
 	history  *history.Store
@@ -160,7 +263,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:      cfg,
-		adm:      newAdmission(cfg.Token, cfg.MaxConcurrent, perIP),
+		adm:      newAdmission(cfg.Token, cfg.MaxConcurrent, perIP, cfg.TokenFailRate, cfg.TokenFailBurst),
+		conns:    newConnLimiter(cfg.MaxConnsPerIP, cfg.MaxConns, cfg.Logger),
 		sessions: newRegistry(),
 		payload:  payload,
 		mux:      http.NewServeMux(),
@@ -175,14 +279,17 @@ func New(cfg Config) (*Server, error) {
 	if err := s.mountNDT7(); err != nil {
 		return nil, err
 	}
+	s.handler = deadlines(s.mux, cfg.BodyTimeout, cfg.WriteTimeout)
 	return s, nil
 }
 
 // Handle mounts another handler (the web page) on the server's mux.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
-// Handler returns the HTTP handler (for tests and embedding).
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the HTTP handler (for tests and embedding), with the
+// per-request body and write deadlines; the header and idle timeouts and
+// the connection caps belong to Serve's listeners.
+func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes() {
 	s.mux.HandleFunc("POST "+protocol.PathSessions, s.handleCreate)
@@ -245,10 +352,14 @@ func (s *Server) Serve(ctx context.Context, lns []net.Listener, ready func([]net
 		if tlsCfg != nil {
 			ln = tls.NewListener(ln, tlsCfg)
 		}
+		// No ReadTimeout or WriteTimeout: those would also cut streams
+		// and long handlers; deadlines sets them per request instead.
 		hs := &http.Server{
-			Handler:           s.mux,
-			ReadHeaderTimeout: 10 * time.Second,
+			Handler:           s.handler,
+			ReadHeaderTimeout: s.cfg.HeaderTimeout,
+			IdleTimeout:       s.cfg.IdleTimeout,
 			MaxHeaderBytes:    16 << 10,
+			ConnState:         s.conns.track,
 			ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 		}
 		s.servers = append(s.servers, hs)
@@ -439,6 +550,9 @@ func (s *Server) reject(w http.ResponseWriter, err error) {
 	var rej *rejection
 	if errors.As(err, &rej) {
 		s.metrics.rejected.WithLabelValues(fmt.Sprint(rej.status)).Inc()
+		if rej.retryAfter > 0 {
+			w.Header().Set("Retry-After", fmt.Sprint(int64(roundUp(rej.retryAfter)/time.Second)))
+		}
 		s.writeError(w, rej.status, rej.reason)
 		return
 	}

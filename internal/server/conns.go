@@ -1,0 +1,138 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// connLimiter caps the HTTP connections the server holds, per client IP and
+// in all, so idle or slow clients cannot use up the file descriptors. It
+// follows connections through http.Server.ConnState: a connection counts
+// from its accept until it closes or is hijacked. Hijacked connections are
+// the test's streams: they are bounded by the test limits instead (max
+// concurrent tests × max streams), and their owners close them.
+type connLimiter struct {
+	perIP, max int
+	log        *slog.Logger
+
+	mu      sync.Mutex
+	conns   map[net.Conn]string // counted connections and their client IP
+	byIP    map[string]int
+	refused int64     // connections closed at accept for a cap
+	logged  time.Time // last log line about refusals
+}
+
+func newConnLimiter(perIP, max int, log *slog.Logger) *connLimiter {
+	return &connLimiter{perIP: perIP, max: max, log: log, conns: map[net.Conn]string{}, byIP: map[string]int{}}
+}
+
+// track is an http.Server.ConnState hook. A connection over a cap is closed
+// at once, before its first request is read: it costs the server one
+// short-lived goroutine, no reply (a reply could block on a client that
+// does not read). Both maps hold at most max entries.
+func (l *connLimiter) track(c net.Conn, state http.ConnState) {
+	switch state {
+	case http.StateNew:
+		ip := connIP(c)
+		l.mu.Lock()
+		over := len(l.conns) >= l.max || l.byIP[ip] >= l.perIP
+		var logNow bool
+		if over {
+			l.refused++
+			// One line a minute at most: a flood must not flood the log.
+			if now := time.Now(); now.Sub(l.logged) >= time.Minute {
+				l.logged, logNow = now, true
+			}
+		} else {
+			l.conns[c] = ip
+			l.byIP[ip]++
+		}
+		fromIP, total, refused := l.byIP[ip], len(l.conns), l.refused
+		l.mu.Unlock()
+		if over {
+			_ = c.Close()
+		}
+		if logNow {
+			l.log.Warn("refusing connections over the cap", "client", ip, "from_client", fromIP,
+				"per_ip_cap", l.perIP, "open", total, "cap", l.max, "refused_so_far", refused)
+		}
+	case http.StateClosed, http.StateHijacked:
+		l.mu.Lock()
+		if ip, ok := l.conns[c]; ok {
+			delete(l.conns, c)
+			if l.byIP[ip]--; l.byIP[ip] <= 0 {
+				delete(l.byIP, ip)
+			}
+		}
+		l.mu.Unlock()
+	}
+}
+
+// counts returns the connections held, from ip and in all, and how many
+// were refused so far.
+func (l *connLimiter) counts(ip string) (fromIP, total int, refused int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.byIP[ip], len(l.conns), l.refused
+}
+
+func connIP(c net.Conn) string {
+	a := c.RemoteAddr()
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+// deadlines bounds each ordinary request: its body must arrive within
+// body, its reply be written within write (both from the end of the
+// headers, which http.Server bounds itself). They are per request, not
+// http.Server's ReadTimeout and WriteTimeout, for two reasons: a stream's
+// upgrade request must not leave a deadline on the connection it hands
+// over (hijack in streams.go and gorilla's Upgrade clear what is set here),
+// and a read deadline left after the body would cancel the request's
+// context under a handler that is still working (net/http's background
+// read fails on it), so it is cleared once the body is read.
+func deadlines(h http.Handler, body, write time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		now := time.Now()
+		// Errors mean a writer without deadlines (e.g. httptest's
+		// recorder): nothing to bound.
+		_ = rc.SetWriteDeadline(now.Add(write))
+		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			if rc.SetReadDeadline(now.Add(body)) == nil {
+				r.Body = &bodyDeadline{ReadCloser: r.Body, rc: rc}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// bodyDeadline clears the connection's read deadline once the body has
+// been read to its end (or failed).
+type bodyDeadline struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *bodyDeadline) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		if errors.Is(err, io.EOF) {
+			_ = b.rc.SetReadDeadline(time.Time{})
+		}
+	}
+	return n, err
+}
