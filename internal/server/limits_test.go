@@ -312,7 +312,7 @@ func FuzzUDPSessionOpen(f *testing.F) {
 		`{"duration_s":1e-300,"interval_us":100,"packet_bytes":1452,"dscp":63,"ecn":3}`, `{"duration_s":-1}`, `nope`} {
 		f.Add(s)
 	}
-	s, err := New(Config{MaxDuration: 2 * time.Second, UDPAddr: "127.0.0.1:0", PerIPPerMinute: -1, MaxConcurrent: 1 << 20})
+	s, err := New(Config{MaxDuration: 2 * time.Second, UDPAddr: "127.0.0.1:0", PerIPPerMinute: -1, MaxConcurrent: 1000, MaxStreams: 8})
 	if err != nil {
 		f.Fatal(err)
 	}
