@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -382,6 +383,14 @@ func Clean(dir string, all bool) ([]string, error) {
 	orphans, err := netns.ClaimOrphans(NSPrefix)
 	errs = append(errs, err)
 	for _, ns := range orphans {
+		// A lab's TUN devices exist only while a process holds them open:
+		// such a namespace is in use (by a sonde that predates claims)
+		// whatever its claim says. A dead lab's holds only lo.
+		if links, err := ns.Links(); err != nil || slices.ContainsFunc(links, func(l string) bool { return l != "lo" }) {
+			ns.Release()
+			errs = append(errs, err)
+			continue
+		}
 		killNamespace(ns.Name())
 		if err := ns.Delete(); err != nil {
 			errs = append(errs, err)

@@ -14,6 +14,9 @@ func TestClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = owned.Delete() })
+	if links, err := owned.Links(); err != nil || len(links) != 1 || links[0] != "lo" {
+		t.Fatalf("Links of a new namespace = %v, %v; want [lo]", links, err)
+	}
 	// A lock on a second open file conflicts even within one process.
 	if _, err := Claim(owned.Name()); !errors.Is(err, ErrClaimed) {
 		t.Fatalf("Claim of an owned namespace: %v, want ErrClaimed", err)

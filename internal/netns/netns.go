@@ -91,10 +91,7 @@ func (n *NS) Sysctl(key, value string) error {
 // this process's claim on it.
 func (n *NS) Delete() error {
 	err := ip("netns", "delete", n.name)
-	if n.claim != nil {
-		n.claim.Close()
-		n.claim = nil
-	}
+	n.Release()
 	return err
 }
 
@@ -190,4 +187,33 @@ func Attach(name string) (*NS, error) {
 		return nil, fmt.Errorf("netns: %s: %w", name, err)
 	}
 	return &NS{name: name}, nil
+}
+
+// Links lists the network devices in the namespace.
+func (n *NS) Links() ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", "-n", n.name, "-o", "link", "show").Output()
+	if err != nil {
+		return nil, fmt.Errorf("netns %s: ip link show: %w", n.name, err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		// "1: lo: <LOOPBACK,UP> …"; a veth end reads "name@peer:".
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// Release drops this process's claim without deleting the namespace.
+func (n *NS) Release() {
+	if n.claim != nil {
+		n.claim.Close()
+		n.claim = nil
+	}
 }
