@@ -29,9 +29,10 @@ const labPort = "8080"
 // in the server namespace, and re-runs this command in the client
 // namespace against it (sockets belong to the namespace of the process that
 // makes them), with the lab's ground truth passed along for the report.
-// Both children get a parent-death signal, so that killing this process,
-// even with SIGKILL, ends them too: the server SIGKILL (it has nothing to
-// save), the client SIGTERM (it reports what it measured and exits).
+// Both children get SIGKILL as parent-death signal, so that killing this
+// process, even with SIGKILL, ends them too: without this process the lab
+// forwards nothing, so whatever the client went on to measure would be
+// the dead lab, not the profile.
 func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 	if tf.cfg.Server != "" {
 		return errors.New("--lab runs its own server in the lab: give no SERVER with it")
@@ -74,7 +75,7 @@ func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 	// time to write what it measured rather than killing it.
 	child.Cancel = func() error { return child.Process.Signal(os.Interrupt) }
 	child.WaitDelay = 15 * time.Second
-	c, err := netns.StartChild(child, syscall.SIGTERM)
+	c, err := netns.StartChild(child, syscall.SIGKILL)
 	if err != nil {
 		return fmt.Errorf("lab client: %w", err)
 	}
