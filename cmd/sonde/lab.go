@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -85,6 +84,9 @@ type labUpFlags struct {
 	stats      time.Duration
 	realTime   bool
 	cpuIdle    bool
+	// detachedChild marks the background process of --detach: its
+	// output goes to lab.DetachedLog, which its state file records.
+	detachedChild bool
 }
 
 func newLabUpCmd(stateDir *string) *cobra.Command {
@@ -118,6 +120,8 @@ and returns; sonde lab down stops it. Profiles: ` + strings.Join(lab.Names(), ",
 	fl.DurationVar(&f.stats, "stats", 0, "print live link counters at this interval")
 	fl.BoolVar(&f.realTime, "realtime", false, "run the forwarding threads under SCHED_FIFO (experimental)")
 	fl.BoolVar(&f.cpuIdle, "cpu-idle", false, "let idle CPUs halt (by default they poll while the lab is up: a halted CPU wakes tens of µs late for a packet)")
+	fl.BoolVar(&f.detachedChild, detachedChildFlag, false, "internal: the background process of --detach")
+	_ = fl.MarkHidden(detachedChildFlag)
 	return cmd
 }
 
@@ -127,8 +131,12 @@ func runLabUp(ctx context.Context, out io.Writer, profile, stateDir string, f la
 		checkOutput("--truth", f.truth), checkOutputDir("--capture-dir", f.captureDir)); err != nil {
 		return err
 	}
-	l, err := lab.Up(ctx, profile, lab.Options{Seed: f.seed, TruthPath: f.truth, CaptureDir: f.captureDir,
-		StateDir: stateDir, RealTime: f.realTime, AllowCPUIdle: f.cpuIdle})
+	opts := lab.Options{Seed: f.seed, TruthPath: f.truth, CaptureDir: f.captureDir,
+		StateDir: stateDir, RealTime: f.realTime, AllowCPUIdle: f.cpuIdle}
+	if f.detachedChild {
+		opts.LogPath = lab.DetachedLog(stateDir, os.Getpid())
+	}
+	l, err := lab.Up(ctx, profile, opts)
 	if err != nil {
 		return err
 	}
@@ -168,9 +176,13 @@ loop:
 	return errors.Join(runErr, l.Down())
 }
 
+// detachedChildFlag is the hidden flag detachLab gives its background
+// process.
+const detachedChildFlag = "detached-child"
+
 // detachLab starts `sonde lab up` again without --detach, in its own
-// session with output to a log file, and returns once its state file shows
-// the lab is up.
+// session (no parent-death signal: it outlives this process) with output
+// to a log file, and returns once its state file shows the lab is up.
 func detachLab(out io.Writer, stateDir string) error {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return fmt.Errorf("lab up: %w", err)
@@ -182,8 +194,10 @@ func detachLab(out io.Writer, stateDir string) error {
 	args := slices.DeleteFunc(slices.Clone(os.Args[1:]), func(a string) bool {
 		return a == "--detach" || a == "-d" || a == "--detach=true"
 	})
-	logPath := filepath.Join(stateDir, fmt.Sprintf("up-%d.log", time.Now().UnixNano()))
-	logf, err := os.Create(logPath)
+	args = append(args, "--"+detachedChildFlag)
+	// The log gets its final name, the child's pid, once there is a
+	// child: until then lab clean must not take it for a dead lab's.
+	logf, err := lab.NewDetachedLog(stateDir)
 	if err != nil {
 		return fmt.Errorf("lab up: %w", err)
 	}
@@ -192,12 +206,15 @@ func detachLab(out io.Writer, stateDir string) error {
 	child.Stdout, child.Stderr = logf, logf
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := child.Start(); err != nil {
+		os.Remove(logf.Name())
 		return fmt.Errorf("lab up: %w", err)
 	}
-	// Named by the process that writes it, so lab clean can tell which
-	// logs belong to labs that are gone.
-	if p := detachedLog(stateDir, child.Process.Pid); os.Rename(logPath, p) == nil {
-		logPath = p
+	logPath := lab.DetachedLog(stateDir, child.Process.Pid)
+	if err := os.Rename(logf.Name(), logPath); err != nil {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		os.Remove(logf.Name())
+		return fmt.Errorf("lab up: log: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
@@ -205,7 +222,9 @@ func detachLab(out io.Writer, stateDir string) error {
 	for {
 		select {
 		case err := <-exited:
+			// Shown here in full, so the file can go.
 			log, _ := os.ReadFile(logPath)
+			os.Remove(logPath)
 			return fmt.Errorf("lab up: background process ended (%v):\n%s", err, log)
 		case <-deadline:
 			_ = child.Process.Kill()
@@ -265,7 +284,11 @@ func newLabDownCmd(stateDir *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := s.Stop(15 * time.Second); err != nil {
+			removed, err := s.Stop(15 * time.Second)
+			for _, r := range removed { // what a dead process left
+				fmt.Fprintln(cmd.OutOrStdout(), r)
+			}
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "lab %s (%s) is down\n", s.ID, s.Profile)
@@ -280,49 +303,33 @@ func newLabCleanCmd(stateDir *string) *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "clean",
-		Short: "Remove namespaces and state left by crashed labs (--all: stop running labs too)",
-		Args:  cobra.NoArgs,
+		Short: "Remove what dead labs left: namespaces, TUN devices, logs, state (--all: stop running labs too)",
+		Long: `sonde lab clean removes what labs whose process has died left behind: their
+namespaces (ending the processes still in them), TUN devices, log and state
+file, and lab namespaces no live process owns. It waits up to 5 s for a lab
+process that was just killed to exit. Running labs are left alone unless
+--all. It prints one line per thing removed, or that there was nothing to
+clean.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Geteuid() != 0 {
 				return errors.New("lab clean: removing namespaces needs root (CAP_SYS_ADMIN)")
 			}
 			removed, err := lab.Clean(*stateDir, all)
-			removed = append(removed, cleanDetachedLogs(*stateDir)...)
 			for _, r := range removed {
-				fmt.Fprintln(cmd.OutOrStdout(), "removed", r)
+				fmt.Fprintln(cmd.OutOrStdout(), r)
 			}
-			if len(removed) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "nothing to clean (namespaces %s*)\n", lab.NSPrefix)
+			if len(removed) == 0 && err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "nothing to clean (state %s, namespaces %s*)\n", *stateDir, lab.NSPrefix)
 			}
-			return err
+			if err != nil {
+				return fmt.Errorf("lab clean: %w", err)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "also stop running labs")
 	return cmd
-}
-
-func detachedLog(stateDir string, pid int) string {
-	return filepath.Join(stateDir, fmt.Sprintf("up-%d.log", pid))
-}
-
-// cleanDetachedLogs removes the logs of detached labs whose process has
-// exited, and returns their names.
-func cleanDetachedLogs(stateDir string) []string {
-	names, _ := filepath.Glob(filepath.Join(stateDir, "up-*.log"))
-	var removed []string
-	for _, n := range names {
-		var pid int
-		if _, err := fmt.Sscanf(filepath.Base(n), "up-%d.log", &pid); err != nil {
-			continue
-		}
-		if pid > 0 && pid < 1<<22 && syscall.Kill(pid, 0) == nil {
-			continue // still running
-		}
-		if os.Remove(n) == nil {
-			removed = append(removed, n)
-		}
-	}
-	return removed
 }
 
 func newLabListCmd(stateDir *string) *cobra.Command {
@@ -335,9 +342,9 @@ func newLabListCmd(stateDir *string) *cobra.Command {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tPROFILE\tPID\tSTATE\tSTARTED\tCLIENT\tSERVER")
 			for _, s := range states {
-				st := "running"
-				if !s.Alive() {
-					st = "dead (sonde lab clean)"
+				st := s.Status()
+				if st != "running" {
+					st += " (sonde lab clean)"
 				}
 				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Profile, s.PID, st, s.Started.Format(time.RFC3339), s.Client, s.Server)
 			}

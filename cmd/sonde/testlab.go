@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/netns"
 )
 
 // labPort is the server's port inside the lab.
@@ -27,6 +29,10 @@ const labPort = "8080"
 // in the server namespace, and re-runs this command in the client
 // namespace against it (sockets belong to the namespace of the process that
 // makes them), with the lab's ground truth passed along for the report.
+// Both children get SIGKILL as parent-death signal, so that killing this
+// process, even with SIGKILL, ends them too: without this process the lab
+// forwards nothing, so whatever the client went on to measure would be
+// the dead lab, not the profile.
 func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 	if tf.cfg.Server != "" {
 		return errors.New("--lab runs its own server in the lab: give no SERVER with it")
@@ -69,7 +75,11 @@ func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 	// time to write what it measured rather than killing it.
 	child.Cancel = func() error { return child.Process.Signal(os.Interrupt) }
 	child.WaitDelay = 15 * time.Second
-	if err := child.Run(); err != nil {
+	c, err := netns.StartChild(child, syscall.SIGKILL)
+	if err != nil {
+		return fmt.Errorf("lab client: %w", err)
+	}
+	if err := c.Wait(); err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			// The child already printed its error line.
@@ -136,16 +146,17 @@ func readTruth(name string) (*model.GroundTruth, error) {
 	return &t, nil
 }
 
-// startAndWait starts cmd and waits until its stderr shows a line starting
-// with ready; later stderr is passed through. done is closed when cmd has
-// exited (and was waited for).
-func startAndWait(cmd *exec.Cmd, ready string, timeout time.Duration) (done chan struct{}, err error) {
-	done = make(chan struct{})
+// startAndWait starts cmd, to be killed when this process dies, and waits
+// until its stderr shows a line starting with ready; later stderr is
+// passed through. done is closed when cmd has exited (and was waited for).
+func startAndWait(cmd *exec.Cmd, ready string, timeout time.Duration) (done <-chan struct{}, err error) {
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		close(done)
-		return done, err
+	c, err := netns.StartChild(cmd, syscall.SIGKILL)
+	if err != nil {
+		closed := make(chan struct{})
+		close(closed)
+		return closed, err
 	}
 	found := make(chan error, 1)
 	go func() {
@@ -164,11 +175,11 @@ func startAndWait(cmd *exec.Cmd, ready string, timeout time.Duration) (done chan
 			found <- errors.New("exited before it was ready")
 		}
 	}()
-	go func() { _ = cmd.Wait(); pw.Close(); close(done) }()
+	go func() { <-c.Done(); pw.Close() }()
 	select {
 	case err := <-found:
-		return done, err
+		return c.Done(), err
 	case <-time.After(timeout):
-		return done, fmt.Errorf("not ready after %v", timeout)
+		return c.Done(), fmt.Errorf("not ready after %v", timeout)
 	}
 }

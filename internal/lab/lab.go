@@ -61,6 +61,10 @@ type Options struct {
 	// AllowCPUIdle lets idle CPUs halt while the lab forwards
 	// (forward.Config): less power, tens of µs more delay per packet.
 	AllowCPUIdle bool
+	// LogPath, if set, is this process's output file (a detached lab's
+	// DetachedLog): recorded in the state file so that clean removes it
+	// with the lab.
+	LogPath string
 }
 
 // DefaultStateDir is where running labs are recorded.
@@ -84,6 +88,7 @@ type Lab struct {
 	truth    *emulator.TruthWriter
 	state    string
 	stateDir string
+	log      string
 }
 
 type node struct {
@@ -119,7 +124,7 @@ func UpProfile(ctx context.Context, p Profile, opts Options) (l *Lab, err error)
 	}
 	var id [3]byte
 	_, _ = rand.Read(id[:])
-	l = &Lab{ID: hex.EncodeToString(id[:]), Profile: p, Seed: opts.Seed, stateDir: opts.StateDir}
+	l = &Lab{ID: hex.EncodeToString(id[:]), Profile: p, Seed: opts.Seed, stateDir: opts.StateDir, log: opts.LogPath}
 	if l.Seed == 0 {
 		var s [8]byte
 		_, _ = rand.Read(s[:])
@@ -387,7 +392,8 @@ func (l *Lab) Namespace(nodeName string) (string, error) {
 }
 
 // Command returns a command that runs in a node's namespace. An unknown
-// node gives a command whose Start fails with the reason.
+// node gives a command whose Start fails with the reason. Start it with
+// netns.StartChild when it must not outlive this process.
 func (l *Lab) Command(ctx context.Context, nodeName, name string, args ...string) *exec.Cmd {
 	ns, err := l.Namespace(nodeName)
 	if err != nil {

@@ -1,6 +1,12 @@
 // Package netns creates and removes Linux network namespaces and veth pairs
 // for sonde's tests and lab, by driving iproute2 (`ip`). Every name it makes
 // starts with "sonde" so a crashed run can be found and cleaned (Clean).
+//
+// A namespace made by Add is claimed by its process (a lock on the
+// namespace file) until Delete or the process's death, however it dies, so
+// that a cleaner removes only namespaces nobody owns (ClaimOrphans). The
+// package also starts child processes that die with their parent
+// (StartChild).
 package netns
 
 import (
@@ -26,6 +32,9 @@ var ErrNotRoot = errors.New("network namespaces need root (CAP_NET_ADMIN and CAP
 // NS is a named network namespace.
 type NS struct {
 	name string
+	// claim, when set, is the namespace file opened and locked by this
+	// process: the kernel drops the lock when the process dies.
+	claim *os.File
 }
 
 // UniqueName returns Prefix + tag + a random suffix, short enough for an
@@ -36,7 +45,8 @@ func UniqueName(tag string) string {
 	return Prefix + tag + hex.EncodeToString(b[:])
 }
 
-// Add creates a namespace with the given name and brings its loopback up.
+// Add creates a namespace with the given name, claims it for this process
+// (until Delete or exit) and brings its loopback up.
 func Add(name string) (*NS, error) {
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
@@ -44,10 +54,10 @@ func Add(name string) (*NS, error) {
 	if !strings.HasPrefix(name, Prefix) {
 		return nil, fmt.Errorf("netns: name %q must start with %q", name, Prefix)
 	}
-	if err := ip("netns", "add", name); err != nil {
+	n, err := addClaimed(name)
+	if err != nil {
 		return nil, err
 	}
-	n := &NS{name: name}
 	if err := n.IP("link", "set", "lo", "up"); err != nil {
 		_ = n.Delete()
 		return nil, err
@@ -77,9 +87,12 @@ func (n *NS) Sysctl(key, value string) error {
 	return nil
 }
 
-// Delete removes the namespace; links inside it go with it.
+// Delete removes the namespace (links inside it go with it) and drops
+// this process's claim on it.
 func (n *NS) Delete() error {
-	return ip("netns", "delete", n.name)
+	err := ip("netns", "delete", n.name)
+	n.Release()
+	return err
 }
 
 // Veth joins a and b with a veth pair, gives each end an address in CIDR
@@ -119,26 +132,18 @@ func List() ([]string, error) {
 }
 
 // Clean deletes every namespace whose name starts with prefix (which must
-// itself start with Prefix), e.g. after a crashed run.
+// itself start with Prefix) and that no live process claims, e.g. after a
+// crashed run. Processes still inside them are left to the caller.
 func Clean(prefix string) ([]string, error) {
-	if !strings.HasPrefix(prefix, Prefix) {
-		return nil, fmt.Errorf("netns: clean prefix %q must start with %q", prefix, Prefix)
-	}
-	names, err := List()
-	if err != nil {
-		return nil, err
-	}
+	orphans, err := ClaimOrphans(prefix)
 	var removed []string
-	var errs []error
-	for _, name := range names {
-		if !strings.HasPrefix(name, prefix) {
-			continue
-		}
-		if err := ip("netns", "delete", name); err != nil {
+	errs := []error{err}
+	for _, n := range orphans {
+		if err := n.Delete(); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, name)
+		removed = append(removed, n.name)
 	}
 	return removed, errors.Join(errs...)
 }
@@ -182,4 +187,33 @@ func Attach(name string) (*NS, error) {
 		return nil, fmt.Errorf("netns: %s: %w", name, err)
 	}
 	return &NS{name: name}, nil
+}
+
+// Links lists the network devices in the namespace.
+func (n *NS) Links() ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", "-n", n.name, "-o", "link", "show").Output()
+	if err != nil {
+		return nil, fmt.Errorf("netns %s: ip link show: %w", n.name, err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		// "1: lo: <LOOPBACK,UP> …"; a veth end reads "name@peer:".
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// Release drops this process's claim without deleting the namespace.
+func (n *NS) Release() {
+	if n.claim != nil {
+		n.claim.Close()
+		n.claim = nil
+	}
 }
