@@ -215,19 +215,22 @@ type HTTPPage struct {
 
 // QUICConn is one QUIC connection (per UDP 4-tuple).
 type QUICConn struct {
-	Client    string        `json:"client"`
-	Server    string        `json:"server"`
-	Version   string        `json:"version"`
-	DCIDLen   [2]int        `json:"dcid_len"` // short-header DCID length client→server, server→client
-	StartS    float64       `json:"start_s"`
-	DurationS float64       `json:"duration_s"`
-	Packets   [2]uint64     `json:"packets"`
-	Bytes     [2]uint64     `json:"bytes"`
-	Short     [2]uint64     `json:"short_header_packets"`
-	Coalesced uint64        `json:"coalesced_packets"`
-	Greased   uint64        `json:"greased_fixed_bit"`
-	CIDChange [2]int        `json:"cid_changes"`
-	Spin      string        `json:"spin"` // unknown, spinning, constant, random
+	Client    string    `json:"client"`
+	Server    string    `json:"server"`
+	Version   string    `json:"version"`
+	DCIDLen   [2]int    `json:"dcid_len"` // short-header DCID length client→server, server→client
+	StartS    float64   `json:"start_s"`
+	DurationS float64   `json:"duration_s"`
+	Packets   [2]uint64 `json:"packets"`
+	Bytes     [2]uint64 `json:"bytes"`
+	Short     [2]uint64 `json:"short_header_packets"`
+	Coalesced uint64    `json:"coalesced_packets"`
+	Greased   uint64    `json:"greased_fixed_bit"`
+	CIDChange [2]int    `json:"cid_changes"`
+	Spin      string    `json:"spin"` // unknown, spinning, constant, random
+	// SpinDir classifies each direction (client→server, server→client)
+	// on its own: unknown, spinning, constant, random.
+	SpinDir   [2]string     `json:"spin_dir"`
 	Edges     [2]int        `json:"edges"`
 	Glitches  [2]int        `json:"reorder_glitches"`
 	Rejected  []Count       `json:"rejected,omitempty"`

@@ -158,7 +158,7 @@ func (c *quicConn) result(a *Analyzer, f *flow, A, B string) model.QUICConn {
 	r := model.QUICConn{Client: A, Server: B, DCIDLen: c.dcidLen,
 		StartS: float64(f.first-a.first) / 1e9, DurationS: float64(f.last-f.first) / 1e9,
 		Packets: c.packets, Bytes: c.bytes, Short: c.short, Coalesced: c.coalesced, Greased: c.greased,
-		CIDChange: c.cidChange, Spin: st.String()}
+		CIDChange: c.cidChange, Spin: st.String(), SpinDir: [2]string{c.spin.DirState(0).String(), c.spin.DirState(1).String()}}
 	switch {
 	case c.version == spinbit.Version1:
 		r.Version = "v1"
