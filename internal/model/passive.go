@@ -227,7 +227,7 @@ type QUICConn struct {
 	Coalesced uint64    `json:"coalesced_packets"`
 	Greased   uint64    `json:"greased_fixed_bit"`
 	CIDChange [2]int    `json:"cid_changes"`
-	Spin      string    `json:"spin"` // unknown, spinning, constant, random
+	Spin      string    `json:"spin"` // unknown, spinning, constant, random, not-analysed (a version sonde does not read)
 	// SpinDir classifies each direction (client→server, server→client)
 	// on its own: unknown, spinning, constant, random.
 	SpinDir   [2]string     `json:"spin_dir"`
