@@ -89,6 +89,7 @@ type tcpConn struct {
 func (a *Analyzer) tcpPacket(t int64, p *ipPacket, id uint64) {
 	var s tcpSegment
 	if !decodeTCP(p.l4, p.l4Len, &s) {
+		a.skip.malformed++
 		a.res.Skipped++
 		return
 	}
