@@ -246,6 +246,9 @@ func writeAnalysisText(w io.Writer, r *model.Analysis) {
 	for _, e := range r.Errors {
 		fmt.Fprintln(w, "error:", e)
 	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
 	if len(r.Files) == 0 {
 		// Live capture: packets are analysed as they arrive, so the
 		// analyser's own speed is not measured; report the arrival rate.
