@@ -72,6 +72,7 @@ const (
 	lowFactor      = 2  // reject < min/lowFactor
 	highFactor     = 3  // reject > median·highFactor
 	idleFraction   = 4  // app-limited: gap before an edge > median/idleFraction
+	idleGaps       = 4  // ... and > idleGaps × the direction's mean packet gap
 	minPackets     = 32 // short-header packets before a flow is classified
 	minDirPackets  = 16 // short-header packets before a direction is classified
 	// A spinning flow's edges alternate between the directions (an edge
@@ -85,6 +86,7 @@ const (
 
 type edge struct {
 	t, gap int64
+	avgGap int64 // the direction's mean packet gap before the edge
 	id     uint64
 	ok     bool
 }
@@ -102,7 +104,8 @@ type direction struct {
 	packets    int
 	glitches   int
 	lastPacket int64
-	fresh      bool // the next interval spans a CID change
+	avgGap     int64 // moving mean of the gap between packets (1/8 weight)
+	fresh      bool  // the next interval spans a CID change
 }
 
 // filter is the plausibility filter of one kind of sample: a running
@@ -133,6 +136,13 @@ func (o *Observer) Packet(dir uint8, t int64, spin bool, id uint64) {
 	d := &o.dir[dir&1]
 	d.packets++
 	o.packet(dir&1, d, t, spin, id)
+	if d.packets > 1 {
+		g := t - d.lastPacket
+		if d.packets == 2 {
+			d.avgGap = g
+		}
+		d.avgGap += (g - d.avgGap) / 8
+	}
 	d.lastPacket = t
 }
 
@@ -160,7 +170,7 @@ func (o *Observer) packet(dir uint8, d *direction, t int64, spin bool, id uint64
 	}
 	if spin != d.cur {
 		d.tent, d.tentVal, d.tentCount = true, spin, 1
-		d.tentEdge = edge{t: t, gap: t - d.lastPacket, id: id, ok: true}
+		d.tentEdge = edge{t: t, gap: t - d.lastPacket, avgGap: d.avgGap, id: id, ok: true}
 	}
 }
 
@@ -252,14 +262,21 @@ func (o *Observer) commit(dir uint8, d *direction) {
 		}
 	}
 	med := o.median()
-	appLimited := func(x edge) bool { return med > 0 && x.gap > med/idleFraction }
+	// An edge is late (app-limited) when its packet followed a silence
+	// both long against the RTT and unusual for its direction: a sparse
+	// direction (an ACK every few ms) has gaps above RTT/4 all the time,
+	// and the RTT-only test rejected nearly all its samples without
+	// moving the median (docs/analyze.md, TestAppLimitedFilterValue).
+	appLimited := func(x edge) bool {
+		return x.ok && med > 0 && x.gap > med/idleFraction && x.gap > idleGaps*x.avgGap
+	}
 	if between {
 		c := Sample{T: e.t, RTT: e.t - refl.t, Dir: dir ^ 1, Kind: Component, IDs: [3]uint64{refl.id, e.id}, N: 2}
 		switch {
 		case d.edges <= 2 || other.edges <= 1:
 			c.Flag = FirstEdge
-		case appLimited(e):
-			c.Flag = AppLimited
+		case appLimited(e) || appLimited(refl):
+			c.Flag = AppLimited // a late edge makes it long, a late reflection short
 		default:
 			f := &o.comp[dir^1]
 			if c.Flag = f.judge(c.RTT); c.Flag == Valid {
@@ -279,8 +296,8 @@ func (o *Observer) commit(dir uint8, d *direction) {
 			s.Flag = FirstEdge // the first edge's timing is the handshake's
 		case d.fresh:
 			s.Flag = CIDChange
-		case appLimited(e) || (between && appLimited(refl)):
-			s.Flag = AppLimited
+		case appLimited(e) || (between && appLimited(refl)) || appLimited(d.last):
+			s.Flag = AppLimited // a late closing edge makes it long, a late opening edge short
 		default:
 			if s.Flag = o.judge(s.RTT); s.Flag == Valid {
 				o.accept(s.RTT)
