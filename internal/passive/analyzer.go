@@ -110,6 +110,7 @@ type Analyzer struct {
 	peak     int
 	wall     time.Duration
 	skip     skips
+	dups     dupFilter
 }
 
 // skips counts the packets that were not analysed, by reason, for the
@@ -209,6 +210,9 @@ func (a *Analyzer) Read(r io.Reader, cf model.CaptureFile) (model.CaptureFile, e
 			} else {
 				bump(a.skip.link, p.LinkType, 1)
 			}
+		}
+		if ip != nil && a.dups.copyOf(p.LinkType, p.Data, ip, p.TimeNs) {
+			continue
 		}
 		if a.cfg.Filter != nil && !a.cfg.Filter.Match(ip) {
 			a.res.Filtered++
@@ -415,6 +419,9 @@ func (a *Analyzer) Finish(truth *Truth) *model.Analysis {
 	}
 	r.HTTPPages = http1.Pages(r.TCP, http1.DefaultPageGap)
 	r.Notes = append(r.Notes, a.skip.notes()...)
+	if a.dups.n > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d packets counted once: a Linux cooked capture (-i any) held them twice, on another interface or direction within 1 s (forwarded by the capturing host)", a.dups.n))
+	}
 	if truth != nil {
 		if a.cfg.KeepSamples {
 			r.Truth = truth.compare(a)
