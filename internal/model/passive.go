@@ -73,21 +73,25 @@ type RTTSummary struct {
 // TCPDir is one direction of a TCP connection (A→B is client→server when
 // the SYN was seen).
 type TCPDir struct {
-	Packets         uint64  `json:"packets"`
-	Bytes           uint64  `json:"bytes"` // IP bytes
-	DataPackets     uint64  `json:"data_packets"`
-	DataBytes       uint64  `json:"data_bytes"`   // payload, retransmissions included
-	UniqueBytes     uint64  `json:"unique_bytes"` // new sequence space
-	Retransmissions uint64  `json:"retransmissions"`
-	OutOfOrder      uint64  `json:"out_of_order"`
-	DupACKs         uint64  `json:"dup_acks"`
-	ZeroWindows     uint64  `json:"zero_windows"`
-	MSS             int     `json:"mss,omitempty"`
-	WindowScale     int     `json:"window_scale"` // -1: not offered
-	SACKPermitted   bool    `json:"sack_permitted"`
-	SACKBlocks      uint64  `json:"sack_blocks,omitempty"`
-	Timestamps      bool    `json:"timestamps"`
-	GoodputBps      float64 `json:"goodput_bps"` // unique bytes over the connection's duration
+	Packets         uint64 `json:"packets"`
+	Bytes           uint64 `json:"bytes"` // IP bytes
+	DataPackets     uint64 `json:"data_packets"`
+	DataBytes       uint64 `json:"data_bytes"`   // payload, retransmissions included
+	UniqueBytes     uint64 `json:"unique_bytes"` // new sequence space
+	Retransmissions uint64 `json:"retransmissions"`
+	OutOfOrder      uint64 `json:"out_of_order"`
+	DupACKs         uint64 `json:"dup_acks"`
+	ZeroWindows     uint64 `json:"zero_windows"`
+	// ZeroWindowProbes is data sent while the peer's window was 0 (as
+	// tcptrace's "zwnd probe pkts"; not counted as retransmissions).
+	ZeroWindowProbes uint64 `json:"zero_window_probes"`
+
+	MSS           int     `json:"mss,omitempty"`
+	WindowScale   int     `json:"window_scale"` // -1: not offered
+	SACKPermitted bool    `json:"sack_permitted"`
+	SACKBlocks    uint64  `json:"sack_blocks,omitempty"`
+	Timestamps    bool    `json:"timestamps"`
+	GoodputBps    float64 `json:"goodput_bps"` // unique bytes over the connection's duration
 	// GoodputSeries is unique bytes per interval as bit/s.
 	GoodputSeries []float64 `json:"goodput_series_bps,omitempty"`
 }

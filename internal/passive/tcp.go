@@ -189,6 +189,15 @@ func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, 
 	}
 	end := s.seq + seqLen
 	retrans, ooo := false, false
+	if plen > 0 && s.flags&(flagSYN|flagFIN|flagRST) == 0 && o.haveAck && o.lastWin == 0 {
+		// A zero-window probe (data while the peer's window is closed),
+		// as tcptrace: neither a retransmission nor new data, however
+		// often it is resent; the data after the window opens is new.
+		st.DataPackets++
+		st.DataBytes += uint64(plen)
+		st.ZeroWindowProbes++
+		seqLen = 0
+	}
 	if seqLen > 0 {
 		if plen > 0 {
 			st.DataPackets++
