@@ -73,21 +73,25 @@ type RTTSummary struct {
 // TCPDir is one direction of a TCP connection (A→B is client→server when
 // the SYN was seen).
 type TCPDir struct {
-	Packets         uint64  `json:"packets"`
-	Bytes           uint64  `json:"bytes"` // IP bytes
-	DataPackets     uint64  `json:"data_packets"`
-	DataBytes       uint64  `json:"data_bytes"`   // payload, retransmissions included
-	UniqueBytes     uint64  `json:"unique_bytes"` // new sequence space
-	Retransmissions uint64  `json:"retransmissions"`
-	OutOfOrder      uint64  `json:"out_of_order"`
-	DupACKs         uint64  `json:"dup_acks"`
-	ZeroWindows     uint64  `json:"zero_windows"`
-	MSS             int     `json:"mss,omitempty"`
-	WindowScale     int     `json:"window_scale"` // -1: not offered
-	SACKPermitted   bool    `json:"sack_permitted"`
-	SACKBlocks      uint64  `json:"sack_blocks,omitempty"`
-	Timestamps      bool    `json:"timestamps"`
-	GoodputBps      float64 `json:"goodput_bps"` // unique bytes over the connection's duration
+	Packets         uint64 `json:"packets"`
+	Bytes           uint64 `json:"bytes"` // IP bytes
+	DataPackets     uint64 `json:"data_packets"`
+	DataBytes       uint64 `json:"data_bytes"`   // payload, retransmissions included
+	UniqueBytes     uint64 `json:"unique_bytes"` // new sequence space
+	Retransmissions uint64 `json:"retransmissions"`
+	OutOfOrder      uint64 `json:"out_of_order"`
+	DupACKs         uint64 `json:"dup_acks"`
+	ZeroWindows     uint64 `json:"zero_windows"`
+	// ZeroWindowProbes is data sent while the peer's window was 0 (as
+	// tcptrace's "zwnd probe pkts"; not counted as retransmissions).
+	ZeroWindowProbes uint64 `json:"zero_window_probes"`
+
+	MSS           int     `json:"mss,omitempty"`
+	WindowScale   int     `json:"window_scale"` // -1: not offered
+	SACKPermitted bool    `json:"sack_permitted"`
+	SACKBlocks    uint64  `json:"sack_blocks,omitempty"`
+	Timestamps    bool    `json:"timestamps"`
+	GoodputBps    float64 `json:"goodput_bps"` // unique bytes over the connection's duration
 	// GoodputSeries is unique bytes per interval as bit/s.
 	GoodputSeries []float64 `json:"goodput_series_bps,omitempty"`
 }
@@ -215,19 +219,22 @@ type HTTPPage struct {
 
 // QUICConn is one QUIC connection (per UDP 4-tuple).
 type QUICConn struct {
-	Client    string        `json:"client"`
-	Server    string        `json:"server"`
-	Version   string        `json:"version"`
-	DCIDLen   [2]int        `json:"dcid_len"` // short-header DCID length client→server, server→client
-	StartS    float64       `json:"start_s"`
-	DurationS float64       `json:"duration_s"`
-	Packets   [2]uint64     `json:"packets"`
-	Bytes     [2]uint64     `json:"bytes"`
-	Short     [2]uint64     `json:"short_header_packets"`
-	Coalesced uint64        `json:"coalesced_packets"`
-	Greased   uint64        `json:"greased_fixed_bit"`
-	CIDChange [2]int        `json:"cid_changes"`
-	Spin      string        `json:"spin"` // unknown, spinning, constant, random
+	Client    string    `json:"client"`
+	Server    string    `json:"server"`
+	Version   string    `json:"version"`
+	DCIDLen   [2]int    `json:"dcid_len"` // short-header DCID length client→server, server→client
+	StartS    float64   `json:"start_s"`
+	DurationS float64   `json:"duration_s"`
+	Packets   [2]uint64 `json:"packets"`
+	Bytes     [2]uint64 `json:"bytes"`
+	Short     [2]uint64 `json:"short_header_packets"`
+	Coalesced uint64    `json:"coalesced_packets"`
+	Greased   uint64    `json:"greased_fixed_bit"`
+	CIDChange [2]int    `json:"cid_changes"`
+	Spin      string    `json:"spin"` // unknown, spinning, constant, random, not-analysed (a version sonde does not read)
+	// SpinDir classifies each direction (client→server, server→client)
+	// on its own: unknown, spinning, constant, random.
+	SpinDir   [2]string     `json:"spin_dir"`
 	Edges     [2]int        `json:"edges"`
 	Glitches  [2]int        `json:"reorder_glitches"`
 	Rejected  []Count       `json:"rejected,omitempty"`

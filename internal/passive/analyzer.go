@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -108,6 +109,38 @@ type Analyzer struct {
 	lastFlow *flow // the flow of the previous packet (nil after eviction)
 	peak     int
 	wall     time.Duration
+	skip     skips
+	dups     dupFilter
+}
+
+// skips counts the packets that were not analysed, by reason, for the
+// notes of the output. Its maps are bounded (maxSkipKeys entries each):
+// a crafted file cannot grow them.
+type skips struct {
+	link      map[pcap.LinkType]uint64 // link types Network does not read
+	notIP     uint64                   // a link layer carrying something else (ARP, LLDP)
+	malformed uint64
+	fragments uint64
+	proto     [256]uint64      // IP protocols other than TCP and UDP
+	udp       uint64           // UDP packets not taken as QUIC
+	udpPorts  map[uint16]int64 // ... by their flow's lower port
+	quic      map[string]*quicSkip
+}
+
+// quicSkip counts the flows and packets of a QUIC version sonde does not
+// analyse, and says why.
+type quicSkip struct {
+	flows, packets uint64
+	why            string
+}
+
+const maxSkipKeys = 64
+
+// bump adds n to m[k] unless m is full of other keys.
+func bump[K comparable, V int64 | uint64](m map[K]V, k K, n V) {
+	if _, ok := m[k]; ok || len(m) < maxSkipKeys {
+		m[k] += n
+	}
 }
 
 // New returns an Analyzer.
@@ -124,7 +157,8 @@ func New(cfg Config) *Analyzer {
 	if cfg.QUICPorts == nil {
 		cfg.QUICPorts = []uint16{443}
 	}
-	return &Analyzer{cfg: cfg, flows: newFlowTable(), res: model.Analysis{Schema: model.AnalyzeSchema, Filter: cfg.Filter.String()}}
+	return &Analyzer{cfg: cfg, flows: newFlowTable(), res: model.Analysis{Schema: model.AnalyzeSchema, Filter: cfg.Filter.String()},
+		skip: skips{link: map[pcap.LinkType]uint64{}, udpPorts: map[uint16]int64{}, quic: map[string]*quicSkip{}}}
 }
 
 // ReadFile analyses one capture file. A damaged file is analysed up to the
@@ -150,6 +184,8 @@ func (a *Analyzer) Read(r io.Reader, cf model.CaptureFile) (model.CaptureFile, e
 	}
 	cf.Format = rd.Format().String()
 	var p pcap.Packet
+	seen := -1 // highest interface with a packet
+	var all uint64
 	for {
 		err := rd.Next(&p)
 		if err != nil {
@@ -161,11 +197,23 @@ func (a *Analyzer) Read(r io.Reader, cf model.CaptureFile) (model.CaptureFile, e
 			}
 			break
 		}
+		all++
+		seen = max(seen, p.Interface)
 		if a.cfg.Interface >= 0 && p.Interface != a.cfg.Interface {
 			continue
 		}
 		cf.Packets++
 		ip := pcap.Network(p.LinkType, p.Data)
+		if ip == nil {
+			if pcap.Supported(p.LinkType) {
+				a.skip.notIP++
+			} else {
+				bump(a.skip.link, p.LinkType, 1)
+			}
+		}
+		if ip != nil && a.dups.copyOf(p.LinkType, p.Data, ip, p.TimeNs) {
+			continue
+		}
 		if a.cfg.Filter != nil && !a.cfg.Filter.Match(ip) {
 			a.res.Filtered++
 			continue
@@ -174,6 +222,12 @@ func (a *Analyzer) Read(r io.Reader, cf model.CaptureFile) (model.CaptureFile, e
 	}
 	for _, n := range rd.Notes() {
 		a.res.Notes = append(a.res.Notes, cf.Path+": "+n)
+	}
+	if a.cfg.Interface >= 0 && cf.Packets == 0 && all > 0 {
+		// A wrong index selects nothing: say so rather than report an
+		// empty analysis.
+		a.res.Errors = append(a.res.Errors, fmt.Sprintf("%s: no packet on interface %d (--interface): the file's %d packets are on interfaces 0-%d",
+			cf.Path, a.cfg.Interface, all, seen))
 	}
 	a.res.Files = append(a.res.Files, cf)
 	return cf, nil
@@ -184,6 +238,13 @@ func (a *Analyzer) Packet(t int64, ip []byte) {
 	a.res.Packets++
 	var p ipPacket
 	if ip == nil || !decodeIP(ip, &p) || p.fragment {
+		switch {
+		case ip == nil: // counted by the caller, which knows the link
+		case p.fragment:
+			a.skip.fragments++
+		default:
+			a.skip.malformed++
+		}
 		a.res.Skipped++
 		return
 	}
@@ -207,6 +268,7 @@ func (a *Analyzer) Packet(t int64, ip []byte) {
 	case 17:
 		a.udpPacket(t, &p, id)
 	default:
+		a.skip.proto[p.proto]++
 		a.res.Skipped++
 	}
 }
@@ -359,6 +421,10 @@ func (a *Analyzer) Finish(truth *Truth) *model.Analysis {
 		r.Stats.PacketsPerS = float64(r.Packets) / a.wall.Seconds()
 	}
 	r.HTTPPages = http1.Pages(r.TCP, http1.DefaultPageGap)
+	r.Notes = append(r.Notes, a.skip.notes()...)
+	if a.dups.n > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d packets counted once: a Linux cooked capture (-i any) held them twice, on another interface or direction within 1 s (forwarded by the capturing host)", a.dups.n))
+	}
 	if truth != nil {
 		if a.cfg.KeepSamples {
 			r.Truth = truth.compare(a)
@@ -450,4 +516,69 @@ type sample struct {
 	ends  [3]uint64
 	n     uint8
 	pairs bool
+}
+
+// notes says what was not analysed and why, one line per reason, most
+// packets first within a reason.
+func (s *skips) notes() []string {
+	var out []string
+	type kv[K any] struct {
+		k K
+		n uint64
+	}
+	sorted := func(m map[pcap.LinkType]uint64) []kv[pcap.LinkType] {
+		var l []kv[pcap.LinkType]
+		for k, n := range m {
+			l = append(l, kv[pcap.LinkType]{k, n})
+		}
+		slices.SortFunc(l, func(x, y kv[pcap.LinkType]) int { return cmp.Or(cmp.Compare(y.n, x.n), cmp.Compare(x.k, y.k)) })
+		return l
+	}
+	for _, l := range sorted(s.link) {
+		out = append(out, fmt.Sprintf("%d packets not analysed: link type %s is not supported (sonde reads Ethernet, raw IP, Linux SLL/SLL2, null/loop, PPP and Cisco HDLC)", l.n, l.k))
+	}
+	if s.notIP > 0 {
+		out = append(out, fmt.Sprintf("%d packets not analysed: not IPv4 or IPv6 (ARP, LLDP, other EtherTypes)", s.notIP))
+	}
+	if s.malformed > 0 {
+		out = append(out, fmt.Sprintf("%d packets not analysed: malformed or truncated IP, TCP or UDP header", s.malformed))
+	}
+	if s.fragments > 0 {
+		out = append(out, fmt.Sprintf("%d packets not analysed: IP fragments (not reassembled)", s.fragments))
+	}
+	var protos []string
+	var np uint64
+	for p, n := range s.proto {
+		if n > 0 {
+			np += n
+			protos = append(protos, fmt.Sprintf("%d: %d", p, n))
+		}
+	}
+	if np > 0 {
+		out = append(out, fmt.Sprintf("%d packets not analysed: IP protocols other than TCP and UDP (protocol: packets %s)", np, strings.Join(protos, ", ")))
+	}
+	names := slices.Sorted(maps.Keys(s.quic))
+	slices.SortStableFunc(names, func(x, y string) int { return cmp.Compare(s.quic[y].packets, s.quic[x].packets) })
+	for _, v := range names {
+		q := s.quic[v]
+		out = append(out, fmt.Sprintf("QUIC %s: %d flows, %d packets not analysed for RTT: %s", v, q.flows, q.packets, q.why))
+	}
+	if s.udp > 0 {
+		type pn struct {
+			p uint16
+			n int64
+		}
+		var l []pn
+		for p, n := range s.udpPorts {
+			l = append(l, pn{p, n})
+		}
+		slices.SortFunc(l, func(x, y pn) int { return cmp.Or(cmp.Compare(y.n, x.n), cmp.Compare(x.p, y.p)) })
+		var top []string
+		for _, x := range l[:min(len(l), 5)] {
+			top = append(top, fmt.Sprintf("%d (%d)", x.p, x.n))
+		}
+		out = append(out, fmt.Sprintf("%d UDP packets not analysed: no QUIC long header seen in their flow and not on a --quic-port; lower ports (packets): %s",
+			s.udp, strings.Join(top, ", ")))
+	}
+	return out
 }

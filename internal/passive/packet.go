@@ -24,6 +24,12 @@ func decodeIP(b []byte, p *ipPacket) bool {
 	case 4:
 		ihl := int(b[0]&0x0f) * 4
 		total := int(binary.BigEndian.Uint16(b[2:]))
+		if total == 0 {
+			// A segmentation-offload (TSO/GSO, BIG TCP) packet captured
+			// before the NIC splits it: the stack leaves the length 0
+			// above 64 KiB. Take the frame's, as tshark does.
+			total = len(b)
+		}
 		if ihl < 20 || total < ihl || len(b) < ihl {
 			return false
 		}

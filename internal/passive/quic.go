@@ -2,7 +2,6 @@ package passive
 
 import (
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 
 type quicConn struct {
 	version   uint32
+	family    spinbit.Family
 	dcidLen   [2]int // short-header DCID length per direction (0→1 uses the server's SCID)
 	learned   [2]bool
 	dcid      [2][20]byte
@@ -33,6 +33,7 @@ type quicConn struct {
 
 func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
 	if len(p.l4) < 8 {
+		a.skip.malformed++
 		a.res.Skipped++
 		return
 	}
@@ -42,14 +43,11 @@ func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
 		return
 	}
 	f, dir := a.lookup(p, sport, dport, t, func() (bool, bool) {
-		if payload[0]&0x80 != 0 && len(payload) >= 5 {
-			v := binary.BigEndian.Uint32(payload[1:])
-			if spinbit.KnownVersion(v) {
-				// The client sends the first Initial; a server's first
-				// packet comes from the well-known port.
-				return !(sport < dport && sport < 1024), true
-			}
-			return false, false
+		if fam, _ := spinbit.Detect(payload); fam != spinbit.NotQUIC {
+			// The client sends the first long-header packet (its
+			// Initial) unless the sender's port is a server's; the
+			// server sends version negotiation.
+			return fam != spinbit.Negotiation && (!a.serverPort(sport) || a.serverPort(dport)), true
 		}
 		for _, q := range a.cfg.QUICPorts {
 			if dport == q {
@@ -62,6 +60,9 @@ func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
 		return false, false
 	})
 	if f == nil {
+		a.skip.udp++
+		bump(a.skip.udpPorts, min(sport, dport), 1)
+		a.res.Skipped++
 		return
 	}
 	if f.quic == nil {
@@ -70,9 +71,25 @@ func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
 	f.quic.datagram(a, f, dir, t, payload, p.length, id)
 }
 
+// serverPort reports whether a UDP port is a QUIC server's: a configured
+// QUIC port or a well-known one.
+func (a *Analyzer) serverPort(p uint16) bool {
+	return p < 1024 || slices.Contains(a.cfg.QUICPorts, p)
+}
+
 func (c *quicConn) datagram(a *Analyzer, f *flow, dir uint8, t int64, b []byte, size int, id uint64) {
 	c.packets[dir]++
 	c.bytes[dir] += uint64(size)
+	if b[0]&0x80 != 0 && c.version == 0 {
+		// The first version other than version negotiation and grease
+		// is the connection's (a client may grease its first Initial).
+		if fam, v := spinbit.Detect(b); fam != spinbit.NotQUIC && fam != spinbit.Negotiation && fam != spinbit.Greased {
+			c.version, c.family = v, fam
+		}
+	}
+	if c.family != spinbit.IETF && c.family != spinbit.NotQUIC {
+		return // a version whose headers sonde does not read: counted, reported in the notes
+	}
 	var h spinbit.Header
 	for n := 0; len(b) > 0 && n < 8; n++ {
 		if n > 0 {
@@ -119,6 +136,20 @@ func (c *quicConn) shortPacket(a *Analyzer, f *flow, dir uint8, t int64, h *spin
 	c.loss.Packet(dir, h.First)
 }
 
+// unanalysed says why a flow of a version family is not analysed ("" if
+// it is).
+func unanalysed(f spinbit.Family) string {
+	switch f {
+	case spinbit.Draft:
+		return "an IETF draft whose headers sonde does not read (it reads v1, v2 and drafts 29-34)"
+	case spinbit.GoogleQUIC:
+		return "Google QUIC, whose headers have no spin bit"
+	case spinbit.Private:
+		return "an unknown or private version: its short header may not carry a spin bit"
+	}
+	return ""
+}
+
 // spinMethod is the method of a spin sample.
 func spinMethod(s *spinbit.Sample) Method {
 	switch {
@@ -158,16 +189,24 @@ func (c *quicConn) result(a *Analyzer, f *flow, A, B string) model.QUICConn {
 	r := model.QUICConn{Client: A, Server: B, DCIDLen: c.dcidLen,
 		StartS: float64(f.first-a.first) / 1e9, DurationS: float64(f.last-f.first) / 1e9,
 		Packets: c.packets, Bytes: c.bytes, Short: c.short, Coalesced: c.coalesced, Greased: c.greased,
-		CIDChange: c.cidChange, Spin: st.String()}
-	switch {
-	case c.version == spinbit.Version1:
-		r.Version = "v1"
-	case c.version == spinbit.Version2:
-		r.Version = "v2"
-	case c.version>>8 == 0xff0000:
-		r.Version = fmt.Sprintf("draft-%d", c.version&0xff)
-	case c.version != 0:
-		r.Version = fmt.Sprintf("%#08x", c.version)
+		CIDChange: c.cidChange, Spin: st.String(), SpinDir: [2]string{c.spin.DirState(0).String(), c.spin.DirState(1).String()}}
+	if c.version != 0 {
+		r.Version = spinbit.VersionName(c.version)
+	}
+	if why := unanalysed(c.family); why != "" {
+		// Counted, not analysed: the record has the packet counts and
+		// the notes say why there is no RTT.
+		q := a.skip.quic[r.Version]
+		if q == nil && len(a.skip.quic) < maxSkipKeys {
+			q = &quicSkip{why: why}
+			a.skip.quic[r.Version] = q
+		}
+		if q != nil {
+			q.flows++
+			q.packets += c.packets[0] + c.packets[1]
+		}
+		r.Spin = "not-analysed"
+		return r
 	}
 	for d := range uint8(2) {
 		_, r.Edges[d], r.Glitches[d] = c.spin.Counts(d)

@@ -15,6 +15,14 @@ type tcpDir struct {
 	haveAck bool
 	series  []uint64 // unique bytes per interval
 	finSeen bool
+	// finEnd is the sequence number after this side's FIN; finAcked
+	// that the peer acknowledged it.
+	finEnd   uint32
+	finAcked bool
+	// isn is the initial sequence number of this side's SYN (haveISN):
+	// a SYN with another ISN after the close is a new connection.
+	isn     uint32
+	haveISN bool
 	// lastLen and maxLen are the last and largest payloads sent.
 	lastLen, maxLen uint32
 	// holes are sequence ranges skipped by a jump ahead; allocated at the
@@ -89,6 +97,7 @@ type tcpConn struct {
 func (a *Analyzer) tcpPacket(t int64, p *ipPacket, id uint64) {
 	var s tcpSegment
 	if !decodeTCP(p.l4, p.l4Len, &s) {
+		a.skip.malformed++
 		a.res.Skipped++
 		return
 	}
@@ -104,6 +113,18 @@ func (a *Analyzer) tcpPacket(t int64, p *ipPacket, id uint64) {
 	})
 	if f == nil {
 		return
+	}
+	if c := f.tcp; c.closed != "" && s.flags&(flagSYN|flagACK) == flagSYN {
+		// A SYN on a closed connection: the same SYN again (a
+		// retransmission) joins it, one with a new ISN opens a new
+		// connection on the reused 4-tuple.
+		if d := &c.dir[dir]; !d.haveISN || d.isn != s.seq {
+			a.lastFlow = nil
+			a.finishAll([]*flow{f})
+			if f, dir = a.lookup(p, s.sport, s.dport, t, func() (bool, bool) { return true, true }); f == nil {
+				return
+			}
+		}
 	}
 	f.tcp.packet(a, f, dir, t, p, &s, id)
 }
@@ -128,6 +149,9 @@ func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, 
 	st.Bytes += uint64(p.length)
 	if s.flags&flagSYN != 0 {
 		c.sawSYN = true
+		if !d.haveISN {
+			d.isn, d.haveISN = s.seq, true
+		}
 		st.MSS = int(s.mss)
 		st.WindowScale = int(s.wscale)
 		st.SACKPermitted = s.sackPerm
@@ -139,12 +163,21 @@ func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, 
 	st.SACKBlocks += uint64(s.sackBlocks)
 	switch {
 	case s.flags&flagRST != 0:
-		c.closed = "rst"
-	case s.flags&flagFIN != 0:
-		d.finSeen = true
-		if o.finSeen {
-			c.closed = "fin"
+		if c.closed == "" && c.rstInWindow(o, s.seq) {
+			c.closed = "rst" // a RST after the close answers a late segment: the close was the FINs
 		}
+	case s.flags&flagFIN != 0 && !d.finSeen:
+		d.finSeen, d.finEnd = true, s.seq+uint32(s.payloadLen)+1
+		if s.flags&flagSYN != 0 {
+			d.finEnd++
+		}
+	}
+	if s.flags&flagACK != 0 && o.finSeen && !after(o.finEnd, s.ack) {
+		o.finAcked = true
+	}
+	if d.finAcked && o.finAcked && c.closed == "" {
+		// Both FINs sent and acknowledged: the last ACK closes.
+		c.closed = "fin"
 	}
 	if s.window == 0 && s.flags&(flagRST|flagSYN) == 0 {
 		st.ZeroWindows++
@@ -156,6 +189,15 @@ func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, 
 	}
 	end := s.seq + seqLen
 	retrans, ooo := false, false
+	if plen > 0 && s.flags&(flagSYN|flagFIN|flagRST) == 0 && o.haveAck && o.lastWin == 0 {
+		// A zero-window probe (data while the peer's window is closed),
+		// as tcptrace: neither a retransmission nor new data, however
+		// often it is resent; the data after the window opens is new.
+		st.DataPackets++
+		st.DataBytes += uint64(plen)
+		st.ZeroWindowProbes++
+		seqLen = 0
+	}
 	if seqLen > 0 {
 		if plen > 0 {
 			st.DataPackets++
@@ -260,6 +302,28 @@ func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, 
 		}
 	}
 	c.follow(a, dir, t, s, retrans)
+}
+
+// rstInWindow reports whether a RST with sequence number seq falls in
+// the window of its receiver r (RFC 5961 3.2: a receiver drops a RST
+// outside [RCV.NXT, RCV.NXT+RCV.WND)); an out-of-window RST (blind,
+// stale, or answering a stray segment) does not close the connection.
+// RCV.NXT is the receiver's last acknowledgment seen; a receiver that
+// acknowledged nothing yet (a RST answering a SYN) cannot be checked, and
+// the RST is taken. Without the handshake the window scale is unknown:
+// the largest (14) is assumed, so that no real close is missed.
+func (c *tcpConn) rstInWindow(r *tcpDir, seq uint32) bool {
+	if !r.haveAck {
+		return true
+	}
+	wnd := uint32(r.lastWin)
+	switch {
+	case !c.sawSYN:
+		wnd <<= 14
+	case c.dir[0].st.WindowScale >= 0 && c.dir[1].st.WindowScale >= 0:
+		wnd <<= min(uint(r.st.WindowScale), 14)
+	}
+	return seq-r.lastAck < max(wnd, 1)
 }
 
 // add records a component sample: the side measured is the receiver of

@@ -179,6 +179,15 @@ func tcpTables(p *analyzePage, r *model.Analysis, maxRows int) {
 	}
 }
 
+// spinCell is the flow's spin state, with each direction's when they
+// differ (one side random, the other constant).
+func spinCell(q model.QUICConn) string {
+	if q.SpinDir[0] == q.SpinDir[1] || q.SpinDir[0] == "" {
+		return q.Spin
+	}
+	return fmt.Sprintf("%s (c→s %s, s→c %s)", q.Spin, q.SpinDir[0], q.SpinDir[1])
+}
+
 func quicTable(p *analyzePage, r *model.Analysis, maxRows int) {
 	p.QUICHead = []string{"client > server", "version", "packets c→s / s→c", "spin", "edges", "full RTT (c→s edges)",
 		"full RTT (s→c edges)", "server side", "client side"}
@@ -188,7 +197,7 @@ func quicTable(p *analyzePage, r *model.Analysis, maxRows int) {
 			break
 		}
 		p.QUIC = append(p.QUIC, []string{q.Client + " > " + q.Server, q.Version, fmt.Sprintf("%d / %d", q.Packets[0], q.Packets[1]),
-			q.Spin, fmt.Sprintf("%d / %d", q.Edges[0], q.Edges[1]), rttShort(q.SpinRTT[0]), rttShort(q.SpinRTT[1]),
+			spinCell(q), fmt.Sprintf("%d / %d", q.Edges[0], q.Edges[1]), rttShort(q.SpinRTT[0]), rttShort(q.SpinRTT[1]),
 			rttShort(q.Component[0]), rttShort(q.Component[1])})
 	}
 }

@@ -9,6 +9,7 @@ package spinbit
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 )
 
 // QUIC versions sonde recognises.
@@ -21,6 +22,76 @@ const (
 // (the drafts deployed before v1), whose long-header layout sonde parses.
 func KnownVersion(v uint32) bool {
 	return v == Version1 || v == Version2 || (v >= 0xff00001d && v <= 0xff000022)
+}
+
+// Family is what a long header's version says about a datagram.
+type Family uint8
+
+// Version families. Only IETF is parsed beyond the invariants.
+const (
+	NotQUIC     Family = iota
+	IETF               // v1, v2, drafts 29-34 (KnownVersion)
+	Negotiation        // version 0: version negotiation
+	Greased            // 0x?a?a?a?a, reserved to exercise negotiation (RFC 9000 §15)
+	Draft              // another IETF draft, 0xff0000xx
+	GoogleQUIC         // Q0xx and T0xx: Google's own QUIC
+	Private            // another version with a plausible long header
+)
+
+// Detect reports whether datagram b starts with a QUIC long header and of
+// which family its version is, so that QUIC is found on any UDP port. A
+// version outside the known families is taken as QUIC only in a datagram
+// of at least 1200 bytes (the size a client pads its first Initial to,
+// RFC 9000 §14.1) with the fixed bit set and plausible connection-ID
+// lengths: other UDP protocols (RTP's first byte is 0x80) rarely pass.
+func Detect(b []byte) (Family, uint32) {
+	if len(b) < 7 || b[0]&0x80 == 0 {
+		return NotQUIC, 0
+	}
+	v := binary.BigEndian.Uint32(b[1:])
+	digit := func(c byte) bool { return c >= '0' && c <= '9' }
+	switch {
+	case KnownVersion(v):
+		return IETF, v
+	case b[0]&0x40 == 0:
+		return NotQUIC, 0
+	case (b[1] == 'Q' || b[1] == 'T') && b[2] == '0' && digit(b[3]) && digit(b[4]):
+		return GoogleQUIC, v
+	}
+	dl := int(b[5])
+	if len(b) < 7+dl || dl > 20 && v != 0 || int(b[6+dl]) > 20 && v != 0 || len(b) < 7+dl+int(b[6+dl]) {
+		return NotQUIC, 0
+	}
+	switch {
+	case v == 0:
+		return Negotiation, v
+	case v&0x0f0f0f0f == 0x0a0a0a0a:
+		return Greased, v
+	case v>>8 == 0xff0000:
+		return Draft, v
+	case v>>4 == 0xfaceb00 || len(b) >= 1200:
+		return Private, v
+	}
+	return NotQUIC, 0
+}
+
+// VersionName names a QUIC version: v1, v2, draft-N, Google QUIC's Q046,
+// Facebook's mvfst, or the number.
+func VersionName(v uint32) string {
+	b := [4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
+	switch {
+	case v == Version1:
+		return "v1"
+	case v == Version2:
+		return "v2"
+	case v>>8 == 0xff0000:
+		return fmt.Sprintf("draft-%d", v&0xff)
+	case (b[0] == 'Q' || b[0] == 'T') && b[1] == '0' && b[2] >= '0' && b[2] <= '9' && b[3] >= '0' && b[3] <= '9':
+		return "gquic-" + string(b[:])
+	case v>>4 == 0xfaceb00:
+		return fmt.Sprintf("mvfst-%#08x", v)
+	}
+	return fmt.Sprintf("%#08x", v)
 }
 
 // PacketType of a long-header packet, independent of the version's

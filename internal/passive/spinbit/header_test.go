@@ -157,3 +157,50 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestDetect(t *testing.T) {
+	long := func(first byte, v string, size int) []byte {
+		b := append([]byte{first}, v...)
+		b = append(b, 4, 1, 2, 3, 4, 0, 0)
+		return append(b, make([]byte, max(size-len(b), 0))...)
+	}
+	cases := []struct {
+		b    []byte
+		want Family
+		name string
+	}{
+		{long(0xc0, "\x00\x00\x00\x01", 50), IETF, "v1"},
+		{long(0xc0, "\xff\x00\x00\x1b", 50), Draft, "draft-27"},
+		{long(0xc0, "\x00\x00\x00\x00", 50), Negotiation, "0x000000"},
+		{long(0xc0, "\x1a\x2a\x3a\x4a", 50), Greased, "0x1a2a3a4a"},
+		{long(0xc0, "Q046", 50), GoogleQUIC, "gquic-Q046"},
+		{long(0xc0, "T051", 50), GoogleQUIC, "gquic-T051"},
+		{long(0xc0, "\xfa\xce\xb0\x02", 50), Private, "mvfst-0xfaceb002"},
+		{long(0xc0, "\x12\x34\x56\x78", 1200), Private, "0x12345678"},
+		{long(0xc0, "\x12\x34\x56\x78", 1199), NotQUIC, ""},
+		{long(0x80, "\xff\x00\x00\x1b", 50), NotQUIC, ""},  // RTP-like: no fixed bit
+		{long(0x40, "\x00\x00\x00\x01", 50), NotQUIC, ""},  // short header
+		{[]byte{0xc0, 0xff, 0, 0, 27, 30, 1}, NotQUIC, ""}, // DCID too long
+	}
+	for _, c := range cases {
+		got, v := Detect(c.b)
+		if got != c.want {
+			t.Errorf("%x: %v, want %v", c.b[:5], got, c.want)
+		}
+		if got != NotQUIC && VersionName(v) != c.name && c.want != Negotiation {
+			t.Errorf("%x: name %q, want %q", c.b[:5], VersionName(v), c.name)
+		}
+	}
+}
+
+func FuzzDetect(f *testing.F) {
+	f.Add([]byte{0xc0, 'Q', '0', '4', '6', 0, 0})
+	f.Add([]byte{0xc0, 0xff, 0, 0, 27, 4, 1, 2, 3, 4, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fam, v := Detect(b)
+		if fam == NotQUIC && v != 0 || fam != NotQUIC && (len(b) < 7 || b[0]&0x80 == 0) {
+			t.Fatalf("%v %x for %x", fam, v, b)
+		}
+		_ = VersionName(v)
+	})
+}

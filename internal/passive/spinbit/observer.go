@@ -72,11 +72,21 @@ const (
 	lowFactor      = 2  // reject < min/lowFactor
 	highFactor     = 3  // reject > median·highFactor
 	idleFraction   = 4  // app-limited: gap before an edge > median/idleFraction
+	idleGaps       = 4  // ... and > idleGaps × the direction's mean packet gap
 	minPackets     = 32 // short-header packets before a flow is classified
+	minDirPackets  = 16 // short-header packets before a direction is classified
+	// A spinning flow's edges alternate between the directions (an edge
+	// up, its reflection down, the next edge up): at least altFraction of
+	// consecutive edge pairs (in time) must change direction once
+	// minPairs pairs were seen. Independent random values interleave at
+	// about one half, a one-sided random bit at zero.
+	altFraction = 0.75
+	minPairs    = 8
 )
 
 type edge struct {
 	t, gap int64
+	avgGap int64 // the direction's mean packet gap before the edge
 	id     uint64
 	ok     bool
 }
@@ -94,7 +104,8 @@ type direction struct {
 	packets    int
 	glitches   int
 	lastPacket int64
-	fresh      bool // the next interval spans a CID change
+	avgGap     int64 // moving mean of the gap between packets (1/8 weight)
+	fresh      bool  // the next interval spans a CID change
 }
 
 // filter is the plausibility filter of one kind of sample: a running
@@ -110,6 +121,9 @@ type filter struct {
 // Observer estimates spin-bit RTT for one QUIC connection.
 type Observer struct {
 	dir [2]direction
+	// Alternation: intervals between consecutive edges of one direction,
+	// and those that hold exactly one edge of the other direction.
+	pairs, alt int
 	filter
 	// comp filters component samples per opening direction.
 	comp [2]filter
@@ -122,6 +136,13 @@ func (o *Observer) Packet(dir uint8, t int64, spin bool, id uint64) {
 	d := &o.dir[dir&1]
 	d.packets++
 	o.packet(dir&1, d, t, spin, id)
+	if d.packets > 1 {
+		g := t - d.lastPacket
+		if d.packets == 2 {
+			d.avgGap = g
+		}
+		d.avgGap += (g - d.avgGap) / 8
+	}
 	d.lastPacket = t
 }
 
@@ -149,7 +170,7 @@ func (o *Observer) packet(dir uint8, d *direction, t int64, spin bool, id uint64
 	}
 	if spin != d.cur {
 		d.tent, d.tentVal, d.tentCount = true, spin, 1
-		d.tentEdge = edge{t: t, gap: t - d.lastPacket, id: id, ok: true}
+		d.tentEdge = edge{t: t, gap: t - d.lastPacket, avgGap: d.avgGap, id: id, ok: true}
 	}
 }
 
@@ -221,25 +242,41 @@ func (o *Observer) commit(dir uint8, d *direction) {
 	// further back) or not yet confirmed it (take the candidate): a
 	// sparse direction confirms later than a busy one.
 	var refl edge
-	between := false
+	between, inside := false, 0
 	cands := [3]edge{other.last, other.prev}
 	if other.tent {
 		cands[2] = other.tentEdge
 	}
 	for _, c := range cands {
-		if c.ok && c.t <= e.t && (!d.last.ok || c.t >= d.last.t) && (!between || c.t > refl.t) {
-			refl, between = c, true
+		if c.ok && c.t <= e.t && (!d.last.ok || c.t >= d.last.t) {
+			inside++
+			if !between || c.t > refl.t {
+				refl, between = c, true
+			}
+		}
+	}
+	if d.last.ok {
+		o.pairs++
+		if inside == 1 {
+			o.alt++
 		}
 	}
 	med := o.median()
-	appLimited := func(x edge) bool { return med > 0 && x.gap > med/idleFraction }
+	// An edge is late (app-limited) when its packet followed a silence
+	// both long against the RTT and unusual for its direction: a sparse
+	// direction (an ACK every few ms) has gaps above RTT/4 all the time,
+	// and the RTT-only test rejected nearly all its samples without
+	// moving the median (docs/analyze.md, TestAppLimitedFilterValue).
+	appLimited := func(x edge) bool {
+		return x.ok && med > 0 && x.gap > med/idleFraction && x.gap > idleGaps*x.avgGap
+	}
 	if between {
 		c := Sample{T: e.t, RTT: e.t - refl.t, Dir: dir ^ 1, Kind: Component, IDs: [3]uint64{refl.id, e.id}, N: 2}
 		switch {
 		case d.edges <= 2 || other.edges <= 1:
 			c.Flag = FirstEdge
-		case appLimited(e):
-			c.Flag = AppLimited
+		case appLimited(e) || appLimited(refl):
+			c.Flag = AppLimited // a late edge makes it long, a late reflection short
 		default:
 			f := &o.comp[dir^1]
 			if c.Flag = f.judge(c.RTT); c.Flag == Valid {
@@ -259,8 +296,8 @@ func (o *Observer) commit(dir uint8, d *direction) {
 			s.Flag = FirstEdge // the first edge's timing is the handshake's
 		case d.fresh:
 			s.Flag = CIDChange
-		case appLimited(e) || (between && appLimited(refl)):
-			s.Flag = AppLimited
+		case appLimited(e) || (between && appLimited(refl)) || appLimited(d.last):
+			s.Flag = AppLimited // a late closing edge makes it long, a late opening edge short
 		default:
 			if s.Flag = o.judge(s.RTT); s.Flag == Valid {
 				o.accept(s.RTT)
@@ -284,20 +321,62 @@ func (o *Observer) Finish() State {
 	return st
 }
 
-// State classifies the flow from what was seen so far.
-func (o *Observer) State() State {
-	pk := o.dir[0].packets + o.dir[1].packets
-	ed := o.dir[0].edges + o.dir[1].edges
-	gl := o.dir[0].glitches + o.dir[1].glitches
+// rateRandom reports whether d flips at a sizeable fraction of its packet
+// rate: a spinning direction flips once per RTT.
+func rateRandom(d *direction) bool { return 3*(d.edges+d.glitches) > d.packets }
+
+// alternates reports whether the edges seen so far alternate between the
+// directions as the spin protocol requires.
+func (o *Observer) alternates() bool { return float64(o.alt) >= altFraction*float64(o.pairs) }
+
+// DirState classifies one direction (0 or 1) on its own: Constant if it
+// never flips, Random if it flips at packet rate or its edges do not
+// alternate with the other direction's, Unknown with too few packets.
+// Spinning needs the other direction too (State).
+func (o *Observer) DirState(dir uint8) State {
+	d := &o.dir[dir&1]
 	switch {
-	case pk < minPackets:
+	case d.packets < minDirPackets:
 		return Unknown
-	case ed == 0 && gl == 0:
+	case d.edges == 0 && d.glitches == 0:
 		return Constant
-	case 3*(ed+gl) > pk:
-		// A spinning flow flips once per RTT per direction; flips at a
-		// sizeable fraction of the packet rate are random values.
+	case d.glitches > 2*d.edges:
+		// Single packets off a steady value, many more than edges: a
+		// bit randomised on some packets only. Reordering makes at most
+		// a glitch or two per real edge.
 		return Random
+	case o.pairs >= minPairs && !o.alternates(), o.pairs < minPairs && rateRandom(d):
+		// With enough edges their alternation decides: a sparse
+		// direction (an ACK every other packet) can flip at a third of
+		// its packets and still spin.
+		return Random
+	}
+	return Spinning
+}
+
+// State classifies the flow from what was seen so far. Each direction is
+// judged on its own (a stack that disables the spin may randomise it while
+// its peer keeps it constant, RFC 9000 §17.4): the flow spins only if both
+// directions flip, neither at packet rate, and their edges alternate. A
+// flow with a Random direction is Random, else one with a Constant
+// direction is Constant.
+func (o *Observer) State() State {
+	if o.dir[0].packets+o.dir[1].packets < minPackets {
+		return Unknown
+	}
+	s0, s1 := o.DirState(0), o.DirState(1)
+	switch {
+	case s0 == Random || s1 == Random:
+		return Random
+	case s0 == Constant || s1 == Constant:
+		return Constant
+	case s0 == Unknown || s1 == Unknown:
+		// One direction nearly silent: spinning only if the busy one
+		// looks like it and the sparse one flipped at all.
+		if s0 == Spinning && o.dir[1].edges > 0 || s1 == Spinning && o.dir[0].edges > 0 {
+			return Spinning
+		}
+		return Unknown
 	}
 	return Spinning
 }

@@ -384,3 +384,98 @@ func TestLateConfirmation(t *testing.T) {
 	near(t, "server side", server, w.side, w.gap)
 	near(t, "client side", client, w.r-w.side, w.gap)
 }
+
+// TestDirectionClassification: each direction is judged on its own, and a
+// flow spins only when both flip at RTT scale with alternating edges.
+func TestDirectionClassification(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	// Packets alternate between the directions every 250 µs; val gives a
+	// direction's spin value for packet i.
+	gen := func(n int, val func(d uint8, i int) bool) []pkt {
+		var ps []pkt
+		for i := range n {
+			d := uint8(i % 2)
+			ps = append(ps, pkt{int64(i) * ms / 4, d, val(d, i)})
+		}
+		return ps
+	}
+	random := func(uint8, int) bool { return rng.IntN(2) == 1 }
+	cases := []struct {
+		name    string
+		ps      []pkt
+		flow    State
+		d0, d1  State
+		rejects bool
+	}{
+		{"random up, constant down", gen(4000, func(d uint8, i int) bool { return d == 0 && random(d, i) }), Random, Random, Constant, false},
+		{"constant up, random down", gen(4000, func(d uint8, i int) bool { return d == 1 && random(d, i) || d == 0 }), Random, Constant, Random, true},
+		{"both random", gen(4000, random), Random, Random, Random, true},
+		// The random side sends one packet in nine (a browser's ACKs
+		// against a busy constant server): flips are a small fraction
+		// of all packets, which a flow-wide rate test took for a spin.
+		{"sparse random ACKs, busy constant server", func() []pkt {
+			var ps []pkt
+			for i := range 9000 {
+				p := pkt{int64(i) * ms / 4, 1, false}
+				if i%9 == 0 {
+					p.dir, p.spin = 0, random(0, i)
+				}
+				ps = append(ps, p)
+			}
+			return ps
+		}(), Random, Random, Constant, true},
+		{"both constant", gen(4000, func(d uint8, _ int) bool { return d == 1 }), Constant, Constant, Constant, false},
+		// One packet in 16 random (the RFC's minimum for stacks that
+		// disable the spin on some paths), the rest constant.
+		{"sparse random up", gen(8000, func(d uint8, i int) bool { return d == 0 && i%32 == 0 && random(d, i) }), Random, Random, Constant, false},
+	}
+	for _, c := range cases {
+		o := run(c.ps)
+		st := o.Finish()
+		if st != c.flow || o.DirState(0) != c.d0 || o.DirState(1) != c.d1 {
+			t.Errorf("%s: flow %v (%v/%v), want %v (%v/%v); alternation %d of %d", c.name, st, o.DirState(0), o.DirState(1),
+				c.flow, c.d0, c.d1, o.alt, o.pairs)
+		}
+		if f := flags(o); f[NotSpinning] != len(o.Samples) || c.rejects && len(o.Samples) == 0 {
+			t.Errorf("%s: flags %v of %d samples", c.name, f, len(o.Samples))
+		}
+	}
+}
+
+// TestSpinWithLossAndReordering: a real spin survives 5 % loss and
+// reordering of adjacent packets in both directions, with a sparse
+// direction too.
+func TestSpinWithLossAndReordering(t *testing.T) {
+	for _, sparse := range []bool{false, true} {
+		rng := rand.New(rand.NewPCG(5, 6))
+		w := wave{r: 25 * ms, side: 10 * ms, gap: ms / 4, dur: 3000 * ms}
+		var ps []pkt
+		for _, p := range w.packets() {
+			if rng.IntN(20) == 0 || sparse && p.dir == 1 && p.t%(2*ms) >= w.gap {
+				continue // lost before the observer, or an ACK-only direction
+			}
+			ps = append(ps, p)
+		}
+		// Reorder: swap the values of two packets of one direction in
+		// a row less than 1 ms apart (the times stay: the observer sees
+		// them swapped); a quarter of the packets.
+		prev := [2]int{-1, -1}
+		for i := range ps {
+			d := ps[i].dir
+			if j := prev[d]; j >= 0 && ps[i].t-ps[j].t < ms && rng.IntN(4) == 0 {
+				ps[j].spin, ps[i].spin = ps[i].spin, ps[j].spin
+			}
+			prev[d] = i
+		}
+		o := run(ps)
+		if st := o.Finish(); st != Spinning || o.DirState(0) != Spinning || o.DirState(1) != Spinning {
+			t.Errorf("sparse %v: %v (%v/%v), alternation %d of %d", sparse, st, o.DirState(0), o.DirState(1), o.alt, o.pairs)
+		}
+		_, _, g0 := o.Counts(0)
+		_, _, g1 := o.Counts(1)
+		if g0+g1 == 0 {
+			t.Errorf("sparse %v: no reordering glitch: the test reorders nothing", sparse)
+		}
+		near(t, "full up", valid(o, Full, 0), w.r, 2*w.gap+ms)
+	}
+}
