@@ -303,7 +303,7 @@ func (l *Link) Flush() {
 
 // String summarises the parameters in force.
 func (p Params) String() string {
-	s := fmt.Sprintf("rate=%s delay=%v", FormatRate(p.RateBps), p.Delay)
+	s := fmt.Sprintf("rate=%s delay=%v", rateSpec(p.RateBps), p.Delay)
 	if p.Jitter > 0 {
 		s += fmt.Sprintf(" jitter=%v/%s", p.Jitter, p.jitterDist())
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/dscp"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // ParseParams applies a link specification to base. A specification is a
@@ -15,7 +16,8 @@ import (
 //
 //	rate=8Mbit delay=9.5ms limit=37500B qdisc=codel ecn
 //
-// Keys: rate, delay, jitter, dist (uniform|normal|pareto), pareto-shape,
+// Keys: rate (bit/s in units.ParseRate's syntax, "100M", "1.5Gbit/s";
+// off or 0: no limit), delay, jitter, dist (uniform|normal|pareto), pareto-shape,
 // reorder, loss, ge (P/R/LOSSBAD/LOSSGOOD, netem's gemodel order), ber, dup,
 // limit (packets "1000p", or bytes "37500B", "64KB", "300kbit"), qdisc
 // (droptail|codel|pie|fq_codel), ecn, target, interval, mtu.
@@ -62,7 +64,7 @@ func (p *Params) set(key, val string, hasVal bool) error {
 	}
 	switch key {
 	case "rate", "bw":
-		p.RateBps, err = ParseRate(val)
+		p.RateBps, err = units.ParseRateLimit(val)
 	case "delay":
 		p.Delay, err = time.ParseDuration(val)
 	case "jitter":
@@ -151,51 +153,6 @@ func parseGE(s string) (*GilbertElliott, error) {
 	return &GilbertElliott{P: v[0], R: v[1], H: 1 - v[2], K: 1 - v[3]}, nil
 }
 
-var rateUnits = []struct {
-	suffix string
-	mult   float64
-}{
-	{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1},
-	{"gbps", 1e9}, {"mbps", 1e6}, {"kbps", 1e3}, {"bps", 1},
-	{"g", 1e9}, {"m", 1e6}, {"k", 1e3},
-}
-
-// ParseRate reads a rate in bit/s: "100Mbit", "0.7mbit", "544kbit", "1G",
-// "100Mbit/s"; "0" or "unlimited" mean no limit.
-func ParseRate(s string) (float64, error) {
-	t := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), "/s")
-	if t == "unlimited" || t == "inf" {
-		return 0, nil
-	}
-	mult := 1.0
-	for _, u := range rateUnits {
-		if n, ok := strings.CutSuffix(t, u.suffix); ok {
-			t, mult = n, u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("rate %q: want a number with a unit such as 100Mbit", s)
-	}
-	return v * mult, nil
-}
-
-// FormatRate prints a rate with a readable unit.
-func FormatRate(bps float64) string {
-	switch {
-	case bps <= 0:
-		return "unlimited"
-	case bps >= 1e9:
-		return strconv.FormatFloat(bps/1e9, 'g', 6, 64) + "Gbit"
-	case bps >= 1e6:
-		return strconv.FormatFloat(bps/1e6, 'g', 6, 64) + "Mbit"
-	case bps >= 1e3:
-		return strconv.FormatFloat(bps/1e3, 'g', 6, 64) + "kbit"
-	}
-	return strconv.FormatFloat(bps, 'g', 6, 64) + "bit"
-}
-
 var sizeUnits = []struct {
 	suffix string
 	bytes  float64
@@ -268,4 +225,11 @@ func ParseSchedule(steps []string, base Params) ([]Step, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// rateSpec prints a rate as a link specification reads it back, without
+// the space of units.FormatRate (which separates settings): "100.0Mbit/s",
+// "off" for no limit.
+func rateSpec(bps float64) string {
+	return strings.ReplaceAll(units.FormatRateLimit(bps), " ", "")
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // finite reports whether v is a usable number (not NaN or ±Inf).
@@ -11,69 +13,11 @@ func finite(v float64) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0)
 }
 
-const na = "n/a"
+const na = units.NA
 
-// unit is one step of a prefix ladder, smallest first.
-type unit struct {
-	scale    float64
-	name     string
-	decimals int
-}
-
-var rateUnits = []unit{
-	{1, "bit/s", 0},
-	{1e3, "kbit/s", 1},
-	{1e6, "Mbit/s", 1},
-	{1e9, "Gbit/s", 2},
-	{1e12, "Tbit/s", 2},
-}
-
-var byteUnits = []unit{
-	{1, "B", 0},
-	{1 << 10, "KiB", 1},
-	{1 << 20, "MiB", 1},
-	{1 << 30, "GiB", 2},
-	{1 << 40, "TiB", 2},
-}
-
-// roundTo rounds v to the given number of decimals.
-func roundTo(v float64, decimals int) float64 {
-	p := math.Pow(10, float64(decimals))
-	return math.Round(v*p) / p
-}
-
-// formatUnits prints v in the largest unit of the ladder that keeps it at
-// or above 1, moving up one step when rounding reaches the next unit's size
-// ("999.96 Mbit/s" prints as "1.00 Gbit/s").
-func formatUnits(v float64, ladder []unit) string {
-	if !finite(v) {
-		return na
-	}
-	sign := ""
-	if v < 0 {
-		sign = "-"
-		v = -v
-	}
-	i := 0
-	for i+1 < len(ladder) && v >= ladder[i+1].scale {
-		i++
-	}
-	r := roundTo(v/ladder[i].scale, ladder[i].decimals)
-	if i+1 < len(ladder) && r*ladder[i].scale >= ladder[i+1].scale {
-		i++
-		r = roundTo(v/ladder[i].scale, ladder[i].decimals)
-	}
-	if r == 0 {
-		sign = ""
-	}
-	return sign + strconv.FormatFloat(r, 'f', ladder[i].decimals, 64) + " " + ladder[i].name
-}
-
-// FormatRate prints a rate in bit/s with SI prefixes: "941.3 Mbit/s",
-// "12.0 kbit/s", "1.20 Gbit/s", "950 bit/s". Non-finite values give "n/a".
-func FormatRate(bps float64) string {
-	return formatUnits(bps, rateUnits)
-}
+// FormatRate prints a rate in bit/s: units.FormatRate, the one rate
+// formatter ("941.3 Mbit/s"), under the name the report's code uses.
+func FormatRate(bps float64) string { return units.FormatRate(bps) }
 
 // FormatMs prints a time in milliseconds with about three significant
 // digits: "0.031 ms", "4.25 ms", "19.2 ms", "1250 ms".
@@ -139,11 +83,9 @@ func FormatDuration(s float64) string {
 	return fmt.Sprintf("%s%d h %02d min", sign, total/3600, (total%3600)/60)
 }
 
-// FormatBytes prints a size with IEC prefixes: "512 B", "64.0 KiB",
-// "3.2 MiB", "1.09 GiB".
-func FormatBytes(b float64) string {
-	return formatUnits(b, byteUnits)
-}
+// FormatBytes prints a size with IEC prefixes: units.FormatBytes
+// ("64.0 KiB").
+func FormatBytes(b float64) string { return units.FormatBytes(b) }
 
 // FormatBits prints an amount of bits with SI prefixes: "19.3 Mbit".
 func FormatBits(bits float64) string {

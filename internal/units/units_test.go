@@ -1,0 +1,130 @@
+package units
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]float64{
+		"100M": 100e6, "100Mbit": 100e6, "100mbit/s": 100e6, "1G": 1e9, "544k": 544e3, "544K": 544e3,
+		"1.5Gbit/s": 1.5e9, "100Mbps": 100e6, "100Mb/s": 100e6, "0.7Mbit": 0.7e6, "1500": 1500,
+		"10Gbps": 10e9, " 20 Mbit/s ": 20e6, "941.3 Mbit/s": 941.3e6, "2T": 2e12, "3bits/s": 3, "0": 0, "1e6": 1e6,
+	} {
+		got, err := ParseRate(in)
+		if err != nil || math.Abs(got-want) > want*1e-12 {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "fast", "-1M", "1X", "NaN", "Inf", "0x10", "1_000", "100MB", "100MB/s", "M", "1e300", "off", "1.5.2M"} {
+		if v, err := ParseRate(bad); err == nil {
+			t.Errorf("ParseRate(%q) = %v, want an error", bad, v)
+		}
+	}
+	if _, err := ParseRate("-5M"); !errors.Is(err, ErrNegative) {
+		// The message says why; the error need not wrap, but it must exist.
+		if err == nil {
+			t.Error("ParseRate(-5M) accepted")
+		}
+	}
+}
+
+func TestParseRateLimit(t *testing.T) {
+	for in, want := range map[string]float64{"off": 0, "OFF": 0, "0": 0, "200M": 200e6} {
+		if got, err := ParseRateLimit(in); err != nil || got != want {
+			t.Errorf("ParseRateLimit(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"-1", "unlimited", "none", ""} {
+		if _, err := ParseRateLimit(bad); err == nil {
+			t.Errorf("ParseRateLimit(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0": 0, "10G": 10e9, "64Ki": 65536, "64KiB": 65536, "1MiB": 1 << 20, "500MB": 500e6, "1.5k": 1500,
+		"64.0 KiB": 65536, "3 MiB": 3 << 20, "2TB": 2e12, "12": 12,
+	} {
+		got, err := ParseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"x", "-5", "1.5", "5i", "1m", "2000000000G", "NaN", "", "off"} {
+		if v, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) = %v, want an error", bad, v)
+		}
+	}
+}
+
+func TestParseLimits(t *testing.T) {
+	if v, err := ParseBytesLimit("off"); err != nil || v != 0 {
+		t.Errorf("ParseBytesLimit(off) = %v, %v", v, err)
+	}
+	if v, err := ParseBytesLimit("10G"); err != nil || v != 10e9 {
+		t.Errorf("ParseBytesLimit(10G) = %v, %v", v, err)
+	}
+	for in, want := range map[string]int64{"off": 0, "0": 0, "60": 60, "1000": 1000} {
+		if got, err := ParseCountLimit(in, 1000); err != nil || got != want {
+			t.Errorf("ParseCountLimit(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"-1", "1001", "x", "", "1.5"} {
+		if _, err := ParseCountLimit(bad, 1000); err == nil {
+			t.Errorf("ParseCountLimit(%q) accepted", bad)
+		}
+	}
+	if _, err := ParseCountLimit("-1", 10); !errors.Is(err, ErrNegative) {
+		t.Errorf("ParseCountLimit(-1): %v, want ErrNegative", err)
+	}
+}
+
+func TestFormatRate(t *testing.T) {
+	tests := []struct {
+		bps  float64
+		want string
+	}{
+		{941.3e6, "941.3 Mbit/s"}, {12e3, "12.0 kbit/s"}, {1.2e9, "1.20 Gbit/s"},
+		{999.96e6, "1.00 Gbit/s"}, {999.94e6, "999.9 Mbit/s"}, {950, "950 bit/s"},
+		{0, "0 bit/s"}, {-0.3, "0 bit/s"}, {-20e6, "-20.0 Mbit/s"}, {1.5e12, "1.50 Tbit/s"},
+		{math.NaN(), "n/a"}, {math.Inf(1), "n/a"},
+	}
+	for _, tc := range tests {
+		if got := FormatRate(tc.bps); got != tc.want {
+			t.Errorf("FormatRate(%g) = %q, want %q", tc.bps, got, tc.want)
+		}
+	}
+	if got := FormatRateLimit(0); got != "off" {
+		t.Errorf("FormatRateLimit(0) = %q", got)
+	}
+	if got := FormatRateLimit(2e6); got != "2.0 Mbit/s" {
+		t.Errorf("FormatRateLimit(2e6) = %q", got)
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for b, want := range map[float64]string{512: "512 B", 65536: "64.0 KiB", 3.2 * (1 << 20): "3.2 MiB", 1.09 * (1 << 30): "1.09 GiB"} {
+		if got := FormatBytes(b); got != want {
+			t.Errorf("FormatBytes(%g) = %q, want %q", b, got, want)
+		}
+	}
+}
+
+// TestRoundTrip: what FormatRate prints, ParseRate reads back to the
+// printed precision.
+func TestRoundTrip(t *testing.T) {
+	for _, v := range []float64{0, 1, 950, 544e3, 0.7e6, 100e6, 941.3e6, 1.5e9, 40e9, 2e12} {
+		got, err := ParseRate(FormatRate(v))
+		if err != nil || math.Abs(got-v) > v*1e-3 {
+			t.Errorf("ParseRate(FormatRate(%g) = %q) = %v, %v", v, FormatRate(v), got, err)
+		}
+	}
+	for _, v := range []int64{0, 512, 65536, 3 << 20} {
+		if got, err := ParseBytes(FormatBytes(float64(v))); err != nil || got != v {
+			t.Errorf("ParseBytes(FormatBytes(%d)) = %v, %v", v, got, err)
+		}
+	}
+}
