@@ -22,11 +22,12 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/passive"
 	"github.com/sonde-project/sonde/internal/pcap"
+	"github.com/sonde-project/sonde/internal/report"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 type analyzeFlags struct {
-	jsonOut   bool
-	csvOut    bool
+	out       outputs
 	samples   bool
 	truth     string
 	observer  string
@@ -34,21 +35,26 @@ type analyzeFlags struct {
 	interval  time.Duration
 	idle      time.Duration
 	quicPorts []uint
-	html      string
+	filter    string
 }
 
-func (af *analyzeFlags) register(cmd *cobra.Command) {
+// register adds the flags of sonde analyze, or of sonde capture (live):
+// a live capture has one interface, so --if-index is analyze's only.
+func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
+	af.out.register(cmd, "the analysis (schema sonde.analyze/v1)", true)
 	f := cmd.Flags()
-	f.BoolVar(&af.jsonOut, "json", false, "write the analysis as JSON (schema sonde.analyze/v1) to stdout")
-	f.BoolVar(&af.csvOut, "csv", false, "write every RTT sample as CSV to stdout (time, flow, method, rtt, valid, flag, truth)")
-	f.BoolVar(&af.samples, "samples", false, "include every RTT sample in the JSON output")
-	f.StringVar(&af.truth, "truth", "", "ground-truth file of the lab run that produced the capture: report each RTT method's error")
+	f.Lookup("csv").Usage = "write every RTT sample as CSV (time, flow, method, rtt, valid, flag, truth) to `FILE`, - for stdout (no text summary then)"
+	f.Lookup("html").Usage = "write a self-contained HTML report with plots (RTT over time, goodput, time-sequence graphs, HTTP) to `FILE`, - for stdout (no text summary then)"
+	f.BoolVar(&af.samples, "samples", false, "include every RTT sample in the --json output")
+	f.StringVar(&af.truth, "truth", "", "read the ground-truth `FILE` (written by emulate/lab up --truth-out) of the lab run that produced the capture: report each RTT method's error")
 	f.StringVar(&af.observer, "observer", "1A", "where the capture was taken, for --truth: link number and end (A client side, B server side)")
-	f.IntVar(&af.iface, "interface", -1, "analyse only this pcapng interface (a lab capture has each packet at both link ends: use 0 or 1)")
+	if !live {
+		f.IntVar(&af.iface, "if-index", -1, "analyse only this pcapng interface index (a lab capture has each packet at both link ends: use 0 or 1); -1: all")
+	}
 	f.DurationVar(&af.interval, "interval", time.Second, "bin of the goodput series")
 	f.DurationVar(&af.idle, "idle-timeout", 120*time.Second, "finish flows idle this long (capture time); bounds memory to live flows")
 	f.UintSliceVar(&af.quicPorts, "quic-port", []uint{443}, "UDP ports taken as QUIC when the handshake is not in the capture")
-	f.StringVar(&af.html, "html", "", "also write a self-contained HTML report with plots (RTT over time, goodput, time-sequence graphs, HTTP) to this file")
+	f.StringVar(&af.filter, "filter", "", "capture filter `EXPR`"+` in tcpdump's language on IP packets, e.g. "tcp port 5201 and host 198.18.1.1" (docs/analyze.md)`)
 }
 
 // Bounds of --interval: one goodput bin per interval per connection, so a
@@ -73,10 +79,10 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.Truth, error) {
 	if err := checkDuration("--idle-timeout", af.idle, time.Second, 24*time.Hour); err != nil {
 		return passive.Config{}, nil, err
 	}
-	if err := checkCount("--interface", af.iface, -1, 1<<16-1); err != nil {
+	if err := checkCount("--if-index", af.iface, -1, 1<<16-1); err != nil {
 		return passive.Config{}, nil, err
 	}
-	if err := checkOutput("--html", af.html); err != nil {
+	if err := af.out.check(); err != nil {
 		return passive.Config{}, nil, err
 	}
 	cfg := passive.Config{Interval: af.interval, IdleTimeout: af.idle, Interface: af.iface, QUICPorts: []uint16{}}
@@ -86,13 +92,13 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.Truth, error) {
 		}
 		cfg.QUICPorts = append(cfg.QUICPorts, uint16(p))
 	}
-	if af.jsonOut && af.csvOut {
-		return cfg, nil, errors.New("--json and --csv are exclusive")
+	if af.samples && af.out.json == "" {
+		return cfg, nil, errors.New("--samples needs --json")
 	}
 	// Per-sample outputs and the truth comparison need every sample; the
 	// default summaries need memory per live flow only.
-	cfg.KeepSamples = af.samples || af.csvOut || af.truth != "" || af.html != ""
-	cfg.TimeSequence = af.html != ""
+	cfg.KeepSamples = af.samples || af.out.csv != "" || af.truth != "" || af.out.html != ""
+	cfg.TimeSequence = af.out.html != ""
 	if af.truth == "" {
 		return cfg, nil, nil
 	}
@@ -114,7 +120,6 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.Truth, error) {
 
 func newAnalyzeCmd() *cobra.Command {
 	var af analyzeFlags
-	var filter string
 	cmd := &cobra.Command{
 		Use:   "analyze FILE...",
 		Short: "Passive RTT, throughput and connection analysis of pcap/pcapng captures",
@@ -127,6 +132,8 @@ A damaged file is analysed up to the damage and the analysis is reported;
 the damage and its byte offset go to stderr and the exit status is 3.
 Exit status: 0 success, 1 failure, 2 usage error (nothing read), 3 a
 capture was damaged (what could be read was analysed and reported).
+The text summary goes to stdout, or nowhere when --json, --csv or --html
+writes to stdout (-); damage, errors and notes go to stderr.
 With --truth (a lab ground-truth file), every RTT method's error is reported.
 --filter takes tcpdump's filter language on IP packets (host, net, port,
 portrange, tcp/udp/sctp/icmp, ip/ip6, proto, less/greater, and/or/not;
@@ -137,7 +144,7 @@ docs/analyze.md); it gives the same packets as tcpdump's filter would.`,
 			if err != nil {
 				return err
 			}
-			if cfg.Filter, err = capfilter.Compile(filter); err != nil {
+			if cfg.Filter, err = capfilter.Compile(af.filter); err != nil {
 				return usageErr(err)
 			}
 			// Every input must open before any is read: a mistyped
@@ -158,12 +165,11 @@ docs/analyze.md); it gives the same packets as tcpdump's filter would.`,
 				}
 			}
 			res := a.Finish(tr)
-			werr := af.write(cmd.OutOrStdout(), a, res, tr)
+			werr := af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr)
 			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(append(readErrs, werr)...))
 		},
 	}
-	af.register(cmd)
-	cmd.Flags().StringVar(&filter, "filter", "", `analyse only the packets matching this capture filter, e.g. "tcp port 5201 and host 198.18.1.1"`)
+	af.register(cmd, false)
 	return cmd
 }
 
@@ -190,34 +196,41 @@ func analyzeStatus(stderr io.Writer, res *model.Analysis, err error) error {
 
 // write reports res, the finished analysis of a (whose samples the
 // per-sample outputs read).
-func (af *analyzeFlags) write(out io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.Truth) error {
+func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.Truth) error {
 	// A capture of many connections makes many small writes (tabwriter
 	// pads cell by cell): unbuffered, they took a quarter of the run.
-	bw := bufio.NewWriterSize(out, 1<<16)
-	err := af.report(bw, a, res, tr)
+	bw := bufio.NewWriterSize(stdout, 1<<16)
+	err := af.report(bw, stderr, a, res, tr)
 	return errors.Join(err, bw.Flush())
 }
 
-// report writes the requested forms of res. An HTML file that cannot be
-// written does not stop the rest: the stdout form is still written.
-func (af *analyzeFlags) report(w io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.Truth) error {
-	var htmlErr error
-	if af.html != "" {
-		htmlErr = writeAnalyzeHTML(af.html, res, a.Samples(tr))
+// report writes the requested forms of res. An output that cannot be
+// written does not stop the rest, and the text summary is then written
+// (to stderr when stdout has a machine output).
+func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.Truth) error {
+	var errs []error
+	if o := af.out.html; o != "" {
+		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error {
+			return report.WriteAnalyzeHTML(w, res, a.Samples(tr), report.AnalyzeOptions{})
+		}))
 	}
-	switch {
-	case af.csvOut:
-		return errors.Join(htmlErr, writeSamplesCSV(w, a.Samples(tr)))
-	case af.jsonOut:
+	if o := af.out.csv; o != "" {
+		errs = append(errs, writeOutput("--csv", o, stdout, func(w io.Writer) error { return writeSamplesCSV(w, a.Samples(tr)) }))
+	}
+	if o := af.out.json; o != "" {
 		if af.samples {
 			res.Samples = a.Samples(tr)
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return errors.Join(htmlErr, enc.Encode(res))
+		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		}))
 	}
-	writeAnalysisText(w, res)
-	return htmlErr
+	if w := af.out.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil {
+		writeAnalysisText(w, res)
+	}
+	return errors.Join(errs...)
 }
 
 func writeSamplesCSV(w io.Writer, ss []model.PassiveRTT) error {
@@ -331,32 +344,43 @@ func writeAnalysisText(w io.Writer, r *model.Analysis) {
 // optionally writes a nanosecond raw-IP pcap, and analyses as it goes.
 func newCaptureCmd() *cobra.Command {
 	var af analyzeFlags
-	var ifname, out string
+	var ifname, out, count string
 	var dur time.Duration
-	var count int
 	cmd := &cobra.Command{
-		Use:   "capture -i IF [-w FILE] [FILTER...]",
+		Use:   "capture -i IF [-w FILE] [--filter FILTER]",
 		Short: "Capture live (AF_PACKET, no libpcap) and analyse as it goes",
 		Long: `Capture IP packets on an interface with an AF_PACKET socket (cooked mode,
 kernel timestamps), write them to a pcap file (-w, raw IP, nanosecond
 timestamps) and analyse them like 'sonde analyze'. Stops after --duration,
---count packets, or Ctrl-C. The words after the flags are a capture filter
-in tcpdump's language on IP packets, compiled to BPF and run in the kernel:
-  sonde capture -i eth0 -t 10s tcp port 5201 and host 198.18.1.2
-The summary gives the packets the kernel dropped because sonde fell behind.`,
+--count packets, or Ctrl-C. --filter is a capture filter in tcpdump's
+language on IP packets, compiled to BPF and run in the kernel:
+  sonde capture -i eth0 -t 10s --filter "tcp port 5201 and host 198.18.1.2"
+(as with tcpdump, the filter may also be given as the words after the
+flags). The summary gives the packets the kernel dropped because sonde fell
+behind.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ifname == "" {
 				return usagef("capture needs -i INTERFACE")
 			}
-			if err := errors.Join(checkDuration("--duration", dur, 0, 365*24*time.Hour),
-				checkCount("--count", count, 0, 1<<40), checkOutput("--write", out)); err != nil {
+			maxCount, cerr := units.ParseCountLimit(count, 1<<40)
+			if cerr != nil {
+				cerr = fmt.Errorf("--count: %w", cerr)
+			}
+			if err := errors.Join(checkDuration("--duration", dur, 0, 365*24*time.Hour), cerr, checkOutput("--write", out)); err != nil {
 				return usageErr(err)
 			}
 			cfg, tr, err := af.config()
 			if err != nil {
 				return err
 			}
-			filter, err := capfilter.Compile(strings.Join(args, " "))
+			expr := af.filter
+			if len(args) > 0 {
+				if expr != "" {
+					return usagef("capture: give the filter once: --filter or the words after the flags, not both")
+				}
+				expr = strings.Join(args, " ")
+			}
+			filter, err := capfilter.Compile(expr)
 			if err != nil {
 				return usageErr(err)
 			}
@@ -369,22 +393,25 @@ The summary gives the packets the kernel dropped because sonde fell behind.`,
 			}
 			cfg.Filter = filter
 			a := passive.New(cfg)
-			live, err := captureLive(ctx, cmd.ErrOrStderr(), ifname, filter, out, count, a)
+			live, err := captureLive(ctx, cmd.ErrOrStderr(), ifname, filter, out, int(maxCount), a)
 			if live == nil {
 				return err // nothing was captured
 			}
 			res := a.Finish(tr)
 			res.Live = live
 			// What was captured is reported even when capturing failed.
-			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(err, af.write(cmd.OutOrStdout(), a, res, tr)))
+			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(err, af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr)))
 		},
 	}
-	af.register(cmd)
+	af.register(cmd, true)
 	f := cmd.Flags()
-	f.StringVarP(&ifname, "interface-name", "i", "", "interface to capture on")
-	f.StringVarP(&out, "write", "w", "", "also write the packets to this pcap file (raw IP, nanosecond timestamps)")
+	f.StringVarP(&ifname, "interface", "i", "", "network interface to capture on (required)")
+	f.StringVarP(&out, "write", "w", "", "also write the packets to this pcap `FILE` (raw IP, nanosecond timestamps)")
 	f.DurationVarP(&dur, "duration", "t", 0, "stop after this long (0: until Ctrl-C)")
-	f.IntVarP(&count, "count", "c", 0, "stop after this many packets (0: no limit)")
+	f.StringVarP(&count, "count", "c", units.Off, "stop after `N` packets (off or 0: no limit)")
+	// The old name, for scripts written before the rename.
+	f.StringVar(&ifname, "interface-name", "", "")
+	_ = f.MarkDeprecated("interface-name", "use -i/--interface")
 	return cmd
 }
 

@@ -3,12 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/sonde-project/sonde/internal/model"
-	"github.com/sonde-project/sonde/internal/report"
 )
 
 // maxHTTPTextRows bounds the request table of the text output (--json
@@ -81,19 +79,4 @@ func httpDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func writeAnalyzeHTML(path string, res *model.Analysis, samples []model.PassiveRTT) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--html: %w", err)
-	}
-	if err := report.WriteAnalyzeHTML(f, res, samples, report.AnalyzeOptions{}); err != nil {
-		f.Close()
-		return fmt.Errorf("--html: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("--html: %w", err)
-	}
-	return nil
 }

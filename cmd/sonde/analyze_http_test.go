@@ -81,7 +81,7 @@ func TestAnalyzeHTTPOutputs(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
 	}
-	js, err := run("--json")
+	js, err := run("--json", "-")
 	if err != nil || !strings.Contains(js, `"http_pages"`) || !strings.Contains(js, `"ttfb_ms": 100`) {
 		t.Errorf("json (%v):\n%s", err, js)
 	}

@@ -81,10 +81,10 @@ func TestAnalyzeCLI(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, text)
 		}
 	}
-	if js := run("--json"); !strings.Contains(js, `"schema": "sonde.analyze/v1"`) || !strings.Contains(js, `"damage_offset"`) {
+	if js := run("--json", "-"); !strings.Contains(js, `"schema": "sonde.analyze/v1"`) || !strings.Contains(js, `"damage_offset"`) {
 		t.Errorf("json output:\n%s", js)
 	}
-	csvOut := run("--csv")
+	csvOut := run("--csv", "-")
 	if lines := strings.Count(csvOut, "\n"); lines < 90 || !strings.Contains(csvOut, "ts-side-b") {
 		t.Errorf("csv output (%d lines):\n%.400s", lines, csvOut)
 	}

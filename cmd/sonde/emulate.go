@@ -50,7 +50,7 @@ userspace link model: no kernel qdisc (netem, fq_codel…) is needed.
 A link specification is a list of settings, for both directions (--link)
 or one (--up is A→B, --down is B→A, applied after --link):
 
-  rate=100Mbit        serialisation rate (0 or unlimited: none)
+  rate=100M           serialisation rate in bit/s: 100M, 100Mbit/s, 1.5G, 544k (off or 0: none)
   delay=10ms          one-way propagation delay
   jitter=2ms dist=normal|uniform|pareto [reorder]
   loss=1%  ge=P/R/LOSSBAD/LOSSGOOD  ber=1e-6  dup=0.1%
@@ -63,7 +63,7 @@ Parameters can change over time: --at 50s:rate=20Mbit --at 100s:rate=100Mbit
 
 Example:
   ip netns add sondeA; ip netns add sondeB
-  sonde emulate --ns-a sondeA --ns-b sondeB --link "rate=20Mbit delay=10ms" --truth t.gt
+  sonde emulate --ns-a sondeA --ns-b sondeB --link "rate=20Mbit delay=10ms" --truth-out t.gt
   ip netns exec sondeA ping 198.18.1.2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -85,12 +85,14 @@ Example:
 	fl.StringArrayVar(&f.upAt, "up-at", nil, "schedule step for A→B (repeatable)")
 	fl.StringArrayVar(&f.downAt, "down-at", nil, "schedule step for B→A (repeatable)")
 	fl.Uint64Var(&f.seed, "seed", 0, "random seed (0: random; printed)")
-	fl.StringVar(&f.truth, "truth", "", "write per-packet ground truth to this file")
+	fl.StringVar(&f.truth, "truth-out", "", "write per-packet ground truth to `FILE` (sonde analyze --truth reads it)")
+	fl.StringVar(&f.truth, "truth", "", "")
+	_ = fl.MarkDeprecated("truth", "use --truth-out FILE (--truth reads a ground truth, in sonde analyze)")
 	fl.StringVar(&f.pcap, "pcap", "", "write a pcapng capture of both ends to this file")
 	fl.StringVar(&f.icmpFrom, "icmp-from", "198.18.1.254", "source address of ICMP errors (fragmentation needed)")
 	fl.DurationVar(&f.stats, "stats", 0, "print live counters at this interval (0: only at the end)")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until interrupted)")
-	fl.DurationVar(&f.spin, "spin", forward.DefaultSpin, "busy-wait before each deadline (negative: none)")
+	fl.DurationVar(&f.spin, "spin", forward.DefaultSpin, "busy-wait before each deadline (0: none)")
 	fl.BoolVar(&f.realTime, "realtime", false, "run the forwarding threads under SCHED_FIFO (experimental)")
 	fl.BoolVar(&f.cpuIdle, "cpu-idle", false, "let idle CPUs halt (by default they poll while emulating: a halted CPU wakes tens of µs late for a packet)")
 	return cmd
@@ -139,8 +141,12 @@ func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) 
 		return fmt.Errorf("emulate: --icmp-from: %w", err)
 	}
 	if err := errors.Join(checkDuration("--stats", f.stats, 0, 24*time.Hour), checkDuration("--duration", f.duration, 0, 365*24*time.Hour),
-		checkOutput("--truth", f.truth), checkOutput("--pcap", f.pcap)); err != nil {
+		checkDuration("--spin", f.spin, 0, time.Second), checkOutput("--truth-out", f.truth), checkOutput("--pcap", f.pcap)); err != nil {
 		return err
+	}
+	spin := f.spin
+	if spin == 0 {
+		spin = -1 // the forwarder's "none"; its 0 is the default
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("emulate: TUN devices and network namespaces need root (CAP_NET_ADMIN)")
@@ -228,7 +234,7 @@ func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) 
 	fwd, err := forward.Start(forward.Config{
 		A: devs[0], B: devs[1], Up: up, Down: down, Start: start, Truth: truth,
 		ICMPFrom4: icmpFrom, Capture: capture, MaxPacket: max(f.mtu, 1500) + 64,
-		Spin: f.spin, RealTime: f.realTime, AllowCPUIdle: f.cpuIdle,
+		Spin: spin, RealTime: f.realTime, AllowCPUIdle: f.cpuIdle,
 	})
 	if err != nil {
 		return fmt.Errorf("emulate: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/lab"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 func newLabCmd() *cobra.Command {
@@ -56,7 +57,7 @@ func newLabProfilesCmd() *cobra.Command {
 				}
 				g := p.GroundTruth()
 				fmt.Fprintf(w, "%s\n  %s\n  source: %s\n  base RTT %.1f ms, down %s, up %s\n",
-					p.Name, p.Description, p.Source, g.BaseRTTMs, fmtRate(g.DownRateBps), fmtRate(g.UpRateBps))
+					p.Name, p.Description, p.Source, g.BaseRTTMs, units.FormatRateLimit(g.DownRateBps), units.FormatRateLimit(g.UpRateBps))
 				for _, l := range p.Links {
 					fmt.Fprintf(w, "    %s up:   %s\n    %s down: %s\n", l.Name, l.Up, l.Name, l.Down)
 					if len(l.UpSchedule)+len(l.DownSchedule) > 0 {
@@ -67,13 +68,6 @@ func newLabProfilesCmd() *cobra.Command {
 			return nil
 		},
 	}
-}
-
-func fmtRate(bps float64) string {
-	if bps == 0 {
-		return "unlimited"
-	}
-	return fmt.Sprintf("%g Mbit/s", bps/1e6)
 }
 
 type labUpFlags struct {
@@ -114,7 +108,9 @@ and returns; sonde lab down stops it. Profiles: ` + strings.Join(lab.Names(), ",
 	}
 	fl := cmd.Flags()
 	fl.Uint64Var(&f.seed, "seed", 0, "random seed of the links (0: random, recorded)")
-	fl.StringVar(&f.truth, "truth", "", "write per-packet ground truth of every link to this file")
+	fl.StringVar(&f.truth, "truth-out", "", "write per-packet ground truth of every link to `FILE` (sonde analyze --truth reads it)")
+	fl.StringVar(&f.truth, "truth", "", "")
+	_ = fl.MarkDeprecated("truth", "use --truth-out FILE (--truth reads a ground truth, in sonde analyze)")
 	fl.StringVar(&f.captureDir, "capture-dir", "", "write one pcapng per link (both ends, ns timestamps) into this directory")
 	fl.BoolVarP(&f.detach, "detach", "d", false, "run in the background")
 	fl.DurationVar(&f.stats, "stats", 0, "print live link counters at this interval")
@@ -128,7 +124,7 @@ and returns; sonde lab down stops it. Profiles: ` + strings.Join(lab.Names(), ",
 func runLabUp(ctx context.Context, out io.Writer, profile, stateDir string, f labUpFlags) error {
 	// Outputs are checked before the lab is built.
 	if err := errors.Join(checkDuration("--stats", f.stats, 0, 24*time.Hour),
-		checkOutput("--truth", f.truth), checkOutputDir("--capture-dir", f.captureDir)); err != nil {
+		checkOutput("--truth-out", f.truth), checkOutputDir("--capture-dir", f.captureDir)); err != nil {
 		return err
 	}
 	opts := lab.Options{Seed: f.seed, TruthPath: f.truth, CaptureDir: f.captureDir,

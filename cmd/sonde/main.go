@@ -27,13 +27,7 @@ func main() {
 		if !errors.As(err, &ee) || ee.err != errSilent {
 			fmt.Fprintln(os.Stderr, "sonde: "+oneLine(err))
 		}
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		if isCobraUsage(err) {
-			os.Exit(exitUsage)
-		}
-		os.Exit(exitFailure)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -43,25 +37,19 @@ func newRootCmd() *cobra.Command {
 		Short: "Network path measurement: throughput, latency under load, RFC 6349, ndt7",
 		Long: `sonde measures a network path between a client and a sonde server:
 throughput (multi-stream, both directions), baseline RTT, latency under load
-and responsiveness (RPM), and an RFC 6349 report built from TCP_INFO.
-
-  sonde serve                 run a server (HTTP :8080, STAMP reflector UDP :862;
-                              ndt7 clients work too)
-  sonde test [SERVER]         run the TCP test suite against SERVER, or against
-                              an embedded loopback server when none is given
-  sonde udp [SERVER]          UDP quality: one-way delay, jitter, loss patterns
-  sonde analyze FILE...       passive TCP and QUIC (spin bit) RTT from captures
-  sonde lab / sonde emulate   emulated paths with per-packet ground truth
-
-Exit status: 0 success; 1 the run failed (what was measured is still
-reported); 2 usage error: a bad flag or argument, or an output file that
-cannot be written, found before anything is measured; 3 (sonde analyze) a
-capture is damaged: what could be read was analysed and reported.`,
+and responsiveness (RPM), and an RFC 6349 report built from TCP_INFO; UDP
+delay, jitter and loss; passive RTT from captures; emulated paths.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
 	}
+	// --version only: -v means nothing anywhere (serve's --verbose has no
+	// shorthand), so it cannot be mistaken for one or the other.
+	root.Flags().Bool("version", false, "print the version")
 	root.AddCommand(newServeCmd(), newTestCmd(), newUDPCmd(), newAnalyzeCmd(), newCaptureCmd(), newLabCmd(), newEmulateCmd())
+	// cobra lists every command below (Available Commands), from the
+	// command tree itself.
+	root.Long += "\n\n" + exitHelp()
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 	usageArgs(root)
 	return root

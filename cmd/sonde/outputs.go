@@ -3,20 +3,66 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/apiclient"
 )
 
-// Exit codes of every command (documented in `sonde --help`).
+// Exit codes of every command. exitCodes documents them, in `sonde
+// --help` and docs/cli.md; exitCode picks one for an error.
 const (
-	exitFailure = 1 // the run failed (network, server, I/O)
+	exitFailure = 1 // a measurement that ran and failed (network, server, I/O); what was measured is still reported
 	exitUsage   = 2 // bad flags or arguments, or an output path that cannot be written: nothing was measured
-	exitDamaged = 3 // sonde analyze: a capture is damaged; what could be read was analysed and reported
+	exitDamaged = 3 // a capture is damaged; what could be read was analysed and reported
+	exitRefused = 4 // the server refused the test (busy, token, limit): nothing was measured
+	exitVerdict = 5 // reserved: a verdict FAIL (MBM, monitor alerts)
 )
+
+// exitCodes is the documentation of the exit codes, one line each.
+var exitCodes = []struct {
+	code int
+	text string
+}{
+	{0, "success"},
+	{exitFailure, "a measurement ran and failed (network, server, I/O); what was measured is still reported"},
+	{exitUsage, "usage: a bad flag or argument, or an output file that cannot be written; found before anything is measured"},
+	{exitDamaged, "a capture is damaged (sonde analyze, capture): what could be read was analysed and reported"},
+	{exitRefused, "the server refused the test (busy, bad token, a limit): nothing was measured"},
+	{exitVerdict, "reserved for a verdict FAIL (the coming MBM command and monitor alerts)"},
+}
+
+// exitHelp lists the exit codes for help texts.
+func exitHelp() string {
+	var b strings.Builder
+	b.WriteString("Exit status:\n")
+	for _, e := range exitCodes {
+		fmt.Fprintf(&b, "  %d  %s\n", e.code, e.text)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// exitCode is the exit status for err, the error a command returned.
+func exitCode(err error) int {
+	var ee *exitError
+	var refused *apiclient.RefusedError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case isCobraUsage(err):
+		return exitUsage
+	case errors.As(err, &refused):
+		return exitRefused
+	}
+	return exitFailure
+}
 
 // usageErr marks err as a usage error: one line on stderr and exit 2.
 func usageErr(err error) error {
@@ -112,4 +158,81 @@ func usageArgs(cmd *cobra.Command) {
 // isCobraUsage tells cobra's own usage errors (unknown command) apart.
 func isCobraUsage(err error) bool {
 	return strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag")
+}
+
+// outputs are a command's result outputs: --json, --html and --csv each
+// name a file or "-" for stdout. At most one goes to stdout, so that what a
+// script reads there is one document; the text summary then goes nowhere
+// (it would mix with it) unless an output failed, when it goes to stderr
+// so that nothing measured is lost.
+type outputs struct {
+	json, html, csv string
+	raw             string // sonde udp's per-probe lines (--raw)
+	quiet           bool
+}
+
+// register adds the output flags; what names the result's form for the
+// help (e.g. "the result (docs/result-schema.md)").
+func (o *outputs) register(cmd *cobra.Command, what string, withCSV bool) {
+	f := cmd.Flags()
+	f.StringVar(&o.json, "json", "", "write "+what+" as JSON to `FILE`, - for stdout (no text summary then)")
+	f.StringVar(&o.html, "html", "", "write a self-contained HTML report to `FILE`, - for stdout (no text summary then)")
+	if withCSV {
+		f.StringVar(&o.csv, "csv", "", "write every RTT sample as CSV to `FILE`, - for stdout (no text summary then)")
+	}
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no text summary on stdout (with --json, --html or --csv)")
+}
+
+// check validates the outputs before anything is measured.
+func (o *outputs) check() error {
+	stdout := 0
+	for _, p := range []string{o.json, o.html, o.csv, o.raw} {
+		if p == "-" {
+			stdout++
+		}
+	}
+	if stdout > 1 {
+		return usagef("only one output (--json, --html, --csv, --raw) can go to stdout (-)")
+	}
+	if o.quiet && o.json == "" && o.html == "" && o.csv == "" {
+		return usagef("--quiet without --json, --html or --csv would discard the result")
+	}
+	return errors.Join(checkOutput("--json", o.json), checkOutput("--html", o.html), checkOutput("--csv", o.csv), checkOutput("--raw", o.raw))
+}
+
+// toStdout tells whether a machine output goes to stdout.
+func (o *outputs) toStdout() bool {
+	return o.json == "-" || o.html == "-" || o.csv == "-" || o.raw == "-"
+}
+
+// textTo is where the text summary goes: stdout, unless --quiet or a
+// machine output is there; if an output failed (failed), stdout or, when a
+// machine output is there, stderr. nil: nowhere.
+func (o *outputs) textTo(stdout, stderr io.Writer, failed bool) io.Writer {
+	switch {
+	case o.toStdout() && failed:
+		return stderr
+	case o.toStdout(), o.quiet && !failed:
+		return nil
+	}
+	return stdout
+}
+
+// write writes one output to name ("-": stdout).
+func writeOutput(flag, name string, stdout io.Writer, write func(io.Writer) error) error {
+	if name == "-" {
+		return write(stdout)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s %s: %w", flag, name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s %s: %w", flag, name, err)
+	}
+	return nil
 }

@@ -23,17 +23,9 @@ func run(t *testing.T, args ...string) (string, string, int) {
 	root.SetErr(&errb)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
-	code := 0
+	code := exitCode(err)
 	if err != nil {
 		var ee *exitError
-		switch {
-		case errors.As(err, &ee):
-			code = ee.code
-		case isCobraUsage(err):
-			code = exitUsage
-		default:
-			code = exitFailure
-		}
 		if !errors.As(err, &ee) || ee.err != errSilent {
 			errb.WriteString(oneLine(err))
 		}
@@ -102,7 +94,7 @@ func TestOutputWriteFailureKeepsSummary(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}
-	out, stderr, code := run(t, "udp", "-t", "200ms", "-i", "10ms", "--json", "/dev/full", "-q")
+	out, stderr, code := run(t, "udp", "-t", "200ms", "--interval", "10ms", "--json", "/dev/full", "-q")
 	if code != exitFailure || !strings.Contains(out, "flow probe") || !strings.Contains(stderr, "/dev/full") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
@@ -133,7 +125,7 @@ func TestAnalyzeDamagedCapture(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"analyze", path}, {"analyze", "--json", path}} {
+	for _, args := range [][]string{{"analyze", path}, {"analyze", "--json", "-", path}} {
 		out, stderr, code := run(t, args...)
 		if code != exitDamaged {
 			t.Errorf("%v: exit %d, want %d", args, code, exitDamaged)

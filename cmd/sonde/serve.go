@@ -8,20 +8,23 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/history"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 func newServeCmd() *cobra.Command {
 	var (
-		cfg      server.Config
-		maxBytes string
-		maxConns int
-		verbose  bool
+		cfg                             server.Config
+		maxBytes, perIPRate, udpBitrate string
+		webrtcPort                      string
+		maxConns                        int
+		verbose                         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -48,10 +51,10 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 			if err := checkServeLimits(cmd, cfg); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			var err error
-			if cfg.MaxBytes, err = parseBytes(maxBytes); err != nil {
-				return fmt.Errorf("--max-bytes: %w", err)
+			if err := parseServeLimits(&cfg, maxBytes, perIPRate, udpBitrate, webrtcPort); err != nil {
+				return usageErr(err)
 			}
+			var err error
 			if !(cfg.UDPMaxRate > 0 && cfg.UDPMaxRate <= 1e7) {
 				return usagef("--udp-max-rate: want 0 < probes/s ≤ 10000000, got %v", cfg.UDPMaxRate)
 			}
@@ -105,13 +108,13 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.StringVar(&cfg.Token, "token", "", "require this bearer token to start a test (private servers)")
 	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 8, "tests running at once, sonde and ndt7 together")
 	f.DurationVar(&cfg.MaxDuration, "max-duration", 120*time.Second, "longest test session")
-	f.StringVar(&maxBytes, "max-bytes", "0", "payload one test may move, e.g. 10G (0: unlimited)")
-	f.IntVar(&cfg.PerIPPerMinute, "per-ip-rate", 60, "tests per minute one client IP may start (-1: unlimited)")
+	f.StringVar(&maxBytes, "max-bytes", units.Off, "payload one test may move, `SIZE` in bytes, e.g. 10G or 500MiB (off or 0: no limit)")
+	f.StringVar(&perIPRate, "per-ip-rate", "60", "tests per minute one client IP may start (off or 0: no limit)")
 	f.IntVar(&cfg.MaxStreams, "max-streams", 64, "streams per test session")
 	f.StringVar(&cfg.UDPAddr, "udp-addr", "", "STAMP reflector address (docs/udp.md); default port 862 on --addr's host, or an ephemeral port there when 862 is taken or needs privileges; off for none")
 	f.Float64Var(&cfg.UDPMaxRate, "udp-max-rate", 20000, "probes per second one UDP session may send")
-	f.Float64Var(&cfg.UDPMaxBitrate, "udp-max-bitrate", 200e6, "bit/s one UDP session may send")
-	f.IntVar(&cfg.WebRTCPort, "webrtc-port", 0, "UDP port of the page's WebRTC quality test (docs/browser.md): 0 an ephemeral port per test, N one port for all tests, -1 no WebRTC test")
+	f.StringVar(&udpBitrate, "udp-max-bitrate", "200M", "`RATE` in bit/s one UDP session may send, e.g. 200M, 1G")
+	f.StringVar(&webrtcPort, "webrtc-port", "0", "UDP port of the page's WebRTC quality test (docs/browser.md): 0 an ephemeral port per test, N one port for all tests, off no WebRTC test")
 	f.StringVar(&cfg.HistoryDB, "db", "", "SQLite file of past results the page lists (default: sonde/results.db in the user cache dir; :memory: keeps them in memory only)")
 	f.IntVar(&cfg.HistoryKeep, "db-keep", 1000, "past results kept; older ones are deleted")
 	f.DurationVar(&cfg.HeaderTimeout, "header-timeout", 10*time.Second, "time a client has to send a request's headers")
@@ -122,10 +125,41 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.IntVar(&maxConns, "max-conns", 4096, "HTTP connections open in all (lowered to fit the file descriptor limit unless given)")
 	f.Float64Var(&cfg.TokenFailRate, "token-fail-rate", 1, "failed --token attempts per second one client IP may make after the burst")
 	f.IntVar(&cfg.TokenFailBurst, "token-fail-burst", 10, "failed --token attempts one client IP may make at once")
-	f.BoolVarP(&verbose, "verbose", "v", false, "log every session and stream error")
+	f.BoolVar(&verbose, "verbose", false, "log every session and stream error")
 	// A malformed flag value is a usage error too.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	return cmd
+}
+
+// parseServeLimits reads the limit flags that take units or "off" into
+// cfg: one convention (units), a negative value is an error.
+func parseServeLimits(cfg *server.Config, maxBytes, perIPRate, udpBitrate, webrtcPort string) error {
+	var err error
+	if cfg.MaxBytes, err = units.ParseBytesLimit(maxBytes); err != nil {
+		return fmt.Errorf("--max-bytes: %w", err)
+	}
+	n, err := units.ParseCountLimit(perIPRate, 1e6)
+	if err != nil {
+		return fmt.Errorf("--per-ip-rate: %w", err)
+	}
+	cfg.PerIPPerMinute = int(n)
+	if n == 0 {
+		cfg.PerIPPerMinute = -1 // the server's "none"; its 0 is the default
+	}
+	if cfg.UDPMaxBitrate, err = units.ParseRate(udpBitrate); err != nil || cfg.UDPMaxBitrate == 0 {
+		return fmt.Errorf("--udp-max-bitrate: want a rate above 0, e.g. 200M (%v)", err)
+	}
+	switch webrtcPort {
+	case units.Off:
+		cfg.WebRTCPort = -1
+	default:
+		p, err := strconv.Atoi(webrtcPort)
+		if err != nil || p < 0 || p > 65535 {
+			return fmt.Errorf("--webrtc-port: want 0 (ephemeral), a port 1-65535 or off, got %q", webrtcPort)
+		}
+		cfg.WebRTCPort = p
+	}
+	return nil
 }
 
 // checkServeLimits rejects a zero or negative value given for a flag whose

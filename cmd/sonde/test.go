@@ -20,6 +20,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // testFlags are the raw flag values of `sonde test`, validated in build.
@@ -33,10 +34,8 @@ type testFlags struct {
 	lab        string
 	truthFile  string
 	direction  string
-	jsonFile   string
-	htmlFile   string
+	out        outputs
 	noProgress bool
-	quiet      bool
 }
 
 func newTestCmd() *cobra.Command {
@@ -52,8 +51,9 @@ SERVER is host[:port] or http(s)://host[:port] (default port 8080). Without
 SERVER, sonde starts an embedded server on loopback and says so: that
 measures this host's TCP stack, not a network.
 
-Progress goes to stderr; the summary to stdout. The result is written even
-when a phase fails, with the error recorded in it.`,
+Progress goes to stderr; the text summary to stdout, or nowhere when --json
+or --html writes to stdout (-). The result is written even when a phase
+fails, with the error recorded in it.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return fmt.Errorf("test takes one server address, got %d: %s", len(args), strings.Join(args, " "))
@@ -80,8 +80,8 @@ when a phase fails, with the error recorded in it.`,
 	f.StringVar(&tf.direction, "direction", "both", "load phases to run: both, download or upload")
 	f.StringVar(&tf.dscp, "dscp", "", "DSCP for every test socket, number 0-63 or name (ef, af41, cs1...); the server marks its sockets too")
 	f.StringVar(&tf.classes, "classes", "", `QoS classes test: one flow per class at the same time, "name:dscp[@port],...", e.g. "ef:46,be:0,cs1:8@8081"`)
-	f.StringVar(&tf.linkRate, "link-rate", "", "bottleneck link rate for TTR and BDP (RFC 6349), e.g. 1G, 100M")
-	f.StringVar(&tf.upLinkRate, "up-link-rate", "", "upload bottleneck rate when it differs from --link-rate (asymmetric lines)")
+	f.StringVar(&tf.linkRate, "link-rate", "", "bottleneck link `RATE` in bit/s for TTR and BDP (RFC 6349), e.g. 1G, 100M, 544k")
+	f.StringVar(&tf.upLinkRate, "up-link-rate", "", "upload bottleneck `RATE` when it differs from --link-rate (asymmetric lines)")
 	f.StringVar(&tf.lab, "lab", "", "run across an emulated path: build lab profile PROFILE (sonde lab profiles), serve in its server namespace, test from its client namespace, and show the configured ground truth next to each figure; needs root")
 	f.IntVar(&tf.cfg.WireOverhead, "wire-overhead", 38, "layer 2 bytes per packet on the link, for the maximum TCP goodput (Ethernet 38, with 802.1Q 42)")
 	f.DurationVar(&tf.cfg.ProbeInterval, "probe-interval", 20*time.Millisecond, "interval of latency probes, at most 50ms")
@@ -90,10 +90,8 @@ when a phase fails, with the error recorded in it.`,
 	f.BoolVar(&tf.cfg.NoUDP, "no-udp-probes", false, "no STAMP probes beside the TCP probes (they split delay under load by direction)")
 	f.StringVar(&tf.cfg.Token, "token", "", "bearer token for a private server")
 	f.BoolVarP(&tf.cfg.Insecure, "insecure", "k", false, "accept any TLS certificate (self-signed test servers)")
-	f.StringVar(&tf.jsonFile, "json", "", "write the result as JSON (docs/result-schema.md) to this file, - for stdout")
-	f.StringVar(&tf.htmlFile, "html", "", "write a self-contained HTML report to this file")
+	tf.out.register(cmd, "the result (docs/result-schema.md)", false)
 	f.BoolVar(&tf.noProgress, "no-progress", false, "no live progress on stderr")
-	f.BoolVarP(&tf.quiet, "quiet", "q", false, "no summary on stdout (use with --json or --html)")
 	f.StringVar(&tf.truthFile, "ground-truth", "", "JSON file with the path's configured properties (set by --lab)")
 	_ = f.MarkHidden("ground-truth")
 	return cmd
@@ -152,9 +150,12 @@ func (tf *testFlags) build() error {
 		if lr.value == "" {
 			continue
 		}
-		r, err := parseRate(lr.value)
-		if err != nil || r == 0 {
-			return fmt.Errorf("%s: invalid rate %q: want e.g. 100M, 1G or 544k (bit/s)", lr.flag, lr.value)
+		r, err := units.ParseRate(lr.value)
+		if err == nil && r == 0 {
+			err = errors.New("a link rate must be above 0")
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", lr.flag, err)
 		}
 		*lr.dst = r
 	}
@@ -174,12 +175,9 @@ func (tf *testFlags) build() error {
 		}
 		c.Truth = t
 	}
-	if tf.quiet && tf.jsonFile == "" && tf.htmlFile == "" {
-		return errors.New("--quiet without --json or --html would discard the result")
-	}
 	// Outputs are checked before the run, so a bad path costs no
 	// measurement.
-	if err := errors.Join(checkOutput("--json", tf.jsonFile), checkOutput("--html", tf.htmlFile)); err != nil {
+	if err := tf.out.check(); err != nil {
 		return err
 	}
 	c.Software = "sonde/" + version
@@ -214,40 +212,21 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 	return errors.Join(runErr, outErr)
 }
 
-// writeOutputs writes every requested form of the result. If a file
-// cannot be written, the text summary goes to stdout even with --quiet, so
-// the measurement is not lost.
+// writeOutputs writes every requested form of the result. If an output
+// cannot be written, the text summary is written even with --quiet (to
+// stderr when stdout has a machine output), so the measurement is not lost.
 func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
 	var errs []error
-	if tf.jsonFile != "" {
-		errs = append(errs, writeFile(tf.jsonFile, stdout, func(w io.Writer) error { return writeJSON(w, res) }))
+	if o := tf.out.json; o != "" {
+		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error { return writeJSON(w, res) }))
 	}
-	if tf.htmlFile != "" {
-		errs = append(errs, writeFile(tf.htmlFile, stdout, func(w io.Writer) error { return report.WriteHTML(w, res) }))
+	if o := tf.out.html; o != "" {
+		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error { return report.WriteHTML(w, res) }))
 	}
-	failed := errors.Join(errs...) != nil
-	if (!tf.quiet && tf.jsonFile != "-") || failed {
-		errs = append(errs, report.WriteText(stdout, res))
+	if w := tf.out.textTo(stdout, os.Stderr, errors.Join(errs...) != nil); w != nil {
+		errs = append(errs, report.WriteText(w, res))
 	}
 	return errors.Join(errs...)
-}
-
-func writeFile(name string, stdout io.Writer, write func(io.Writer) error) error {
-	if name == "-" {
-		return write(stdout)
-	}
-	f, err := os.Create(name)
-	if err != nil {
-		return fmt.Errorf("write result: %w", err)
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
 }
 
 // startEmbedded runs a server, with its STAMP reflector, on loopback ports
@@ -284,7 +263,7 @@ func progressLine(w io.Writer) func(client.Progress) {
 			rtt = report.FormatMs(p.RTTMs)
 		}
 		fmt.Fprintf(w, "\r\033[K%-8s %4.1f/%.0fs  %14s  rtt %9s  streams %d",
-			p.Phase, p.Elapsed.Seconds(), p.Duration.Seconds(), report.FormatRate(p.RateBps), rtt, p.Streams)
+			p.Phase, p.Elapsed.Seconds(), p.Duration.Seconds(), units.FormatRate(p.RateBps), rtt, p.Streams)
 	}
 }
 

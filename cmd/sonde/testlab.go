@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -55,7 +56,7 @@ func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSrv()
 	addr := net.JoinHostPort(l.ServerAddr(), labPort)
-	srv := l.Command(srvCtx, lab.Server, self, "serve", "--addr", addr, "--per-ip-rate", "-1")
+	srv := l.Command(srvCtx, lab.Server, self, "serve", "--addr", addr, "--per-ip-rate", "off")
 	srvDone, err := startAndWait(srv, "sonde: serving", 10*time.Second)
 	if err != nil {
 		stopSrv()
@@ -109,9 +110,9 @@ func labChildArgs(args []string, server, truthFile string, truth model.GroundTru
 	}
 	out = append(out, server, "--ground-truth", truthFile)
 	if !flags.Changed("link-rate") && isRate(truth.DownRateBps) {
-		out = append(out, "--link-rate", fmt.Sprint(truth.DownRateBps))
+		out = append(out, "--link-rate", strconv.FormatFloat(truth.DownRateBps, 'f', -1, 64))
 		if !flags.Changed("up-link-rate") && isRate(truth.UpRateBps) {
-			out = append(out, "--up-link-rate", fmt.Sprint(truth.UpRateBps))
+			out = append(out, "--up-link-rate", strconv.FormatFloat(truth.UpRateBps, 'f', -1, 64))
 		}
 	}
 	if !flags.Changed("wire-overhead") {

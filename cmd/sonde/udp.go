@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,15 +21,12 @@ import (
 
 // udpFlags are the raw flag values of `sonde udp`, validated in build.
 type udpFlags struct {
-	opts     udptest.Options
-	dscp     string
-	ecn      string
-	profile  string
-	classes  string
-	rawFile  string
-	jsonFile string
-	htmlFile string
-	quiet    bool
+	opts    udptest.Options
+	dscp    string
+	ecn     string
+	profile string
+	classes string
+	out     outputs
 }
 
 func newUDPCmd() *cobra.Command {
@@ -63,21 +61,19 @@ E-model MOS estimate. --classes runs one flow per class at the same time.`,
 	}
 	f := cmd.Flags()
 	f.DurationVarP(&uf.opts.Duration, "duration", "t", 10*time.Second, "how long to send probes")
-	f.DurationVarP(&uf.opts.Interval, "interval", "i", 20*time.Millisecond, "probe interval, at least 100µs (absolute deadlines on the monotonic clock)")
+	f.DurationVar(&uf.opts.Interval, "interval", 20*time.Millisecond, "probe interval, at least 100µs (absolute deadlines on the monotonic clock)")
 	f.IntVarP(&uf.opts.PacketBytes, "size", "s", 64, "UDP payload of each probe in bytes (52, or 56-1452)")
 	f.StringVar(&uf.dscp, "dscp", "0", "DSCP of the probes, 0-63 or a name (ef, af41, cs1...); replies carry it too")
 	f.StringVar(&uf.ecn, "ecn", "0", "ECN codepoint of the probes: 0-3 or not-ect, ect1, ect0, ce")
 	f.DurationVar(&uf.opts.Timeout, "timeout", udptest.DefaultTimeout, "a probe not answered within this time is lost (later replies count as late)")
 	f.StringVar(&uf.profile, "profile", "", "voice: 20 ms G.711-sized EF probes and an E-model MOS estimate (explicit flags win)")
-	f.StringVar(&uf.classes, "classes", "", `QoS classes: one flow per class at the same time, "name:dscp[@localport],...", e.g. "ef:46,be:0"`)
+	f.StringVar(&uf.classes, "classes", "", `QoS classes: one flow per class at the same time, "name:dscp[/src=PORT],...", e.g. "ef:46,be:0/src=5004" (src: the flow's local UDP port; @PORT, a server port in sonde test, does not apply: the reflector has one port)`)
 	f.BoolVar(&uf.opts.NoCoS, "no-cos", false, "send no Class of Service TLV (for strict RFC 8762 reflectors)")
 	f.StringVar(&uf.opts.Reflector, "reflector", "", "a standalone STAMP reflector's UDP address (host:port) to test instead of a sonde server")
 	f.StringVar(&uf.opts.Token, "token", "", "bearer token for a private server")
 	f.BoolVarP(&uf.opts.Insecure, "insecure", "k", false, "accept any TLS certificate")
-	f.StringVar(&uf.rawFile, "raw", "", "write one JSON line per probe to this file, - for stdout")
-	f.StringVar(&uf.jsonFile, "json", "", "write the result as JSON to this file, - for stdout")
-	f.StringVar(&uf.htmlFile, "html", "", "write a self-contained HTML report to this file")
-	f.BoolVarP(&uf.quiet, "quiet", "q", false, "no summary on stdout (use with --json or --html)")
+	f.StringVar(&uf.out.raw, "raw", "", "write one JSON line per probe to `FILE`, - for stdout (no text summary then)")
+	uf.out.register(cmd, "the result (schema sonde.udp/v1)", false)
 	return cmd
 }
 
@@ -112,14 +108,11 @@ func (uf *udpFlags) build(changed func(string) bool) error {
 	}
 	o.ECN = v
 	if uf.classes != "" {
-		cs, err := dscp.ParseClasses(uf.classes)
+		cs, err := parseUDPClasses(uf.classes)
 		if err != nil {
 			return fmt.Errorf("--classes: %w", err)
 		}
 		o.Classes = cs
-	}
-	if uf.quiet && uf.jsonFile == "" && uf.htmlFile == "" {
-		return errors.New("--quiet without --json or --html would discard the result")
 	}
 	if err := checkDuration("--duration", o.Duration, time.Millisecond, 24*time.Hour); err != nil {
 		return err
@@ -129,11 +122,49 @@ func (uf *udpFlags) build(changed func(string) bool) error {
 	}
 	// Outputs are checked before the run, so a bad path costs no
 	// measurement.
-	if err := errors.Join(checkOutput("--raw", uf.rawFile), checkOutput("--json", uf.jsonFile), checkOutput("--html", uf.htmlFile)); err != nil {
+	if err := uf.out.check(); err != nil {
 		return err
 	}
 	o.Software = "sonde/" + version
 	return o.Validate()
+}
+
+// parseUDPClasses reads sonde udp's --classes: dscp.ParseClasses's
+// "name:dscp" list, where each class may end in "/src=PORT", its local
+// UDP source port. "@PORT" is refused: it names a server port (sonde test),
+// and a reflector has one port.
+func parseUDPClasses(s string) ([]model.Class, error) {
+	if strings.Contains(s, "@") {
+		return nil, errors.New(`@PORT is a server port (sonde test); the reflector has one port: give a class's local port as name:dscp/src=PORT`)
+	}
+	items := strings.Split(s, ",")
+	ports := make([]int, len(items))
+	for i, it := range items {
+		head, port, ok := strings.Cut(it, "/src=")
+		if !ok {
+			continue
+		}
+		p, err := strconv.Atoi(strings.TrimSpace(port))
+		if err != nil || p < 1 || p > 65535 {
+			return nil, fmt.Errorf("class %q: invalid source port %q", strings.TrimSpace(head), port)
+		}
+		items[i], ports[i] = head, p
+	}
+	cs, err := dscp.ParseClasses(strings.Join(items, ","))
+	if err != nil {
+		return nil, err
+	}
+	// ParseClasses skips empty items: match the ports by position among
+	// the non-empty ones.
+	j := 0
+	for i, it := range items {
+		if strings.TrimSpace(it) == "" {
+			continue
+		}
+		cs[j].Port = ports[i]
+		j++
+	}
+	return cs, nil
 }
 
 func parseECN(s string) (int, error) {
@@ -164,8 +195,8 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 		uf.opts.Embedded = true
 		fmt.Fprintf(os.Stderr, "sonde: no server given: testing against an embedded reflector on %s (loopback: this measures the host, not a network)\n", addr)
 	}
-	if uf.rawFile != "" {
-		w, closeRaw, err := openOutput(uf.rawFile, stdout)
+	if uf.out.raw != "" {
+		w, closeRaw, err := openOutput(uf.out.raw, stdout)
 		if err != nil {
 			return err
 		}
@@ -177,21 +208,20 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 		return runErr
 	}
 	var errs []error
-	if uf.jsonFile != "" {
-		errs = append(errs, writeFile(uf.jsonFile, stdout, func(w io.Writer) error {
+	if o := uf.out.json; o != "" {
+		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(res)
 		}))
 	}
-	if uf.htmlFile != "" {
-		errs = append(errs, writeFile(uf.htmlFile, stdout, func(w io.Writer) error { return writeUDPHTML(w, res) }))
+	if o := uf.out.html; o != "" {
+		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error { return writeUDPHTML(w, res) }))
 	}
-	// A file that could not be written anyway: the summary goes to stdout
-	// even with --quiet, so the measurement is not lost.
-	failed := errors.Join(errs...) != nil
-	if (!uf.quiet && uf.jsonFile != "-" && uf.rawFile != "-") || failed {
-		errs = append(errs, writeUDPText(stdout, res))
+	// An output that could not be written: the summary is written even
+	// with --quiet, so the measurement is not lost.
+	if w := uf.out.textTo(stdout, os.Stderr, errors.Join(errs...) != nil); w != nil {
+		errs = append(errs, writeUDPText(w, res))
 	}
 	return errors.Join(runErr, errors.Join(errs...))
 }

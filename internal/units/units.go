@@ -253,10 +253,10 @@ func FormatRate(bps float64) string {
 	return formatUnits(bps, rateUnits)
 }
 
-// FormatRateLimit prints a rate limit: "off" for 0 (no limit), else as
-// FormatRate.
+// FormatRateLimit prints a rate limit: "off" for 0 or +Inf (no limit),
+// else as FormatRate.
 func FormatRateLimit(bps float64) string {
-	if bps == 0 {
+	if bps == 0 || math.IsInf(bps, 1) {
 		return Off
 	}
 	return FormatRate(bps)
