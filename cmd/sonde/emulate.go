@@ -122,10 +122,10 @@ func emulateParams(f emulateFlags) (up, down emulator.Config, err error) {
 func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) {
 	up, down, err := emulateParams(f)
 	if err != nil {
-		return err
+		return usageErr(err)
 	}
 	if f.nsA == "" || f.nsB == "" || f.nsA == f.nsB {
-		return errors.New("emulate: --ns-a and --ns-b must name two different network namespaces")
+		return usagef("emulate: --ns-a and --ns-b must name two different network namespaces")
 	}
 	addrA, errA := netip.ParsePrefix(f.addrA)
 	addrB, errB := netip.ParsePrefix(f.addrB)

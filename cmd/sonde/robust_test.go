@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/history"
 	"github.com/sonde-project/sonde/internal/pcap"
+	"github.com/sonde-project/sonde/internal/server"
 )
 
 // run executes the root command with args and returns stdout, stderr and
@@ -67,6 +70,27 @@ func TestUsageErrors(t *testing.T) {
 		{"test", "a", "b"},
 		{"udp", "--no-such-flag"},
 		{"no-such-command"},
+		// One CLI language: two documents on stdout would mix; negative
+		// limits are errors ("off" or 0 is no limit); rates take units.
+		{"analyze", "--json", "-", "--csv", "-", "x"},
+		{"udp", "--json", "-", "--raw", "-"},
+		{"test", "--json", "-", "--html", "-"},
+		{"analyze", "--samples", "x"},
+		{"serve", "--per-ip-rate", "-1"},
+		{"serve", "--max-bytes", "-5"},
+		{"serve", "--max-bytes", "10X"},
+		{"serve", "--udp-max-bitrate", "100MB"},
+		{"serve", "--webrtc-port", "-1"},
+		{"serve", "-v"},
+		{"-v"},
+		{"capture", "-i", "lo", "-c", "-1"},
+		{"capture", "-i", "lo", "--filter", "tcp", "udp"},
+		{"test", "--link-rate", "0"},
+		{"test", "--link-rate", "fast"},
+		{"udp", "--classes", "ef:46@8081"},
+		{"udp", "--classes", "ef:46/src=70000"},
+		{"emulate", "--ns-a", "a", "--ns-b", "b", "--spin", "-1us"},
+		{"emulate", "--ns-a", "a", "--ns-b", "b", "--link", "rate=-5M"},
 	}
 	for _, args := range cases {
 		start := time.Now()
@@ -84,6 +108,47 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("checks left files behind: %v", ents)
+	}
+}
+
+// TestStdoutOneDocument: an output to stdout (-) is the only thing there:
+// the text summary is not mixed in.
+func TestStdoutOneDocument(t *testing.T) {
+	for _, args := range [][]string{
+		{"udp", "-t", "200ms", "--interval", "20ms", "--json", "-"},
+		{"udp", "-t", "200ms", "--interval", "20ms", "--html", "-"},
+	} {
+		out, stderr, code := run(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+		if strings.Contains(out, "flow probe") {
+			t.Errorf("%v: the text summary is mixed into stdout:\n%.300s", args, out)
+		}
+		if !strings.HasPrefix(out, "{") && !strings.HasPrefix(out, "<!doctype html>") {
+			t.Errorf("%v: stdout is not one document:\n%.300s", args, out)
+		}
+	}
+}
+
+// TestRefusedExitCode: a server's refusal (a wrong token) exits 4, apart
+// from a failed measurement (1).
+func TestRefusedExitCode(t *testing.T) {
+	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", UDPAddr: "off", Token: "right", PerIPPerMinute: -1, HistoryDB: history.Memory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ctx, []net.Listener{ln}, nil) }()
+	defer func() { cancel(); <-done }()
+	_, stderr, code := run(t, "test", "http://"+ln.Addr().String(), "--token", "wrong", "-t", "1s", "--no-progress")
+	if code != exitRefused {
+		t.Errorf("exit %d, want %d (refused); stderr %q", code, exitRefused, stderr)
 	}
 }
 
