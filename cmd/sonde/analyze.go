@@ -130,8 +130,6 @@ and per QUIC flow the spin-bit RTT with its validity checks (docs/analyze.md).
 
 A damaged file is analysed up to the damage and the analysis is reported;
 the damage and its byte offset go to stderr and the exit status is 3.
-Exit status: 0 success, 1 failure, 2 usage error (nothing read), 3 a
-capture was damaged (what could be read was analysed and reported).
 The text summary goes to stdout, or nowhere when --json, --csv or --html
 writes to stdout (-); damage, errors and notes go to stderr.
 With --truth (a lab ground-truth file), every RTT method's error is reported.

@@ -3,6 +3,8 @@
 // every command and option.
 package main
 
+//go:generate go test -run ^TestCLIDoc$ -update .
+
 import (
 	"context"
 	"errors"
