@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/sonde-project/sonde/internal/history"
 	"github.com/sonde-project/sonde/internal/pcap"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/server/servertest"
 )
 
 // run executes the root command with args and returns stdout, stderr and
@@ -134,19 +134,8 @@ func TestStdoutOneDocument(t *testing.T) {
 // TestRefusedExitCode: a server's refusal (a wrong token) exits 4, apart
 // from a failed measurement (1).
 func TestRefusedExitCode(t *testing.T) {
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", UDPAddr: "off", Token: "right", PerIPPerMinute: -1, HistoryDB: history.Memory})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, []net.Listener{ln}, nil) }()
-	defer func() { cancel(); <-done }()
-	_, stderr, code := run(t, "test", "http://"+ln.Addr().String(), "--token", "wrong", "-t", "1s", "--no-progress")
+	addr := servertest.Start(t, server.Config{UDPAddr: "off", Token: "right", PerIPPerMinute: -1, HistoryDB: history.Memory})
+	_, stderr, code := run(t, "test", "http://"+addr, "--token", "wrong", "-t", "1s", "--no-progress")
 	if code != exitRefused {
 		t.Errorf("exit %d, want %d (refused); stderr %q", code, exitRefused, stderr)
 	}

@@ -60,24 +60,8 @@ func parseRate(s string) (float64, error) {
 			break
 		}
 	}
-	t = strings.TrimSpace(t)
-	mult := 1.0
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult = 1e3
-		case 'm':
-			mult = 1e6
-		case 'g':
-			mult = 1e9
-		case 't':
-			mult = 1e12
-		}
-		if mult != 1 {
-			t = strings.TrimSpace(t[:n-1])
-		}
-	}
-	v, err := number(t)
+	t, mult := cutPrefix(strings.TrimSpace(t), "kmgt", 1000)
+	v, err := number(strings.TrimSpace(t))
 	if err != nil {
 		return 0, err
 	}
@@ -86,6 +70,19 @@ func parseRate(s string) (float64, error) {
 		return 0, fmt.Errorf("above %s", FormatRate(MaxRate))
 	}
 	return v, nil
+}
+
+// cutPrefix removes a trailing SI prefix of letters (smallest first: k, M,
+// G, T) from t and returns its multiplier, a power of base (1 if none).
+func cutPrefix(t, letters string, base float64) (string, float64) {
+	if t == "" {
+		return t, 1
+	}
+	i := strings.IndexByte(letters, t[len(t)-1])
+	if i < 0 {
+		return t, 1
+	}
+	return t[:len(t)-1], math.Pow(base, float64(i+1))
 }
 
 // ParseRateLimit reads a rate limit: "off" or "0" for no limit (0 is
@@ -119,23 +116,12 @@ func parseBytes(s string) (int64, error) {
 	if n, ok := strings.CutSuffix(t, "i"); ok {
 		t, base = n, 1024
 	}
-	mult := 1.0
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k', 'K':
-			mult = base
-		case 'M':
-			mult = base * base
-		case 'G':
-			mult = base * base * base
-		case 'T':
-			mult = base * base * base * base
-		}
-		if mult != 1 {
-			t = t[:n-1]
-		} else if base == 1024 {
-			return 0, errors.New("Ki, Mi, Gi or Ti")
-		}
+	if strings.HasSuffix(t, "k") {
+		t = t[:len(t)-1] + "K" // kB and KB alike
+	}
+	t, mult := cutPrefix(t, "KMGT", base)
+	if mult == 1 && base == 1024 {
+		return 0, errors.New("Ki, Mi, Gi or Ti")
 	}
 	v, err := number(strings.TrimSpace(t))
 	if err != nil {
