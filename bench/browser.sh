@@ -195,7 +195,7 @@ echo "browser vs native goodput, ${DUR} s per phase, ${REPEAT} runs each ($("$CH
 
 # Loopback.
 PORT=$(free_port)
-"$SONDE" serve --addr "127.0.0.1:$PORT" --udp-addr off --per-ip-rate -1 --db :memory: >"$WORK/serve.log" 2>&1 &
+"$SONDE" serve --addr "127.0.0.1:$PORT" --udp-addr off --per-ip-rate off --db :memory: >"$WORK/serve.log" 2>&1 &
 SPID=$!
 wait_listen "" "$PORT" "$SPID" || { cat "$WORK/serve.log" >&2; die "loopback server did not start"; }
 start_bare "" 127.0.0.1:0
@@ -217,7 +217,7 @@ else
 	SRV_NS=$(awk '$1 == "server" {print $4; exit}' "$WORK/lab.log")
 	CLI_NS=$(awk '$1 == "client" {print $4; exit}' "$WORK/lab.log")
 	[[ -n $SRV_IP && -n $SRV_NS && -n $CLI_NS ]] || { cat "$WORK/lab.log" >&2; die "cannot read the lab's addresses"; }
-	ip netns exec "$SRV_NS" "$SONDE" serve --addr "$SRV_IP:8080" --udp-addr off --per-ip-rate -1 --db :memory: >"$WORK/lserve.log" 2>&1 &
+	ip netns exec "$SRV_NS" "$SONDE" serve --addr "$SRV_IP:8080" --udp-addr off --per-ip-rate off --db :memory: >"$WORK/lserve.log" 2>&1 &
 	SPID=$!
 	wait_listen "ip netns exec $SRV_NS" 8080 "$SPID" || { cat "$WORK/lserve.log" >&2; die "lab server did not start"; }
 	start_bare "ip netns exec $SRV_NS" "$SRV_IP:8090"

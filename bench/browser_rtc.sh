@@ -65,7 +65,7 @@ trap 'exit 130' INT TERM
 # serve RUNIN ADDR: start `sonde serve` and wait for it to listen.
 serve() {
 	local i
-	$1 "$SONDE" serve --addr "$2" --udp-addr off --per-ip-rate -1 >"$WORK/serve.log" 2>&1 &
+	$1 "$SONDE" serve --addr "$2" --udp-addr off --per-ip-rate off >"$WORK/serve.log" 2>&1 &
 	SPID=$!
 	for ((i = 0; i < 100; i++)); do
 		grep -q "^sonde: serving http" "$WORK/serve.log" && return 0

@@ -44,7 +44,7 @@ for run in $(seq 1 "$RUNS"); do
 	wait "$srv_pid" 2>/dev/null || true
 	srv_pid=""
 	bin/sonde lab down --state-dir "$state" >/dev/null
-	bin/sonde analyze --interface 0 --json "$tmp"/cap$run/*.pcapng >"$tmp/analysis$run.json"
+	bin/sonde analyze --if-index 0 --json - "$tmp"/cap$run/*.pcapng >"$tmp/analysis$run.json"
 	echo "run $run done" >&2
 done
 python3 - "$tmp" "$RUNS" "$MODES" "$PROFILE" <<'PY'

@@ -94,7 +94,7 @@ wait_listen() {
 start_sonde() {
 	local udp=()
 	"$SONDE" serve --help 2>/dev/null | grep -q -- --udp-addr && udp=(--udp-addr "127.0.0.1:$(free_port udp)")
-	"$SONDE" serve --addr "127.0.0.1:$1" "${udp[@]}" --per-ip-rate -1 --max-concurrent 64 >"$2" 2>&1 &
+	"$SONDE" serve --addr "127.0.0.1:$1" "${udp[@]}" --per-ip-rate off --max-concurrent 64 >"$2" 2>&1 &
 	SERVER_PID=$!
 	wait_listen "$1" "$SERVER_PID" || {
 		cat "$2" >&2

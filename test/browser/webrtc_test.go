@@ -52,7 +52,7 @@ func rtcSonde(t *testing.T) string {
 func rtcServe(t *testing.T, ns *netns.NS, bin string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := ns.Command(ctx, bin, append([]string{"serve", "--addr", "127.0.0.1:8080", "--udp-addr", "off", "--per-ip-rate", "-1", "-v"}, args...)...)
+	cmd := ns.Command(ctx, bin, append([]string{"serve", "--addr", "127.0.0.1:8080", "--udp-addr", "off", "--per-ip-rate", "off", "--verbose"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -137,8 +137,8 @@ func closingServer(t *testing.T) string {
 // TestTLSMismatch checks every pairing of client scheme and server TLS.
 func TestTLSMismatch(t *testing.T) {
 	cert, key := writeCert(t, t.TempDir())
-	tlsSrv := startServer(t, nil, "--addr", "127.0.0.1:0", "--cert", cert, "--key", key, "--per-ip-rate", "-1")
-	plain := startServer(t, nil, "--addr", "127.0.0.1:0", "--per-ip-rate", "-1")
+	tlsSrv := startServer(t, nil, "--addr", "127.0.0.1:0", "--cert", cert, "--key", key, "--per-ip-rate", "off")
+	plain := startServer(t, nil, "--addr", "127.0.0.1:0", "--per-ip-rate", "off")
 	if line := tlsSrv.waitStderr(t, "serving", 1, time.Second)[0]; !strings.Contains(line, "https") {
 		t.Errorf("TLS server says %q, want https", line)
 	}

@@ -56,7 +56,7 @@ func TestCaptureFilter(t *testing.T) {
 	tp := newTopo(t)
 	file := filepath.Join(t.TempDir(), "cap.pcap")
 	const n = 100
-	capt := startProc(t, tp.srv, "", "capture", "-i", tp.srvIf, "-c", fmt.Sprint(n), "-t", "60s", "-w", file, "--json",
+	capt := startProc(t, tp.srv, "", "capture", "-i", tp.srvIf, "-c", fmt.Sprint(n), "-t", "60s", "-w", file, "--json", "-",
 		"udp", "dst", "port", "9", "and", "src", "host", tp.cliIP)
 	capt.waitStderr(t, "capturing on "+tp.srvIf, 1, 10*time.Second)
 	sendUDP(t, tp.cli, tp.srvIP, 10, 30) // filtered out

@@ -10,7 +10,7 @@ import (
 // server's main port and one on an extra listener, and checks that each
 // class moved data in both directions.
 func TestQoSClasses(t *testing.T) {
-	srv := startServer(t, nil, "--addr", "127.0.0.1:0", "--extra-addr", "127.0.0.1:0", "--per-ip-rate", "-1")
+	srv := startServer(t, nil, "--addr", "127.0.0.1:0", "--extra-addr", "127.0.0.1:0", "--per-ip-rate", "off")
 	if len(srv.addrs) != 2 {
 		t.Fatalf("server listens on %v, want two addresses", srv.addrs)
 	}
@@ -66,7 +66,7 @@ func TestQoSClasses(t *testing.T) {
 // TestQoSClassesClosedPort checks that a class on a port the server does
 // not serve fails the run at once, before any load, with a one-line reason.
 func TestQoSClassesClosedPort(t *testing.T) {
-	srv := startServer(t, nil, "--addr", "127.0.0.1:0", "--per-ip-rate", "-1")
+	srv := startServer(t, nil, "--addr", "127.0.0.1:0", "--per-ip-rate", "off")
 	closed := closedPort(t)
 	r := run(t, nil, runTimeout, "test", srv.addr(), "-t", "1s", "--streams", "1", "--direction", "download",
 		"--no-foreign-probes", "--classes", "ef:46,be:0@"+closed, "--no-progress")
