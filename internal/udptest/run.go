@@ -34,8 +34,9 @@ type Options struct {
 	// Server is the sonde server: host[:port] or http(s)://host[:port].
 	Server string
 	// Reflector, instead of Server, is the UDP address (host:port) of a
-	// standalone STAMP reflector (RFC 8762, any implementation): no control
-	// channel, so no per-direction loss split and no shared clock.
+	// standalone STAMP reflector (RFC 8762, any implementation) or
+	// TWAMP-Light reflector (RFC 5357): no control channel, so no
+	// per-direction loss split and no shared clock.
 	Reflector string
 	Token     string
 	Insecure  bool
