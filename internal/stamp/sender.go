@@ -181,10 +181,11 @@ func RunSender(ctx context.Context, cfg SenderConfig) (*Run, error) {
 	// probe leaves, read as its reply comes in.
 	sentTS := make([]atomic.Uint64, cfg.Count)
 	_ = cfg.Conn.SetReadDeadline(time.Time{})
+	probe := slices.Clone(pkt) // the receiver's copy: the sender patches pkt
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		receive(cfg, run, slices.Clone(pkt), sentTS, &received, &unparsed, &refused)
+		receive(cfg, run, probe, sentTS, &received, &unparsed, &refused)
 	}()
 
 	tos := cfg.DSCP<<2 | cfg.ECN
