@@ -128,12 +128,22 @@ func checkOutputDir(flag, dir string) error {
 // checkDuration bounds a duration flag to [lo, hi]; lo = 0 allows 0 (off).
 func checkDuration(flag string, d, lo, hi time.Duration) error {
 	if d < lo || d > hi {
-		if lo == 0 {
-			return usagef("%s: want 0 to %v, got %v", flag, hi, d)
-		}
-		return usagef("%s: want %v to %v, got %v", flag, lo, hi, d)
+		return usagef("%s: want %s to %s, got %s", flag, shortDuration(lo), shortDuration(hi), shortDuration(d))
 	}
 	return nil
+}
+
+// shortDuration prints a bound as a person writes it: 1h, 24h, 1m30s, 1ms
+// (time.Duration's String gives 1h0m0s).
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // checkCount bounds an integer flag to [lo, hi].

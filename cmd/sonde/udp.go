@@ -44,10 +44,11 @@ SERVER is the sonde server's HTTP address, host[:port] or http(s)://host[:port]
 (default port 8080); the reflector's UDP port comes from the server. Without
 SERVER, sonde starts an embedded server on loopback and says so.
 
---reflector HOST:PORT tests against any standalone STAMP reflector instead
-(RFC 8762, e.g. another vendor's, port 862): there is no control channel, so
-loss is counted for the round trip only and one-way delays are estimates;
-add --no-cos if the reflector does not implement RFC 8972 TLVs.
+--reflector HOST:PORT tests against any standalone STAMP reflector (RFC 8762)
+or TWAMP-Light reflector (RFC 5357, as routers run) instead, e.g. port 862:
+there is no control channel, so loss is counted for the round trip only and
+one-way delays are estimates; the result says which format the reflector
+speaks. Add --no-cos if the reflector rejects RFC 8972 TLVs.
 
 --profile voice sends G.711-like probes (20 ms, 172 bytes, EF) and adds an
 E-model MOS estimate. --classes runs one flow per class at the same time.`,
@@ -69,7 +70,7 @@ E-model MOS estimate. --classes runs one flow per class at the same time.`,
 	f.StringVar(&uf.profile, "profile", "", "voice: 20 ms G.711-sized EF probes and an E-model MOS estimate (explicit flags win)")
 	f.StringVar(&uf.classes, "classes", "", `QoS classes: one flow per class at the same time, "name:dscp[/src=PORT],...", e.g. "ef:46,be:0/src=5004" (src: the flow's local UDP port; @PORT, a server port in sonde test, does not apply: the reflector has one port)`)
 	f.BoolVar(&uf.opts.NoCoS, "no-cos", false, "send no Class of Service TLV (for strict RFC 8762 reflectors)")
-	f.StringVar(&uf.opts.Reflector, "reflector", "", "a standalone STAMP reflector's UDP address (host:port) to test instead of a sonde server")
+	f.StringVar(&uf.opts.Reflector, "reflector", "", "a standalone STAMP or TWAMP-Light reflector's UDP address (host:port) to test instead of a sonde server")
 	f.StringVar(&uf.opts.Token, "token", "", "bearer token for a private server")
 	f.BoolVarP(&uf.opts.Insecure, "insecure", "k", false, "accept any TLS certificate")
 	f.StringVar(&uf.out.raw, "raw", "", "write one JSON line per probe to `FILE`, - for stdout (no text summary then)")
@@ -244,6 +245,12 @@ func writeUDPText(w io.Writer, res *model.UDPResult) error {
 		time.Duration(res.Config.IntervalUs*1e3), res.Config.PacketBytes, res.Config.DurationS)
 	for _, f := range res.Flows {
 		fmt.Fprintf(&b, "\nflow %s  DSCP %d ECN %d  reflector %s  sent %d  replies %d\n", f.Name, f.DSCP, f.ECN, f.ReflectorAddr, f.Sent, f.Replies)
+		if f.ReflectorFormat != "" {
+			fmt.Fprintf(&b, "  reflector       %s\n", formatLine(f.ReflectorFormat))
+		}
+		for _, u := range f.UnparsedReplies {
+			fmt.Fprintf(&b, "  unparsed        %s\n", unparsedLine(u))
+		}
 		if f.RTTMs.N > 0 {
 			fmt.Fprintf(&b, "  RTT             %s\n", statsLine(f.RTTMs, "ms"))
 		}
@@ -291,6 +298,29 @@ func writeUDPText(w io.Writer, res *model.UDPResult) error {
 	return err
 }
 
+// formatLine explains a flow's reflector format.
+func formatLine(format string) string {
+	switch format {
+	case "stamp":
+		return "speaks STAMP (RFC 8762)"
+	case "twamp-light":
+		return "speaks TWAMP-Light (RFC 5357 §4.2.1): no TLVs, so the marks it received are unknown"
+	case "stamp-or-twamp-light":
+		return "speaks STAMP or TWAMP-Light (44-byte replies read the same in both)"
+	case "mixed":
+		return "answered in both STAMP and TWAMP-Light formats"
+	}
+	return format
+}
+
+// unparsedLine says what a kind of unreadable reply was.
+func unparsedLine(u model.UnparsedReplies) string {
+	if u.Bytes == 0 {
+		return fmt.Sprintf("%d more replies of other sizes, not STAMP or TWAMP-Light", u.Count)
+	}
+	return fmt.Sprintf("%d replies of %d bytes, not STAMP or TWAMP-Light (%s)", u.Count, u.Bytes, u.Reason)
+}
+
 func statsLine(s model.Stats, unit string) string {
 	if s.N == 0 {
 		return "no samples"
@@ -317,7 +347,7 @@ var udpHTML = template.Must(template.New("udp").Funcs(template.FuncMap{
 td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:right}th{text-align:left}</style></head><body>
 <h1>sonde udp</h1><p>{{.Config.Server}} · {{.Start}} · interval {{.Config.IntervalUs}} µs · {{.Config.PacketBytes}} bytes · {{.Config.DurationS}} s</p>
 {{range .Flows}}<h2>{{.Name}} (DSCP {{.DSCP}}, ECN {{.ECN}})</h2>
-<p>sent {{.Sent}}, replies {{.Replies}}{{if .Clock.SharedClock}}; shared clock: one-way delays measured{{else}}; clock offset {{printf "%.3f" .Clock.OffsetMs}} ± {{printf "%.3f" .Clock.UncertaintyMs}} ms: one-way delays estimated{{end}}</p>
+<p>sent {{.Sent}}, replies {{.Replies}}{{if .ReflectorFormat}}, reflector format {{.ReflectorFormat}}{{end}}{{range .UnparsedReplies}}; {{.Count}} unparsed replies of {{.Bytes}} bytes ({{.Reason}}){{end}}{{if .Clock.SharedClock}}; shared clock: one-way delays measured{{else}}; clock offset {{printf "%.3f" .Clock.OffsetMs}} ± {{printf "%.3f" .Clock.UncertaintyMs}} ms: one-way delays estimated{{end}}</p>
 <table><tr><th></th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th><th>n</th></tr>
 <tr><th>RTT ms</th><td>{{printf "%.3f" .RTTMs.Min}}</td><td>{{printf "%.3f" .RTTMs.P50}}</td><td>{{printf "%.3f" .RTTMs.P90}}</td><td>{{printf "%.3f" .RTTMs.P99}}</td><td>{{printf "%.3f" .RTTMs.Max}}</td><td>{{.RTTMs.N}}</td></tr>
 {{with .Forward}}<tr><th>forward OWD ms</th><td>{{printf "%.3f" .OWDMs.Min}}</td><td>{{printf "%.3f" .OWDMs.P50}}</td><td>{{printf "%.3f" .OWDMs.P90}}</td><td>{{printf "%.3f" .OWDMs.P99}}</td><td>{{printf "%.3f" .OWDMs.Max}}</td><td>{{.OWDMs.N}}</td></tr>{{end}}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/assemble"
 	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
@@ -30,8 +31,7 @@ func (t *tester) baseline(ctx context.Context, res *model.Result) error {
 	if len(samples) < 20 {
 		return fmt.Errorf("baseline: only %d of %d probes answered", len(samples), n)
 	}
-	rtts := rttsOf(samples)
-	res.Baseline = &model.RTTResult{RTTMs: metrics.Summarize(rtts), Samples: samples, Lost: lost}
+	res.Baseline = assemble.RTT(samples, lost)
 	t.baselineMs = res.Baseline.RTTMs.Min
 	if smp, err := t.probe.tcpinfo(); err == nil {
 		res.Baseline.ClientMinRTTMs = float64(smp.MinRTTUs) / 1000
@@ -81,15 +81,7 @@ func (t *tester) finishBaseline(ctx context.Context, res *model.Result) {
 		res.Notes = append(res.Notes, "server TCP_INFO of the probe connection unavailable: "+err.Error())
 		return
 	}
-	for _, f := range rep.Flows {
-		if f.Kind == protocol.KindProbe && len(f.TCPInfo) > 0 {
-			// The first sample is the idle one: taken when the probe
-			// stream opened, before any load.
-			first, last := f.TCPInfo[0], f.TCPInfo[len(f.TCPInfo)-1]
-			res.Baseline.ServerMinRTTMs = float64(last.MinRTTUs) / 1000
-			res.Baseline.ServerRTTMs = float64(first.RTTUs) / 1000
-		}
-	}
+	assemble.ServerBaseline(res.Baseline, rep.Flows)
 }
 
 // direction runs one load phase and adds its result, even a partial one.
@@ -308,12 +300,4 @@ func classMarks(f *model.UDPFlow, dir string) (*int, *bool) {
 		return f.Marks.AtReflectorDSCP, f.Marks.ForwardOK
 	}
 	return f.Marks.AtClientDSCP, f.Marks.BackwardOK
-}
-
-func rttsOf(s []model.RTTSample) []float64 {
-	out := make([]float64, len(s))
-	for i, x := range s {
-		out[i] = x.RTTMs
-	}
-	return out
 }

@@ -45,6 +45,15 @@ type UDPFlow struct {
 	// Sent counts probes sent; Replies counts replies received in time.
 	Sent    int `json:"sent"`
 	Replies int `json:"replies"`
+	// ReflectorFormat is the packet format the reflector answered in:
+	// "stamp" (RFC 8762; SSID echoed or RFC 8972 TLVs reflected),
+	// "twamp-light" (RFC 5357 §4.2.1 unauthenticated: 41 octets and
+	// padding, no TLVs), "stamp-or-twamp-light" (44-octet replies that
+	// read the same in both), "mixed"; empty without replies.
+	ReflectorFormat string `json:"reflector_format,omitempty"`
+	// UnparsedReplies counts the datagrams from the reflector that were
+	// not a reflection of a probe in either format, by size and reason.
+	UnparsedReplies []UnparsedReplies `json:"unparsed_replies,omitempty"`
 	// RTTMs is (t4 − t1) − (t3 − t2) of every reply.
 	RTTMs        Stats     `json:"rtt_ms"`
 	RTTHistogram []HistBin `json:"rtt_histogram,omitempty"`
@@ -64,6 +73,15 @@ type UDPFlow struct {
 	Voice *VoiceQuality `json:"voice,omitempty"`
 	// Errors of this flow (e.g. reflector gone mid-run).
 	Errors []string `json:"errors,omitempty"`
+}
+
+// UnparsedReplies counts datagrams of one size from the reflector that
+// could not be read as a reply; Bytes 0 stands for other sizes once eight
+// kinds were seen.
+type UnparsedReplies struct {
+	Bytes  int    `json:"bytes"`
+	Count  int    `json:"count"`
+	Reason string `json:"reason"`
 }
 
 // UDPDirectionStats is what one direction of a probe flow did.

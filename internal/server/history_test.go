@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
 )
@@ -126,34 +125,18 @@ func TestBrowserQueueNote(t *testing.T) {
 	}
 }
 
-// The page's RPM uses the native client's formula when its foreign probes
-// are there, and stays 0 (self probes only) when they are not.
-func TestBrowserRPM(t *testing.T) {
-	base := &model.RTTResult{Samples: []model.RTTSample{{RTTMs: 20}, {RTTMs: 21}}}
-	self := []float64{60, 62, 64, 66}
+// The page's note on foreign probes it could not time (RPM itself:
+// internal/assemble's tests).
+func TestForeignNote(t *testing.T) {
 	f := &BrowserForeign{TCPMs: []float64{40, 41, 42}, HTTPMs: []float64{44, 45, 46}, Failed: 1}
-	want, err := metrics.RPM(f.TCPMs, nil, f.HTTPMs, self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := browserRPM(&BrowserPhase{SelfMs: self, Foreign: f}, base)
-	if r == nil || r.RPM != want || r.TCPMs.N != 3 || r.HTTPMs.N != 3 || r.SelfMs.N != 4 || r.IdleRPM <= 0 || r.TLSMs != nil {
-		t.Fatalf("with foreign probes: %+v, want RPM %.1f", r, want)
-	}
-	if r := browserRPM(&BrowserPhase{SelfMs: self}, base); r == nil || r.RPM != 0 || r.SelfMs.N != 4 || r.TCPMs.N != 0 {
-		t.Fatalf("without foreign probes: %+v", r)
-	}
-	if r := browserRPM(&BrowserPhase{SelfMs: self, Foreign: &BrowserForeign{Failed: 9}}, base); r == nil || r.RPM != 0 {
-		t.Fatalf("every foreign probe failed: %+v", r)
-	}
-	if r := browserRPM(&BrowserPhase{Foreign: f}, base); r != nil {
-		t.Fatalf("no self probes: %+v", r)
-	}
 	if n := foreignNote("download", f); !strings.Contains(n, "1 of 4 foreign probes") {
 		t.Errorf("note %q", n)
 	}
 	if n := foreignNote("upload", &BrowserForeign{TCPMs: []float64{1}, HTTPMs: []float64{1}}); n != "" {
 		t.Errorf("note without failures: %q", n)
+	}
+	if n := foreignNote("upload", nil); n != "" {
+		t.Errorf("note without foreign probes: %q", n)
 	}
 }
 

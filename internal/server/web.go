@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/assemble"
 	"github.com/sonde-project/sonde/internal/history"
 	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
@@ -429,35 +430,19 @@ func (s *Server) assembleBrowser(ses *session, run *BrowserRun, reps []protocol.
 	if run.UserAgent != "" {
 		res.Notes = append(res.Notes, "browser: "+run.UserAgent)
 	}
-	off := run.OffsetS
-	if res.Baseline = rttResult(run.Baseline); res.Baseline != nil {
-		for _, f := range reps {
-			if f.Kind == protocol.KindProbe && len(f.TCPInfo) > 0 {
-				res.Baseline.ServerMinRTTMs = float64(f.TCPInfo[len(f.TCPInfo)-1].MinRTTUs) / 1000
-				res.Baseline.ServerRTTMs = float64(f.TCPInfo[0].RTTUs) / 1000
-				break
-			}
-		}
+	if run.Baseline != nil {
+		res.Baseline = assemble.RTT(run.Baseline.Samples, run.Baseline.Lost)
+		assemble.ServerBaseline(res.Baseline, reps)
 	}
-	baseMs := 0.0
-	if res.Baseline != nil && res.Baseline.RTTMs.N > 0 {
-		baseMs = res.Baseline.RTTMs.Min
+	if bp := run.Download; bp != nil {
+		res.Download = assemble.Direction(browserPhase(protocol.KindDownload, bp, reps, run.OffsetS, res.Baseline))
+		res.Notes = appendNote(res.Notes, browserQueueNote(res.Download))
+		res.Notes = appendNote(res.Notes, foreignNote(protocol.KindDownload, bp.Foreign))
 	}
-	if run.Download != nil {
-		res.Download = assemblePhase(protocol.KindDownload, run.Download, reps, off, baseMs, res.Baseline)
-		if n := browserQueueNote(res.Download); n != "" {
-			res.Notes = append(res.Notes, n)
-		}
-		if n := foreignNote(protocol.KindDownload, run.Download.Foreign); n != "" {
-			res.Notes = append(res.Notes, n)
-		}
-	}
-	if run.Upload != nil {
-		res.Upload = assemblePhase(protocol.KindUpload, run.Upload, reps, off, baseMs, res.Baseline)
+	if bp := run.Upload; bp != nil {
+		res.Upload = assemble.Direction(browserPhase(protocol.KindUpload, bp, reps, run.OffsetS, res.Baseline))
 		res.Notes = append(res.Notes, "upload: a browser cannot read its socket's TCP_INFO, so the upload's sender figures (efficiency, bottleneck, window) are not available; its goodput is the server's receive count")
-		if n := foreignNote(protocol.KindUpload, run.Upload.Foreign); n != "" {
-			res.Notes = append(res.Notes, n)
-		}
+		res.Notes = appendNote(res.Notes, foreignNote(protocol.KindUpload, bp.Foreign))
 	}
 	errs, notes := streamErrors(run, reps)
 	res.Errors = append(res.Errors, errs...)
@@ -492,14 +477,20 @@ func streamErrors(run *BrowserRun, reps []protocol.FlowReport) (errs, notes []st
 	return errs, notes
 }
 
-// assemblePhase joins the page's and the server's view of one load phase,
-// like the CLI's: receiver counts give goodput, the sender's TCP_INFO the
-// RFC 6349 figures. off shifts server times onto the page's clock.
-func assemblePhase(dir string, bp *BrowserPhase, reps []protocol.FlowReport, off, baseMs float64, baseline *model.RTTResult) *model.DirectionResult {
-	d := &model.DirectionResult{Direction: dir, StreamsMode: "fixed", Streams: len(bp.Tags),
-		DurationS: bp.EndS - bp.StartS, Flows: []model.Flow{}}
-	if bp.Auto {
-		d.StreamsMode = "auto"
+// browserPhase gathers what the page recorded of a load phase and what the
+// server recorded of the same streams (reps), whose times off shifts onto
+// the page's clock: the receiver's counts are the page's for download and
+// the server's for upload; the sender's TCP_INFO is the server's for
+// download, and for upload a browser cannot read it. The page has no link
+// rate to give RFC 6349.
+func browserPhase(dir string, bp *BrowserPhase, reps []protocol.FlowReport, off float64, baseline *model.RTTResult) assemble.Phase {
+	p := assemble.Phase{Direction: dir, Auto: bp.Auto, StartS: bp.StartS, EndS: bp.EndS,
+		Flows: make([]assemble.Flow, 0, len(bp.Tags)), SelfMs: bp.SelfMs, Baseline: baseline}
+	if bp.Latency != nil {
+		p.Latency = assemble.RTT(bp.Latency.Samples, bp.Latency.Lost)
+	}
+	if f := bp.Foreign; f != nil {
+		p.Foreign = assemble.Foreign{TCPMs: f.TCPMs, TLSMs: f.TLSMs, HTTPMs: f.HTTPMs}
 	}
 	byTag := map[string]protocol.FlowReport{}
 	for _, f := range reps {
@@ -507,80 +498,34 @@ func assemblePhase(dir string, bp *BrowserPhase, reps []protocol.FlowReport, off
 			byTag[f.Tag] = f
 		}
 	}
-	var all [][]model.ByteCount
-	for i, tag := range bp.Tags {
+	for _, tag := range bp.Tags {
 		srv := byTag[tag]
-		f := model.Flow{ID: i, DSCP: srv.DSCP, TCPInfo: []model.TCPSample{}}
-		var counts []model.ByteCount
+		f := assemble.Flow{DSCP: srv.DSCP, StartS: srv.StartS + off, EndS: srv.EndS + off}
 		if dir == protocol.KindDownload {
-			counts = bp.Counts[tag]
-			f.Sender, f.SndBufBytes = "server", srv.SndBufBytes
-			f.TCPInfo = shiftTCP(srv.TCPInfo, off)
+			f.Counts, f.TCPInfo, f.SndBufBytes = bp.Counts[tag], shiftTCP(srv.TCPInfo, off), srv.SndBufBytes
 		} else {
-			counts = shiftCounts(srv.Counts, off)
-			f.Sender, f.RcvBufBytes = "client", srv.RcvBufBytes
+			f.Counts, f.RcvBufBytes = shiftCounts(srv.Counts, off), srv.RcvBufBytes
 		}
-		if len(counts) > 0 {
-			f.StartS, f.EndS = counts[0].TS, counts[len(counts)-1].TS
-			f.Bytes = counts[len(counts)-1].Bytes - counts[0].Bytes
-			if span := f.EndS - f.StartS; span > 0 {
-				f.GoodputBps = float64(f.Bytes) * 8 / span
-			}
-		} else {
-			f.StartS, f.EndS = srv.StartS+off, srv.EndS+off
-		}
-		f.Throughput = metrics.Rates(metrics.Resample(counts, 0.1))
-		all = append(all, counts)
-		d.Flows = append(d.Flows, f)
+		p.Flows = append(p.Flows, f)
 	}
-	agg := metrics.SumCounts(all, 0.05)
-	if len(agg) > 0 {
-		d.Bytes = agg[len(agg)-1].Bytes - agg[0].Bytes
-		if span := agg[len(agg)-1].TS - agg[0].TS; span > 0 {
-			d.GoodputBps = float64(d.Bytes) * 8 / span
-		}
-	}
-	d.Throughput = metrics.Rates(metrics.Resample(agg, 0.1))
-	d.Latency = rttResult(bp.Latency)
-	d.RPM = browserRPM(bp, baseline)
-	d.RFC6349 = metrics.BuildRFC6349(d, agg, baseMs, 0, 0)
-	return d
-}
-
-// browserRPM is the phase's responsiveness from the page's self probes and
-// foreign probes, by the formula the native client uses. Without foreign
-// probes (an older page, or every probe failed) only the self-probe
-// distribution is kept and RPM stays 0 rather than a figure of a different
-// definition.
-func browserRPM(bp *BrowserPhase, baseline *model.RTTResult) *model.RPM {
-	if len(bp.SelfMs) == 0 {
-		return nil
-	}
-	r := &model.RPM{SelfMs: metrics.Summarize(bp.SelfMs)}
-	if f := bp.Foreign; f != nil && len(f.TCPMs) > 0 && len(f.HTTPMs) > 0 {
-		if v, err := metrics.RPM(f.TCPMs, f.TLSMs, f.HTTPMs, bp.SelfMs); err == nil {
-			r.RPM = v
-			r.TCPMs, r.HTTPMs = metrics.Summarize(f.TCPMs), metrics.Summarize(f.HTTPMs)
-			if len(f.TLSMs) > 0 {
-				tls := metrics.Summarize(f.TLSMs)
-				r.TLSMs = &tls
-			}
-		}
-	}
-	if baseline != nil {
-		r.IdleRPM = metrics.IdleRPM(rtts(baseline.Samples))
-	}
-	return r
+	return p
 }
 
 // foreignNote says how many of a phase's foreign probes the page could not
 // time, when any.
 func foreignNote(kind string, f *BrowserForeign) string {
-	if f == nil || f.Failed <= 0 {
+	if f == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s: %d of %d foreign probes got no answer or no new connection to time; RPM stands on the other %d",
-		kind, f.Failed, f.Failed+len(f.TCPMs), len(f.TCPMs))
+	return assemble.ForeignNote(kind, f.Failed, len(f.TCPMs))
+}
+
+// appendNote appends a note that is not empty.
+func appendNote(notes []string, n string) []string {
+	if n == "" {
+		return notes
+	}
+	return append(notes, n)
 }
 
 // browserQueueNote says when the page's RTT under load during download is
@@ -609,26 +554,6 @@ func browserQueueNote(d *model.DirectionResult) string {
 		return ""
 	}
 	return fmt.Sprintf("download: the page's RTT under load (median %.0f ms) is far above the server's TCP RTT on the loaded streams (median %.1f ms): the difference is delay inside the browser, which received data faster than it processed it, not queueing on the network", page, tcp)
-}
-
-func rttResult(p *BrowserProbes) *model.RTTResult {
-	if p == nil {
-		return nil
-	}
-	r := &model.RTTResult{Samples: p.Samples, Lost: p.Lost}
-	if r.Samples == nil {
-		r.Samples = []model.RTTSample{}
-	}
-	r.RTTMs = metrics.Summarize(rtts(r.Samples))
-	return r
-}
-
-func rtts(s []model.RTTSample) []float64 {
-	out := make([]float64, len(s))
-	for i, x := range s {
-		out[i] = x.RTTMs
-	}
-	return out
 }
 
 func shiftTCP(in []model.TCPSample, off float64) []model.TCPSample {

@@ -4,8 +4,10 @@
 // codec, a clock whose timestamps never step, sockets that report kernel
 // receive timestamps and the received DSCP/ECN/TTL, the session reflector
 // (which reflects only for sessions opened through sonde's control channel),
-// and the isochronous session sender. The statistics computed from what the
-// sender records live in internal/metrics; the client in internal/udptest.
+// and the isochronous session sender, which also reads the replies of
+// TWAMP-Light reflectors (RFC 5357, RFC 8762 §4.6). The statistics
+// computed from what the sender records live in internal/metrics; the
+// client in internal/udptest.
 package stamp
 
 import (

@@ -57,7 +57,8 @@ func Analyze(in Input) model.UDPFlow {
 
 func analyze(in Input) (model.UDPFlow, offsetModel) {
 	run := in.Run
-	f := model.UDPFlow{Sent: run.Sent, KernelTimestamps: run.KernelTS}
+	f := model.UDPFlow{Sent: run.Sent, KernelTimestamps: run.KernelTS,
+		ReflectorFormat: reflectorFormat(run), UnparsedReplies: unparsedReplies(run)}
 	if run.Sent == 0 {
 		return f, offsetModel{}
 	}
@@ -349,4 +350,32 @@ func voice(f *model.UDPFlow, in Input, fpdv, bpdv []float64) {
 	}
 	v := metrics.VoiceG711(worst.OWDMs.P50+packetisation+buffer, loss, assumption)
 	f.Voice = &v
+}
+
+// reflectorFormat names the format the reflector's replies were read in.
+func reflectorFormat(run *stamp.Run) string {
+	st, tw, either := run.Formats[stamp.FormatSTAMP], run.Formats[stamp.FormatTWAMPLight], run.Formats[stamp.FormatEither]
+	switch {
+	case st > 0 && tw > 0:
+		return "mixed"
+	case st > 0:
+		return stamp.FormatSTAMP.String()
+	case tw > 0:
+		return stamp.FormatTWAMPLight.String()
+	case either > 0:
+		return stamp.FormatEither.String()
+	}
+	return ""
+}
+
+// unparsedReplies copies the run's tally of unreadable datagrams.
+func unparsedReplies(run *stamp.Run) []model.UnparsedReplies {
+	var out []model.UnparsedReplies
+	for _, k := range run.Unparsed.Kinds {
+		out = append(out, model.UnparsedReplies{Bytes: k.Bytes, Count: k.Count, Reason: k.Reason})
+	}
+	if run.Unparsed.Other > 0 {
+		out = append(out, model.UnparsedReplies{Count: run.Unparsed.Other, Reason: "other sizes"})
+	}
+	return out
 }

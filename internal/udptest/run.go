@@ -35,8 +35,9 @@ type Options struct {
 	// Server is the sonde server: host[:port] or http(s)://host[:port].
 	Server string
 	// Reflector, instead of Server, is the UDP address (host:port) of a
-	// standalone STAMP reflector (RFC 8762, any implementation): no control
-	// channel, so no per-direction loss split and no shared clock.
+	// standalone STAMP reflector (RFC 8762, any implementation) or
+	// TWAMP-Light reflector (RFC 5357): no control channel, so no
+	// per-direction loss split and no shared clock.
 	Reflector string
 	Token     string
 	Insecure  bool
@@ -307,7 +308,11 @@ func measure(ctx context.Context, ctl *control, rep stamp.SessionReply, addr str
 		flow.Errors = append(flow.Errors, e.Error())
 	}
 	if ctl == nil && run.Sent > 0 && flow.Replies == 0 && run.Err == nil {
-		errs = append(errs, fmt.Errorf("no reply from the STAMP reflector at %s to %d probes: is it running and reachable? (a sonde server's reflector answers only sessions opened through the server: use sonde udp SERVER)", addr, run.Sent))
+		errs = append(errs, fmt.Errorf("no reply from the STAMP reflector at %s to %d probes in time: is it running and reachable? (a sonde server's reflector answers only sessions opened through the server: use sonde udp SERVER)", addr, run.Sent))
+	}
+	if n := run.Unparsed.Total(); n > 0 && run.Err == nil {
+		// Replies were read too: say what else came, but not as an error.
+		flow.Errors = append(flow.Errors, fmt.Sprintf("%d datagrams from the reflector were not replies to the probes: %s", n, &run.Unparsed))
 	}
 	if run.Sent > 0 && flow.Replies > 0 && report == nil && !in.Shared {
 		flow.Errors = append(flow.Errors, "without the reflector's report, per-direction loss counts the round trip")

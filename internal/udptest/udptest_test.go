@@ -48,6 +48,9 @@ func TestRunLoopback(t *testing.T) {
 			t.Errorf("%s: lost %d of %d (known %v)", d.name, d.lost, d.sent, d.known)
 		}
 	}
+	if f.ReflectorFormat != "stamp" || len(f.UnparsedReplies) != 0 {
+		t.Errorf("sonde's reflector read as %q, unparsed %+v", f.ReflectorFormat, f.UnparsedReplies)
+	}
 	if !f.Clock.SharedClock {
 		t.Errorf("loopback reflector not recognised as a shared clock: %+v", f.Clock)
 	}
