@@ -1,0 +1,403 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// Probe row flags.
+const (
+	flagLost = 1 << iota
+	flagLate
+)
+
+// chunkRows is how many rows one INSERT carries: few statements per
+// batch, well under both engines' bound on parameters.
+const chunkRows = 200
+
+func checkName(what, s string) error {
+	if s == "" || len(s) > MaxNameLen || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return fmt.Errorf("%w: %s %.40q: want 1–%d printable UTF-8 bytes", ErrBadInput, what, s, MaxNameLen)
+	}
+	return nil
+}
+
+func (s *sqlStore) Monitor(ctx context.Context, id Identity) (int64, error) {
+	if err := checkName("monitor name", id.Name); err != nil {
+		return 0, err
+	}
+	if len(id.Labels) > MaxLabels {
+		return 0, fmt.Errorf("%w: %d labels, the limit is %d", ErrBadInput, len(id.Labels), MaxLabels)
+	}
+	for k, v := range id.Labels {
+		if k == "" || len(k) > MaxLabelLen || len(v) > MaxLabelLen || !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return 0, fmt.Errorf("%w: label %.40q: keys 1–%d bytes, values up to %d, UTF-8", ErrBadInput, k, MaxLabelLen, MaxLabelLen)
+		}
+	}
+	labels, err := json.Marshal(id.Labels)
+	if err != nil {
+		return 0, fmt.Errorf("store: encode labels: %w", err)
+	}
+	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO monitors (name, labels, created_ns) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET labels = excluded.labels`), id.Name, string(labels), time.Now().UnixNano()); err != nil {
+		return 0, fmt.Errorf("store: register monitor %q: %w", id.Name, err)
+	}
+	var mid int64
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT id FROM monitors WHERE name = ?`), id.Name).Scan(&mid); err != nil {
+		return 0, fmt.Errorf("store: monitor %q: %w", id.Name, err)
+	}
+	return mid, nil
+}
+
+func (s *sqlStore) Streams(ctx context.Context, monitor int64, streams []model.MonitorStream) ([]int32, error) {
+	if len(streams) > MaxStreams {
+		return nil, fmt.Errorf("%w: %d streams, the limit is %d", ErrBadInput, len(streams), MaxStreams)
+	}
+	for _, st := range streams {
+		if err := checkName("stream name", st.Name); err != nil {
+			return nil, err
+		}
+		if err := checkName("stream target", st.Target); err != nil {
+			return nil, err
+		}
+		if err := checkName("stream kind", string(st.Kind)); err != nil {
+			return nil, err
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	defer tx.Rollback()
+	ids := make([]int32, len(streams))
+	for i, st := range streams {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO streams (monitor_id, name, target, kind, dscp) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (monitor_id, name) DO UPDATE SET target = excluded.target, kind = excluded.kind, dscp = excluded.dscp`),
+			monitor, st.Name, st.Target, string(st.Kind), st.DSCP); err != nil {
+			return nil, fmt.Errorf("store: register stream %q: %w", st.Name, err)
+		}
+		var id int64
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT id FROM streams WHERE monitor_id = ? AND name = ?`), monitor, st.Name).Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: stream %q: %w", st.Name, err)
+		}
+		ids[i] = int32(id)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("store: commit streams: %w", err)
+	}
+	s.mu.Lock()
+	s.sids[monitor] = ids
+	s.mu.Unlock()
+	return append([]int32(nil), ids...), nil
+}
+
+func (s *sqlStore) ListStreams(ctx context.Context, monitor int64) (map[int32]model.MonitorStream, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, name, target, kind, dscp FROM streams WHERE monitor_id = ? ORDER BY id LIMIT ?`), monitor, MaxListLimit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list streams: %w", err)
+	}
+	defer rows.Close()
+	out := map[int32]model.MonitorStream{}
+	for rows.Next() {
+		var (
+			id   int64
+			st   model.MonitorStream
+			kind string
+		)
+		if err := rows.Scan(&id, &st.Name, &st.Target, &kind, &st.DSCP); err != nil {
+			return nil, fmt.Errorf("store: list streams: %w", err)
+		}
+		st.Kind = model.ProbeKind(kind)
+		out[int32(id)] = st
+	}
+	return out, rows.Err()
+}
+
+// checkBatch bounds a batch before anything of it is written.
+func checkBatch(b *Batch) error {
+	if n := b.Rows(); n > MaxBatchRows {
+		return fmt.Errorf("%w: a batch of %d rows, the limit is %d", ErrBadInput, n, MaxBatchRows)
+	}
+	for _, e := range b.Events {
+		if len(e.Text) > MaxEventText || len(e.Detail) > MaxEventDetail || len(e.Flags) > MaxEventDetail {
+			return fmt.Errorf("%w: %s event over the bounds (text %d bytes, %d figures, %d flags)", ErrBadInput, e.Kind, len(e.Text), len(e.Detail), len(e.Flags))
+		}
+		if err := checkName("event kind", string(e.Kind)); err != nil {
+			return err
+		}
+	}
+	for _, r := range b.Rollups {
+		if len(r.Data) > MaxRollupData {
+			return fmt.Errorf("%w: rollup data of %d bytes, the limit is %d", ErrBadInput, len(r.Data), MaxRollupData)
+		}
+	}
+	return nil
+}
+
+func (s *sqlStore) Write(ctx context.Context, monitor int64, b *Batch) error {
+	if err := checkBatch(b); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	sids := s.sids[monitor]
+	s.mu.Unlock()
+	sid := func(i int32) (int64, error) {
+		if i < 0 || int(i) >= len(sids) {
+			return 0, fmt.Errorf("%w %d (monitor %d has %d streams registered)", ErrUnknownStream, i, monitor, len(sids))
+		}
+		return int64(sids[i]), nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin batch: %w", err)
+	}
+	defer tx.Rollback()
+
+	ins := inserter{s: s, tx: tx, ctx: ctx}
+	for _, p := range b.Probes {
+		id, err := sid(p.Stream)
+		if err != nil {
+			return err
+		}
+		var fl int
+		if p.Lost {
+			fl |= flagLost
+		}
+		if p.Late {
+			fl |= flagLate
+		}
+		ins.add("probes (sid, sent_ns, seq, lateness_ns, rtt_ns, fwd_ns, rev_ns, flags, load)", 9,
+			id, p.SentNs, int64(p.Seq), int64(p.LatenessNs), p.RTTNs, p.FwdNs, p.RevNs, fl, int(p.Load))
+	}
+	ins.flush()
+	for _, c := range b.Counters {
+		ins.add("counters (monitor_id, time_ns, rx_bytes, tx_bytes)", 4, monitor, c.TimeNs, int64(c.RxBytes), int64(c.TxBytes))
+	}
+	ins.flush()
+	for _, r := range b.Rollups {
+		id, err := sid(r.Stream)
+		if err != nil {
+			return err
+		}
+		data := r.Data
+		if data == nil {
+			data = []byte{}
+		}
+		ins.add("rollups (sid, minute_ns, sent, lost, late, sum_ns, sum_sq_ns, min_ns, max_ns, data)", 10,
+			id, r.MinuteNs, int64(r.Sent), int64(r.Lost), int64(r.Late), r.SumNs, r.SumSqNs, r.MinNs, r.MaxNs, data)
+	}
+	ins.flush()
+	if ins.err != nil {
+		return ins.err
+	}
+	for _, e := range b.Events {
+		stream := int64(-1)
+		if e.Stream >= 0 {
+			if stream, err = sid(e.Stream); err != nil {
+				return err
+			}
+		}
+		detail, err := json.Marshal(e.Detail)
+		if err != nil {
+			return fmt.Errorf("store: encode event detail: %w", err)
+		}
+		flags, _ := json.Marshal(e.Flags)
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO events (monitor_id, kind, start_ns, end_ns, stream_id, text, detail, flags)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), monitor, string(e.Kind), e.StartNs, e.EndNs, stream, e.Text, string(detail), string(flags)); err != nil {
+			return fmt.Errorf("store: insert event: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit batch of %d rows: %w", b.Rows(), err)
+	}
+	return nil
+}
+
+// inserter collects rows of one table into multi-row INSERTs that skip
+// rows already stored (ON CONFLICT DO NOTHING: both engines).
+type inserter struct {
+	s     *sqlStore
+	tx    *sql.Tx
+	ctx   context.Context
+	table string
+	cols  int
+	args  []any
+	err   error
+}
+
+func (in *inserter) add(table string, cols int, vals ...any) {
+	if in.table != table {
+		in.flush()
+		in.table, in.cols = table, cols
+	}
+	in.args = append(in.args, vals...)
+	if len(in.args) >= chunkRows*cols {
+		in.flush()
+	}
+}
+
+func (in *inserter) flush() {
+	if len(in.args) == 0 || in.err != nil {
+		in.args = in.args[:0]
+		return
+	}
+	n := len(in.args) / in.cols
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", in.cols), ", ") + ")"
+	q := "INSERT INTO " + in.table + " VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + " ON CONFLICT DO NOTHING"
+	if _, err := in.tx.ExecContext(in.ctx, in.s.q(q), in.args...); err != nil {
+		in.err = fmt.Errorf("store: insert into %s: %w", strings.Fields(in.table)[0], err)
+	}
+	in.args = in.args[:0]
+}
+
+func (s *sqlStore) Probes(ctx context.Context, monitor int64, from, to int64, fn func(model.ProbeSample) error) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT p.sid, p.sent_ns, p.seq, p.lateness_ns, p.rtt_ns, p.fwd_ns, p.rev_ns, p.flags, p.load
+		FROM probes p JOIN streams s ON p.sid = s.id
+		WHERE s.monitor_id = ? AND p.sent_ns >= ? AND p.sent_ns < ? ORDER BY p.sid, p.sent_ns`), monitor, from, to)
+	if err != nil {
+		return fmt.Errorf("store: read probes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			p              model.ProbeSample
+			sid, seq, late int64
+			flags, load    int
+		)
+		if err := rows.Scan(&sid, &p.SentNs, &seq, &late, &p.RTTNs, &p.FwdNs, &p.RevNs, &flags, &load); err != nil {
+			return fmt.Errorf("store: read probes: %w", err)
+		}
+		p.Stream, p.Seq, p.LatenessNs = int32(sid), uint32(seq), int32(late)
+		p.Lost, p.Late, p.Load = flags&flagLost != 0, flags&flagLate != 0, model.LoadState(load)
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func (s *sqlStore) Counters(ctx context.Context, monitor int64, from, to int64, fn func(model.CounterSample) error) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT time_ns, rx_bytes, tx_bytes FROM counters
+		WHERE monitor_id = ? AND time_ns >= ? AND time_ns < ? ORDER BY time_ns`), monitor, from, to)
+	if err != nil {
+		return fmt.Errorf("store: read counters: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			c      model.CounterSample
+			rx, tx int64
+		)
+		if err := rows.Scan(&c.TimeNs, &rx, &tx); err != nil {
+			return fmt.Errorf("store: read counters: %w", err)
+		}
+		c.RxBytes, c.TxBytes = uint64(rx), uint64(tx)
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func (s *sqlStore) Rollups(ctx context.Context, monitor int64, from, to int64, fn func(Rollup) error) error {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT r.sid, r.minute_ns, r.sent, r.lost, r.late, r.sum_ns, r.sum_sq_ns, r.min_ns, r.max_ns, r.data
+		FROM rollups r JOIN streams s ON r.sid = s.id
+		WHERE s.monitor_id = ? AND r.minute_ns >= ? AND r.minute_ns < ? ORDER BY r.sid, r.minute_ns`), monitor, from, to)
+	if err != nil {
+		return fmt.Errorf("store: read rollups: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			r                     Rollup
+			sid, sent, lost, late int64
+		)
+		if err := rows.Scan(&sid, &r.MinuteNs, &sent, &lost, &late, &r.SumNs, &r.SumSqNs, &r.MinNs, &r.MaxNs, &r.Data); err != nil {
+			return fmt.Errorf("store: read rollups: %w", err)
+		}
+		r.Stream, r.Sent, r.Lost, r.Late = int32(sid), uint32(sent), uint32(lost), uint32(late)
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func (s *sqlStore) Events(ctx context.Context, monitor int64, from, to int64, limit int) ([]model.MonitorEvent, error) {
+	limit = min(max(limit, 0), MaxListLimit)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT kind, start_ns, end_ns, stream_id, text, detail, flags FROM events
+		WHERE monitor_id = ? AND start_ns < ? AND end_ns >= ? ORDER BY start_ns, id LIMIT ?`), monitor, to, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: read events: %w", err)
+	}
+	defer rows.Close()
+	out := []model.MonitorEvent{}
+	for rows.Next() {
+		var (
+			e             model.MonitorEvent
+			kind          string
+			stream        int64
+			detail, flags string
+		)
+		if err := rows.Scan(&kind, &e.StartNs, &e.EndNs, &stream, &e.Text, &detail, &flags); err != nil {
+			return nil, fmt.Errorf("store: read events: %w", err)
+		}
+		e.Kind, e.Stream = model.EventKind(kind), int32(stream)
+		if err := json.Unmarshal([]byte(detail), &e.Detail); err != nil {
+			return nil, fmt.Errorf("store: event detail: %w", err)
+		}
+		if err := json.Unmarshal([]byte(flags), &e.Flags); err != nil {
+			return nil, fmt.Errorf("store: event flags: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) Restart(ctx context.Context, monitor int64, r RestartRow) error {
+	if len(r.Version) > MaxNameLen {
+		return fmt.Errorf("%w: version of %d bytes", ErrBadInput, len(r.Version))
+	}
+	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO restarts (monitor_id, time_ns, last_ns, version) VALUES (?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`), monitor, r.TimeNs, r.LastNs, r.Version); err != nil {
+		return fmt.Errorf("store: record restart: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Restarts(ctx context.Context, monitor int64, from, to int64) ([]RestartRow, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT time_ns, last_ns, version FROM restarts
+		WHERE monitor_id = ? AND time_ns >= ? AND time_ns < ? ORDER BY time_ns LIMIT ?`), monitor, from, to, MaxListLimit)
+	if err != nil {
+		return nil, fmt.Errorf("store: read restarts: %w", err)
+	}
+	defer rows.Close()
+	out := []RestartRow{}
+	for rows.Next() {
+		var r RestartRow
+		if err := rows.Scan(&r.TimeNs, &r.LastNs, &r.Version); err != nil {
+			return nil, fmt.Errorf("store: read restarts: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) LastSample(ctx context.Context, monitor int64) (int64, bool, error) {
+	var ns sql.NullInt64
+	// Per stream, the newest row is the end of its primary key: one seek each.
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT MAX((SELECT MAX(sent_ns) FROM probes WHERE sid = s.id))
+		FROM streams s WHERE s.monitor_id = ?`), monitor).Scan(&ns)
+	if err != nil {
+		return 0, false, fmt.Errorf("store: last sample: %w", err)
+	}
+	return ns.Int64, ns.Valid, nil
+}

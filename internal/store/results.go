@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// Defaults of Limits.
+const (
+	// DefaultKeep is how many results a store keeps.
+	DefaultKeep = 1000
+	// DefaultMaxRowBytes bounds one stored result's JSON. The page's result
+	// endpoint reads at most 8 MiB; the server adds its own series to what
+	// it assembles, and a real page result is well under 1 MiB.
+	DefaultMaxRowBytes = 8 << 20
+	// DefaultMaxTotalBytes bounds the stored JSON of all results together,
+	// so DefaultKeep results of the largest size cannot fill a disk.
+	DefaultMaxTotalBytes = 256 << 20
+)
+
+// Limits bound the results a store keeps; zero fields take the defaults.
+type Limits struct {
+	// Keep is how many results are kept, newest first.
+	Keep int
+	// MaxRowBytes bounds one result's stored JSON: a larger one is
+	// refused with ErrTooLarge, never cut.
+	MaxRowBytes int64
+	// MaxTotalBytes bounds the stored JSON of all results: adding one
+	// forgets the oldest until the rest fit. It is at least MaxRowBytes,
+	// so the newest result is always kept.
+	MaxTotalBytes int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Keep <= 0 {
+		l.Keep = DefaultKeep
+	}
+	if l.MaxRowBytes <= 0 {
+		l.MaxRowBytes = DefaultMaxRowBytes
+	}
+	if l.MaxTotalBytes <= 0 {
+		l.MaxTotalBytes = DefaultMaxTotalBytes
+	}
+	l.MaxTotalBytes = max(l.MaxTotalBytes, l.MaxRowBytes)
+	return l
+}
+
+// ErrTooLarge is returned by AddResult for a result over the row cap.
+var ErrTooLarge = errors.New("store: result too large to store")
+
+// ErrNotFound is returned by GetResult for an ID the store does not hold.
+var ErrNotFound = errors.New("store: no such result")
+
+// ErrBadID is returned for an ID that cannot be a result's: result IDs are
+// the server's session IDs, 32 lower-case hex digits.
+var ErrBadID = errors.New("store: malformed result id")
+
+var idPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// ValidID reports whether id has the form of a result ID.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
+// Summary is one row of the list of past results.
+type Summary struct {
+	ID          string    `json:"id"`
+	Start       time.Time `json:"start"`
+	Software    string    `json:"software"`
+	DownloadBps float64   `json:"download_bps"`
+	UploadBps   float64   `json:"upload_bps"`
+	// IdleRTTMs is the baseline's minimum RTT; LoadedRTTMs the larger of
+	// the two directions' median RTT under load (0: not measured).
+	IdleRTTMs   float64 `json:"idle_rtt_ms"`
+	LoadedRTTMs float64 `json:"loaded_rtt_ms"`
+	Errors      int     `json:"errors"`
+}
+
+func (s *sqlStore) AddResult(ctx context.Context, res *model.Result) error {
+	if !ValidID(res.ID) {
+		return ErrBadID
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("store: encode result: %w", err)
+	}
+	if int64(len(raw)) > s.lim.MaxRowBytes {
+		return fmt.Errorf("%w: %d bytes of JSON, the limit is %d", ErrTooLarge, len(raw), s.lim.MaxRowBytes)
+	}
+	sum := summarize(res)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer tx.Rollback()
+	// Replacing deletes and inserts, so a re-added result is the newest.
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM results WHERE id = ?`), sum.ID); err != nil {
+		return fmt.Errorf("store: replace result: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO results
+		(id, start, software, download_bps, upload_bps, idle_rtt_ms, loaded_rtt_ms, errors, json)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		sum.ID, sum.Start.UTC().Format(time.RFC3339Nano), sum.Software, sum.DownloadBps, sum.UploadBps,
+		sum.IdleRTTMs, sum.LoadedRTTMs, sum.Errors, raw); err != nil {
+		return fmt.Errorf("store: insert result: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM results WHERE seq NOT IN
+		(SELECT seq FROM results ORDER BY seq DESC LIMIT ?)`), s.lim.Keep); err != nil {
+		return fmt.Errorf("store: prune results: %w", err)
+	}
+	// Newest first, the rows from the one that takes the running total of
+	// JSON bytes past the budget on are forgotten. The new row is at most
+	// the row cap, itself within the budget, so it stays.
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM results WHERE seq IN
+		(SELECT seq FROM (SELECT seq, SUM(length(json)) OVER (ORDER BY seq DESC) AS total FROM results) AS t
+		 WHERE total > ?)`), s.lim.MaxTotalBytes); err != nil {
+		return fmt.Errorf("store: prune results by size: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit result: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) ListResults(ctx context.Context, limit int) ([]Summary, error) {
+	limit = min(max(limit, 0), MaxListLimit)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, start, software, download_bps, upload_bps,
+		idle_rtt_ms, loaded_rtt_ms, errors FROM results ORDER BY seq DESC LIMIT ?`), limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list results: %w", err)
+	}
+	defer rows.Close()
+	out := []Summary{}
+	for rows.Next() {
+		var (
+			sum   Summary
+			start string
+		)
+		if err := rows.Scan(&sum.ID, &start, &sum.Software, &sum.DownloadBps, &sum.UploadBps,
+			&sum.IdleRTTMs, &sum.LoadedRTTMs, &sum.Errors); err != nil {
+			return nil, fmt.Errorf("store: list results: %w", err)
+		}
+		sum.Start, _ = time.Parse(time.RFC3339Nano, start)
+		out = append(out, sum)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) GetResult(ctx context.Context, id string) (json.RawMessage, error) {
+	if !ValidID(id) {
+		return nil, ErrBadID
+	}
+	var raw []byte
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT json FROM results WHERE id = ?`), id).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: get result: %w", err)
+	}
+	return raw, nil
+}
+
+func (s *sqlStore) ResultUsage(ctx context.Context) (rows int, bytes int64, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(length(json)), 0) FROM results`).Scan(&rows, &bytes)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: result usage: %w", err)
+	}
+	return rows, bytes, nil
+}
+
+func summarize(r *model.Result) Summary {
+	s := Summary{ID: r.ID, Start: r.Start, Software: r.Client.Software, Errors: len(r.Errors)}
+	if r.Baseline != nil {
+		s.IdleRTTMs = r.Baseline.RTTMs.Min
+	}
+	for _, d := range []*model.DirectionResult{r.Download, r.Upload} {
+		if d == nil {
+			continue
+		}
+		if d.Direction == "upload" {
+			s.UploadBps = d.GoodputBps
+		} else {
+			s.DownloadBps = d.GoodputBps
+		}
+		if d.Latency != nil {
+			s.LoadedRTTMs = max(s.LoadedRTTMs, d.Latency.RTTMs.P50)
+		}
+	}
+	return s
+}

@@ -1,0 +1,273 @@
+// Package store keeps everything sonde stores, in one schema behind one
+// interface, on SQLite (the embedded default, modernc.org/sqlite: pure Go)
+// or PostgreSQL (pgx; the fleet's shared store): the results of past tests
+// the page and the CLI list (kept to the last N within a byte budget), and
+// a monitor's rows (probe samples, interface counters, events, per-minute
+// rollups, restarts) under the monitor's identity. The schema is one set
+// of versioned migrations (pressly/goose, embedded SQL written once and
+// expanded per dialect), applied when a store opens; a database from a
+// newer schema is refused. docs/store.md describes the schema and limits.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// Results is the history of assembled test results.
+type Results interface {
+	// AddResult stores res (replacing one of the same ID) and forgets the
+	// oldest results beyond the store's Limits.
+	AddResult(ctx context.Context, res *model.Result) error
+	// ListResults returns up to limit summaries, newest first.
+	ListResults(ctx context.Context, limit int) ([]Summary, error)
+	// GetResult returns a stored result's JSON.
+	GetResult(ctx context.Context, id string) (json.RawMessage, error)
+	// ResultUsage returns the results stored and the bytes of their JSON.
+	ResultUsage(ctx context.Context) (rows int, bytes int64, err error)
+}
+
+// Monitors holds monitors' rows. Every writer call is one transaction.
+type Monitors interface {
+	// Monitor returns the ID of the monitor named id.Name, registering it
+	// (with its labels) when new; the labels of a known one are updated.
+	Monitor(ctx context.Context, id Identity) (int64, error)
+	// Streams registers a monitor's streams (by name; known ones keep
+	// their ID) and returns their store IDs in the order given. Rows
+	// written later carry the index into this list as their stream.
+	Streams(ctx context.Context, monitor int64, streams []model.MonitorStream) ([]int32, error)
+	// ListStreams returns a monitor's streams by store ID.
+	ListStreams(ctx context.Context, monitor int64) (map[int32]model.MonitorStream, error)
+	// Write stores a batch in one transaction; a row already stored (same
+	// stream and time) is left as it is, so a replayed batch is harmless.
+	Write(ctx context.Context, monitor int64, b *Batch) error
+	// Probes calls fn for the monitor's probes sent in [from, to), by
+	// stream then time; Stream is the store's stream ID.
+	Probes(ctx context.Context, monitor int64, from, to int64, fn func(model.ProbeSample) error) error
+	// Counters calls fn for the monitor's counter samples in [from, to).
+	Counters(ctx context.Context, monitor int64, from, to int64, fn func(model.CounterSample) error) error
+	// Rollups calls fn for the monitor's rollups of minutes in [from, to).
+	Rollups(ctx context.Context, monitor int64, from, to int64, fn func(Rollup) error) error
+	// Events returns up to limit events that overlap [from, to), oldest first.
+	Events(ctx context.Context, monitor int64, from, to int64, limit int) ([]model.MonitorEvent, error)
+	// Restart records a start of the monitor; Restarts lists them.
+	Restart(ctx context.Context, monitor int64, r RestartRow) error
+	Restarts(ctx context.Context, monitor int64, from, to int64) ([]RestartRow, error)
+	// LastSample is the send time of the monitor's newest probe (ok false: none).
+	LastSample(ctx context.Context, monitor int64) (ns int64, ok bool, err error)
+	// Retain deletes what is older than the retention allows, in batches.
+	Retain(ctx context.Context, r Retention, nowNs int64) (Deleted, error)
+}
+
+// Store is an open store: SQLite or PostgreSQL behind the same calls.
+type Store interface {
+	Results
+	Monitors
+	// Location is where the store is (without a password).
+	Location() Location
+	Close() error
+}
+
+// Identity names a monitor: its name is unique in a store; labels (ISP,
+// access type, region …) group monitors in fleet reports.
+type Identity struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Rollup is one stream's minute as stored: the figures any query sums,
+// and Data, the analysis package's encoding of the rest (histogram bins,
+// counts within each threshold per load state), which the store keeps
+// opaque so the analysis may change its bins without a migration.
+type Rollup struct {
+	Stream   int32   `json:"stream"` // index on Write; store stream ID when read
+	MinuteNs int64   `json:"minute_ns"`
+	Sent     uint32  `json:"sent"`
+	Lost     uint32  `json:"lost"`
+	Late     uint32  `json:"late"`
+	SumNs    float64 `json:"sum_ns"`
+	SumSqNs  float64 `json:"sum_sq_ns"`
+	MinNs    int64   `json:"min_ns"`
+	MaxNs    int64   `json:"max_ns"`
+	Data     []byte  `json:"data"`
+}
+
+// RestartRow is one start of a monitor.
+type RestartRow struct {
+	TimeNs  int64  `json:"time_ns"`
+	LastNs  int64  `json:"last_ns"` // newest sample stored before it; 0: none
+	Version string `json:"version"` // sonde's version
+}
+
+// Batch is what a monitor writes at once (about a second of rows). Stream
+// fields are indexes into the list given to Streams.
+type Batch struct {
+	Probes   []model.ProbeSample
+	Counters []model.CounterSample
+	Rollups  []Rollup
+	Events   []model.MonitorEvent
+}
+
+// Rows is the number of rows in the batch.
+func (b *Batch) Rows() int {
+	return len(b.Probes) + len(b.Counters) + len(b.Rollups) + len(b.Events)
+}
+
+// Bounds on what a writer (a monitor, later a remote one) may hand the
+// store: each allocates and lands on disk.
+const (
+	MaxBatchRows   = 100_000 // rows in one Write (a second of 8 targets × 100/s is 800)
+	MaxStreams     = 1024    // streams of one monitor
+	MaxNameLen     = 256     // monitor and stream names, targets
+	MaxLabels      = 32      // labels of one monitor
+	MaxLabelLen    = 256     // one label key or value
+	MaxEventText   = 4096    // an event's text
+	MaxEventDetail = 64      // detail figures and flags of one event
+	MaxRollupData  = 64 << 10
+	MaxListLimit   = 100_000 // rows one Events or ListResults call returns
+)
+
+// ErrUnknownStream is returned by Write for a stream index not registered.
+var ErrUnknownStream = errors.New("store: unknown stream index")
+
+// ErrBadInput is returned for rows or identities over the bounds above.
+var ErrBadInput = errors.New("store: bad input")
+
+// Options tune Open; zero fields take defaults.
+type Options struct {
+	Results Limits
+}
+
+// Open opens the store at rawURL (see ParseURL), creating a SQLite file
+// if needed (its directory must exist), and migrates its schema.
+func Open(ctx context.Context, rawURL string, opt Options) (Store, error) {
+	loc, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return OpenLocation(ctx, loc, opt)
+}
+
+// OpenLocation opens a parsed location; see Open.
+func OpenLocation(ctx context.Context, loc Location, opt Options) (Store, error) {
+	db, err := openDB(loc)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: %s: %s", loc, oneLine(err))
+	}
+	if _, err := migrate(ctx, db, loc.Backend); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	return &sqlStore{db: db, loc: loc, lim: opt.Results.withDefaults(), sids: map[int64][]int32{}}, nil
+}
+
+// Migrate applies the migrations to the store at rawURL and returns the
+// schema version it is at.
+func Migrate(ctx context.Context, rawURL string) (int64, error) {
+	loc, err := ParseURL(rawURL)
+	if err != nil {
+		return 0, err
+	}
+	db, err := openDB(loc)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	v, err := migrate(ctx, db, loc.Backend)
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", loc, err)
+	}
+	return v, nil
+}
+
+func openDB(loc Location) (*sql.DB, error) {
+	switch loc.Backend {
+	case Postgres:
+		db, err := sql.Open("pgx", loc.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("store: %s: %w", loc, err)
+		}
+		return db, nil
+	case SQLite:
+	default:
+		return nil, fmt.Errorf("store: unknown backend %q", loc.Backend)
+	}
+	dsn := "file::memory:"
+	if loc.Path != Memory {
+		dir := filepath.Dir(loc.Path)
+		st, err := os.Stat(dir)
+		if err != nil {
+			return nil, fmt.Errorf("store: database directory %s: %w", dir, errors.Unwrap(err))
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("store: %s is not a directory", dir)
+		}
+		// WAL: readers never block the writer; synchronous=NORMAL: a
+		// commit survives a crash of the process (not of the machine's
+		// power, where the last transactions may go, never the file);
+		// immediate transactions: writers queue on busy_timeout instead
+		// of failing on a lock upgrade.
+		dsn = "file:" + loc.Path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", loc, err)
+	}
+	if loc.Path == Memory {
+		// An in-memory database exists per connection.
+		db.SetMaxOpenConns(1)
+	} else {
+		db.SetMaxOpenConns(4)
+	}
+	return db, nil
+}
+
+// sqlStore is both backends: database/sql with the dialect's few
+// differences (placeholders) handled in q.
+type sqlStore struct {
+	db  *sql.DB
+	loc Location
+	lim Limits
+
+	mu   sync.Mutex
+	sids map[int64][]int32 // monitor → stream index → store stream ID
+}
+
+func (s *sqlStore) Location() Location { return s.loc }
+func (s *sqlStore) Close() error       { return s.db.Close() }
+
+// q writes a query for the backend: queries are written with ?, which
+// PostgreSQL spells $1, $2 … (none of the queries has a ? in a literal).
+func (s *sqlStore) q(query string) string {
+	if s.loc.Backend != Postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

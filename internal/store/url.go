@@ -1,0 +1,92 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Backend names a database engine behind the store.
+type Backend string
+
+const (
+	SQLite   Backend = "sqlite"
+	Postgres Backend = "postgres"
+)
+
+// Memory is the SQLite location that lives in memory only, as long as the
+// store is open.
+const Memory = ":memory:"
+
+// maxURLLen bounds a store URL: it comes from a flag or a config file.
+const maxURLLen = 4096
+
+// Location is a parsed store URL.
+type Location struct {
+	Backend Backend
+	// Path is the SQLite file (or Memory); DSN the PostgreSQL URL.
+	Path string
+	DSN  string
+}
+
+// String is the location for messages, without a password.
+func (l Location) String() string {
+	if l.Backend == SQLite {
+		return l.Path
+	}
+	u, err := url.Parse(l.DSN)
+	if err != nil {
+		return "postgres://…"
+	}
+	return u.Redacted()
+}
+
+// ParseURL parses a store URL: a PostgreSQL URL (postgres:// or
+// postgresql://), a SQLite file as "sqlite:PATH" or a bare path, or
+// Memory. It checks the form only; Open checks that the place exists.
+func ParseURL(s string) (Location, error) {
+	switch {
+	case s == "":
+		return Location{}, errors.New("store: empty store URL")
+	case len(s) > maxURLLen:
+		return Location{}, fmt.Errorf("store: store URL of %d bytes, the limit is %d", len(s), maxURLLen)
+	case strings.ContainsRune(s, 0):
+		return Location{}, errors.New("store: store URL contains a NUL byte")
+	}
+	scheme, rest, hasScheme := strings.Cut(s, ":")
+	if hasScheme && (strings.HasPrefix(rest, "//") || strings.EqualFold(scheme, "sqlite")) {
+		switch strings.ToLower(scheme) {
+		case "postgres", "postgresql":
+			if _, err := pgconn.ParseConfig(s); err != nil {
+				return Location{}, fmt.Errorf("store: bad PostgreSQL URL: %s", oneLine(err))
+			}
+			return Location{Backend: Postgres, DSN: s}, nil
+		case "sqlite":
+			return sqliteLocation(strings.TrimPrefix(rest, "//"))
+		default:
+			return Location{}, fmt.Errorf("store: unknown store URL scheme %q (want postgres://, sqlite:PATH or a file path)", scheme)
+		}
+	}
+	return sqliteLocation(s)
+}
+
+func sqliteLocation(path string) (Location, error) {
+	switch {
+	case path == "":
+		return Location{}, errors.New("store: empty SQLite path")
+	case path == Memory:
+	case strings.ContainsAny(path, "?#"):
+		// The driver takes the path inside a file: URI, where these end it.
+		return Location{}, fmt.Errorf("store: SQLite path %q: '?' and '#' are not allowed", path)
+	}
+	return Location{Backend: SQLite, Path: path}, nil
+}
+
+// oneLine keeps the first line of an error's text.
+func oneLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
