@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-project/sonde/internal/history"
 	"github.com/sonde-project/sonde/internal/pcap"
 	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/server/servertest"
+	"github.com/sonde-project/sonde/internal/store"
 )
 
 // run executes the root command with args and returns stdout, stderr and
@@ -134,7 +134,7 @@ func TestStdoutOneDocument(t *testing.T) {
 // TestRefusedExitCode: a server's refusal (a wrong token) exits 4, apart
 // from a failed measurement (1).
 func TestRefusedExitCode(t *testing.T) {
-	addr := servertest.Start(t, server.Config{UDPAddr: "off", Token: "right", PerIPPerMinute: -1, HistoryDB: history.Memory})
+	addr := servertest.Start(t, server.Config{UDPAddr: "off", Token: "right", PerIPPerMinute: -1, HistoryDB: store.Memory})
 	_, stderr, code := run(t, "test", "http://"+addr, "--token", "wrong", "-t", "1s", "--no-progress")
 	if code != exitRefused {
 		t.Errorf("exit %d, want %d (refused); stderr %q", code, exitRefused, stderr)

@@ -9,12 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-project/sonde/internal/history"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/units"
 )
 
@@ -22,7 +23,7 @@ func newServeCmd() *cobra.Command {
 	var (
 		cfg                             server.Config
 		maxBytes, perIPRate, udpBitrate string
-		webrtcPort                      string
+		webrtcPort, storeURL            string
 		maxConns                        int
 		verbose                         bool
 	)
@@ -67,8 +68,20 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 			if err := cfg.Validate(); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			if cfg.HistoryDB, err = historyPath(cfg.HistoryDB, cmd.Flags().Changed("db")); err != nil {
-				return err
+			switch {
+			case cmd.Flags().Changed("store") && cmd.Flags().Changed("db"):
+				return usagef("--store and --db both name where past results go: give one")
+			case cmd.Flags().Changed("store"):
+				// Checked before the server starts: a wrong URL is a
+				// usage error, not a failure after the listeners are up.
+				if _, err := store.ParseURL(storeURL); err != nil {
+					return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+				}
+				cfg.HistoryDB = storeURL
+			default:
+				if cfg.HistoryDB, err = historyPath(cfg.HistoryDB, cmd.Flags().Changed("db")); err != nil {
+					return err
+				}
 			}
 			srv, err := server.New(cfg)
 			if err != nil {
@@ -116,6 +129,7 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.StringVar(&udpBitrate, "udp-max-bitrate", "200M", "`RATE` in bit/s one UDP session may send, e.g. 200M, 1G")
 	f.StringVar(&webrtcPort, "webrtc-port", "0", "UDP port of the page's WebRTC quality test (docs/browser.md): 0 an ephemeral port per test, N one port for all tests, off no WebRTC test")
 	f.StringVar(&cfg.HistoryDB, "db", "", "SQLite file of past results the page lists (default: sonde/results.db in the user cache dir; :memory: keeps them in memory only)")
+	f.StringVar(&storeURL, "store", "", "`URL` of the store for past results instead of --db: a SQLite path, sqlite:PATH or postgres://… (docs/store.md); its schema is migrated on start")
 	f.IntVar(&cfg.HistoryKeep, "db-keep", 1000, "past results kept; older ones are deleted")
 	f.DurationVar(&cfg.HeaderTimeout, "header-timeout", 10*time.Second, "time a client has to send a request's headers")
 	f.DurationVar(&cfg.BodyTimeout, "body-timeout", 30*time.Second, "time a client has to send a request's body, from the end of its headers")
@@ -200,7 +214,7 @@ func historyPath(path string, given bool) (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sonde: no user cache directory (%v); past results stay in memory\n", err)
-		return history.Memory, nil
+		return store.Memory, nil
 	}
 	dir = filepath.Join(dir, "sonde")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

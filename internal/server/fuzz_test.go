@@ -128,7 +128,7 @@ func FuzzBrowserResult(f *testing.F) {
 		if rec.Body.Len() > bound {
 			t.Fatalf("%d bytes of input gave a %d-byte reply", len(body), rec.Body.Len())
 		}
-		if raw, err := s.history.Get(context.Background(), id); err == nil && len(raw) > bound {
+		if raw, err := s.history.GetResult(context.Background(), id); err == nil && len(raw) > bound {
 			t.Fatalf("%d bytes of input stored a %d-byte row", len(body), len(raw))
 		} else if err == nil && rec.Code != http.StatusOK {
 			t.Fatalf("a refused result (%d) was stored", rec.Code)

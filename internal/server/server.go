@@ -21,7 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sonde-project/sonde/internal/history"
+	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/rtcquality"
 	"github.com/sonde-project/sonde/internal/stream"
@@ -71,9 +71,10 @@ type Config struct {
 	// (docs/browser.md): 0 an ephemeral port per test, > 0 this port for
 	// all tests, < 0 no WebRTC test.
 	WebRTCPort int
-	// HistoryDB is the SQLite file that keeps past results for the page
-	// (internal/history); "" or history.Memory keeps them in memory only.
-	// HistoryKeep bounds how many are kept (0: history.DefaultKeep).
+	// HistoryDB is the store that keeps past results for the page
+	// (internal/store): a SQLite file or a postgres:// URL; "" or
+	// store.Memory keeps them in memory only. HistoryKeep bounds how many
+	// are kept (0: store.DefaultKeep).
 	HistoryDB   string
 	HistoryKeep int
 
@@ -238,7 +239,7 @@ type Server struct {
 	handler  http.Handler // mux under per-request deadlines
 	udp      *udpService
 	rtc      *rtcquality.Service
-	history  *history.Store
+	history  store.Store
 
 	mu       sync.Mutex
 	servers  []*http.Server

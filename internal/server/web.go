@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,10 +11,10 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/assemble"
-	"github.com/sonde-project/sonde/internal/history"
 	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
+	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/web"
 )
 
@@ -52,12 +53,17 @@ func (s *Server) webRoutes() {
 // rows); PathResults/{id} returns one stored result (sonde.result/v1).
 const PathResults = "/sonde/v1/results"
 
-// openHistory opens the past-results store: in memory when path is empty.
-func openHistory(path string, keep int) (*history.Store, error) {
-	if path == "" {
-		path = history.Memory
+// openHistory opens the store of past results (a SQLite path or a
+// PostgreSQL URL, internal/store): in memory when url is empty.
+func openHistory(url string, keep int) (store.Store, error) {
+	if url == "" {
+		url = store.Memory
 	}
-	return history.Open(path, keep)
+	// Bounded: a PostgreSQL host that does not answer must not hang the
+	// server's start.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return store.Open(ctx, url, store.Options{Results: store.Limits{Keep: keep}})
 }
 
 func (s *Server) handleResultList(w http.ResponseWriter, r *http.Request) {
@@ -70,7 +76,7 @@ func (s *Server) handleResultList(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, err := s.history.List(r.Context(), limit)
+	list, err := s.history.ListResults(r.Context(), limit)
 	if err != nil {
 		s.cfg.Logger.Warn("past results", "err", err)
 		s.writeError(w, http.StatusInternalServerError, "past results unavailable")
@@ -80,11 +86,11 @@ func (s *Server) handleResultList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleResultGet(w http.ResponseWriter, r *http.Request) {
-	raw, err := s.history.Get(r.Context(), r.PathValue("id"))
+	raw, err := s.history.GetResult(r.Context(), r.PathValue("id"))
 	switch {
-	case errors.Is(err, history.ErrBadID):
+	case errors.Is(err, store.ErrBadID):
 		s.writeError(w, http.StatusBadRequest, "malformed result id")
-	case errors.Is(err, history.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		s.writeError(w, http.StatusNotFound, "no such result (past results keep only the most recent ones)")
 	case err != nil:
 		s.cfg.Logger.Warn("past result", "err", err)
@@ -179,7 +185,7 @@ func (s *Server) handleBrowserResult(w http.ResponseWriter, r *http.Request) {
 	}
 	res := s.assembleBrowser(ses, &run, reps, r)
 	// A store failure must not cost the page its report: log it only.
-	if err := s.history.Add(r.Context(), res); err != nil {
+	if err := s.history.AddResult(r.Context(), res); err != nil {
 		s.cfg.Logger.Warn("storing a result", "session", ses.id, "err", err)
 	}
 	writeJSON(w, http.StatusOK, res)

@@ -38,7 +38,7 @@ func TestResultSpan(t *testing.T) {
 		if code != http.StatusBadRequest || len(reply) > 512 || !strings.Contains(string(reply), "not within 0–50") {
 			t.Errorf("span %s: %d, %d bytes: %s", span, code, len(reply), reply)
 		}
-		if _, err := s.history.Get(t.Context(), rep.ID); err == nil {
+		if _, err := s.history.GetResult(t.Context(), rep.ID); err == nil {
 			t.Errorf("span %s: a refused result was stored", span)
 		}
 	}
@@ -48,7 +48,7 @@ func TestResultSpan(t *testing.T) {
 	if code != http.StatusOK || len(reply) > 64<<10 {
 		t.Fatalf("span 50 s: %d, %d bytes: %.300s", code, len(reply), reply)
 	}
-	raw, err := s.history.Get(t.Context(), rep.ID)
+	raw, err := s.history.GetResult(t.Context(), rep.ID)
 	if err != nil || len(raw) > 64<<10 {
 		t.Fatalf("stored: %d bytes, %v", len(raw), err)
 	}

@@ -1,0 +1,78 @@
+package store
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseURL(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		backend Backend
+		path    string
+		bad     string // part of the error, when bad
+	}{
+		{in: "results.db", backend: SQLite, path: "results.db"},
+		{in: "/var/lib/sonde/monitor.db", backend: SQLite, path: "/var/lib/sonde/monitor.db"},
+		{in: "sqlite:/var/lib/sonde/m.db", backend: SQLite, path: "/var/lib/sonde/m.db"},
+		{in: "sqlite:///var/lib/sonde/m.db", backend: SQLite, path: "/var/lib/sonde/m.db"},
+		{in: "SQLite:rel.db", backend: SQLite, path: "rel.db"},
+		{in: ":memory:", backend: SQLite, path: Memory},
+		{in: "./a:b.db", backend: SQLite, path: "./a:b.db"},
+		{in: "postgres://sonde:secret@db.example:5432/sonde?sslmode=disable", backend: Postgres},
+		{in: "postgresql:///sonde?host=/run/postgresql", backend: Postgres},
+		{in: "", bad: "empty"},
+		{in: "sqlite:", bad: "empty SQLite path"},
+		{in: "mysql://x/y", bad: `unknown store URL scheme "mysql"`},
+		{in: "m.db?mode=ro", bad: "not allowed"},
+		{in: "postgres://h:notaport/db", bad: "bad PostgreSQL URL"},
+		{in: "a\x00b", bad: "NUL"},
+		{in: strings.Repeat("a", maxURLLen+1), bad: "the limit is"},
+	} {
+		loc, err := ParseURL(c.in)
+		if c.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), c.bad) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("ParseURL(%.40q): %v, want one line with %q", c.in, err, c.bad)
+			}
+			continue
+		}
+		if err != nil || loc.Backend != c.backend || (c.backend == SQLite && loc.Path != c.path) || (c.backend == Postgres && loc.DSN != c.in) {
+			t.Errorf("ParseURL(%q) = %+v, %v; want %s %q", c.in, loc, err, c.backend, c.path)
+		}
+	}
+	loc, _ := ParseURL("postgres://sonde:secret@db.example/sonde")
+	if s := loc.String(); strings.Contains(s, "secret") {
+		t.Errorf("Location.String() shows the password: %s", s)
+	}
+}
+
+// FuzzParseURL: any string parses or fails with one line, never panics,
+// and a parsed location is of a known backend and never shows a password.
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{"results.db", ":memory:", "sqlite:/x.db", "postgres://u:p@h:5432/d?sslmode=disable",
+		"postgresql:///d?host=/tmp", "mysql://x", "", "m.db#x", "postgres://h:99999/d", "postgres://[::1]:5/d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		loc, err := ParseURL(s)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("ParseURL(%q): error of several lines: %q", s, err)
+			}
+			return
+		}
+		switch loc.Backend {
+		case SQLite:
+			if loc.Path == "" || strings.ContainsAny(loc.Path, "?#\x00") && loc.Path != Memory {
+				t.Fatalf("ParseURL(%q): SQLite path %q", s, loc.Path)
+			}
+		case Postgres:
+			if loc.DSN != s {
+				t.Fatalf("ParseURL(%q): DSN %q", s, loc.DSN)
+			}
+			_ = loc.String()
+		default:
+			t.Fatalf("ParseURL(%q): backend %q", s, loc.Backend)
+		}
+	})
+}
