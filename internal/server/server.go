@@ -21,9 +21,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/rtcquality"
+	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/stream"
 )
 
