@@ -1,7 +1,8 @@
 // Package history keeps the results of past tests a server assembled (the
 // browser page's, docs/browser.md) in SQLite, so the page can list them and
-// open one again. It owns the database file and its schema; it keeps the
-// last N results and forgets older ones.
+// open one again. It owns the database file and its schema and bounds it on
+// disk: each stored result is at most a row cap, and it keeps the last N
+// results within a total byte budget, forgetting older ones.
 //
 // The driver is modernc.org/sqlite (pure Go): the binary stays
 // self-contained and cgo-free.
@@ -27,8 +28,34 @@ import (
 // long as the process.
 const Memory = ":memory:"
 
-// DefaultKeep is how many results a store keeps unless told otherwise.
-const DefaultKeep = 1000
+// Defaults of Limits.
+const (
+	// DefaultKeep is how many results a store keeps.
+	DefaultKeep = 1000
+	// DefaultMaxRowBytes bounds one stored result's JSON. The page's result
+	// endpoint reads at most 8 MiB; the server adds its own series to what
+	// it assembles, and a real page result is well under 1 MiB.
+	DefaultMaxRowBytes = 8 << 20
+	// DefaultMaxTotalBytes bounds the stored JSON of all results together,
+	// so DefaultKeep results of the largest size cannot fill a disk.
+	DefaultMaxTotalBytes = 256 << 20
+)
+
+// Limits bound a store; zero fields take the defaults above.
+type Limits struct {
+	// Keep is how many results are kept, newest first.
+	Keep int
+	// MaxRowBytes bounds one result's stored JSON: a larger one is
+	// refused with ErrTooLarge, never cut.
+	MaxRowBytes int64
+	// MaxTotalBytes bounds the stored JSON of all results: adding one
+	// forgets the oldest until the rest fit. It is at least MaxRowBytes,
+	// so the newest result is always kept.
+	MaxTotalBytes int64
+}
+
+// ErrTooLarge is returned by Add for a result over the row cap.
+var ErrTooLarge = errors.New("history: result too large to store")
 
 // ErrNotFound is returned by Get for an ID the store does not hold.
 var ErrNotFound = errors.New("history: no such result")
@@ -58,8 +85,8 @@ type Summary struct {
 
 // Store is an open history database. Safe for concurrent use.
 type Store struct {
-	db   *sql.DB
-	keep int
+	db  *sql.DB
+	lim Limits
 }
 
 const schema = `CREATE TABLE IF NOT EXISTS results (
@@ -75,14 +102,27 @@ const schema = `CREATE TABLE IF NOT EXISTS results (
 	json         BLOB NOT NULL
 )`
 
-// Open opens (creating if needed) the history at path, or an in-memory one
-// for Memory, keeping the last keep results (keep ≤ 0: DefaultKeep). The
-// directory of path must exist: a wrong path is an error at startup, not a
-// silently empty history later.
+// Open opens the history at path with the default byte bounds, keeping
+// the last keep results (keep ≤ 0: DefaultKeep); see OpenLimits.
 func Open(path string, keep int) (*Store, error) {
-	if keep <= 0 {
-		keep = DefaultKeep
+	return OpenLimits(path, Limits{Keep: keep})
+}
+
+// OpenLimits opens (creating if needed) the history at path, or an
+// in-memory one for Memory, bounded by lim. The directory of path must
+// exist: a wrong path is an error at startup, not a silently empty history
+// later.
+func OpenLimits(path string, lim Limits) (*Store, error) {
+	if lim.Keep <= 0 {
+		lim.Keep = DefaultKeep
 	}
+	if lim.MaxRowBytes <= 0 {
+		lim.MaxRowBytes = DefaultMaxRowBytes
+	}
+	if lim.MaxTotalBytes <= 0 {
+		lim.MaxTotalBytes = DefaultMaxTotalBytes
+	}
+	lim.MaxTotalBytes = max(lim.MaxTotalBytes, lim.MaxRowBytes)
 	dsn := "file::memory:"
 	if path != Memory {
 		if path == "" {
@@ -109,14 +149,24 @@ func Open(path string, keep int) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("history: %s: %w", path, err)
 	}
-	return &Store{db: db, keep: keep}, nil
+	return &Store{db: db, lim: lim}, nil
+}
+
+// Usage returns the results stored and the bytes of their JSON.
+func (s *Store) Usage(ctx context.Context) (rows int, bytes int64, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(length(json)), 0) FROM results`).Scan(&rows, &bytes)
+	if err != nil {
+		return 0, 0, fmt.Errorf("history: usage: %w", err)
+	}
+	return rows, bytes, nil
 }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
 // Add stores res (replacing a result of the same ID) and forgets the
-// oldest results beyond the store's limit.
+// oldest results beyond the store's count and byte limits. A result whose
+// JSON is over the row cap is not stored (ErrTooLarge).
 func (s *Store) Add(ctx context.Context, res *model.Result) error {
 	if !ValidID(res.ID) {
 		return ErrBadID
@@ -124,6 +174,9 @@ func (s *Store) Add(ctx context.Context, res *model.Result) error {
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("history: encode result: %w", err)
+	}
+	if int64(len(raw)) > s.lim.MaxRowBytes {
+		return fmt.Errorf("%w: %d bytes of JSON, the limit is %d", ErrTooLarge, len(raw), s.lim.MaxRowBytes)
 	}
 	sum := summarize(res)
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -139,8 +192,16 @@ func (s *Store) Add(ctx context.Context, res *model.Result) error {
 		return fmt.Errorf("history: insert: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM results WHERE seq NOT IN
-		(SELECT seq FROM results ORDER BY seq DESC LIMIT ?)`, s.keep); err != nil {
+		(SELECT seq FROM results ORDER BY seq DESC LIMIT ?)`, s.lim.Keep); err != nil {
 		return fmt.Errorf("history: prune: %w", err)
+	}
+	// Newest first, the rows from the one that takes the running total of
+	// JSON bytes past the budget on are forgotten. The new row is at most
+	// the row cap, itself within the budget, so it stays.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM results WHERE seq IN
+		(SELECT seq FROM (SELECT seq, SUM(length(json)) OVER (ORDER BY seq DESC) AS total FROM results)
+		 WHERE total > ?)`, s.lim.MaxTotalBytes); err != nil {
+		return fmt.Errorf("history: prune by size: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("history: commit: %w", err)

@@ -129,3 +129,84 @@ func TestReplaceSameID(t *testing.T) {
 		t.Errorf("re-adding an id: %+v", list)
 	}
 }
+
+// bigResult is result(i) carrying about n bytes of JSON in its notes.
+func bigResult(i, n int) *model.Result {
+	r := result(i)
+	r.Notes = []string{strings.Repeat("n", n)}
+	return r
+}
+
+// TestRowCap: a result over the row cap is refused with ErrTooLarge and
+// not stored; one under it is.
+func TestRowCap(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenLimits(Memory, Limits{MaxRowBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Add(ctx, bigResult(0, 100<<10)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("100 KiB result with a 64 KiB cap: %v, want ErrTooLarge", err)
+	}
+	if _, err := s.Get(ctx, result(0).ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("refused result was stored: %v", err)
+	}
+	if err := s.Add(ctx, bigResult(1, 32<<10)); err != nil {
+		t.Fatalf("32 KiB result: %v", err)
+	}
+}
+
+// TestTotalBytesCap: adding results past the byte budget forgets the
+// oldest ones, the stored JSON never exceeds the budget, and the newest
+// result is always kept, even when it alone takes most of it.
+func TestTotalBytesCap(t *testing.T) {
+	ctx := context.Background()
+	const row, budget = 20 << 10, 100 << 10
+	s, err := OpenLimits(filepath.Join(t.TempDir(), "h.db"), Limits{Keep: 1000, MaxRowBytes: budget, MaxTotalBytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 20 {
+		if err := s.Add(ctx, bigResult(i, row)); err != nil {
+			t.Fatal(err)
+		}
+		n, bytes, err := s.Usage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes > budget {
+			t.Fatalf("after %d adds: %d bytes stored, over the %d budget", i+1, bytes, budget)
+		}
+		if i >= 5 && n != 4 {
+			// Each row is a little over 20 KiB: four fit in 100 KiB.
+			t.Fatalf("after %d adds: %d rows kept, want 4", i+1, n)
+		}
+		if _, err := s.Get(ctx, result(i).ID); err != nil {
+			t.Fatalf("newest result %d not kept: %v", i, err)
+		}
+	}
+	if _, err := s.Get(ctx, result(0).ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("oldest result kept past the budget: %v", err)
+	}
+	// One result of nearly the whole budget leaves only itself.
+	if err := s.Add(ctx, bigResult(99, budget-2<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := s.Usage(ctx); n != 1 {
+		t.Fatalf("after a near-budget result: %d rows, want 1", n)
+	}
+}
+
+// TestDefaultLimits: zero limits take the documented defaults.
+func TestDefaultLimits(t *testing.T) {
+	s, err := OpenLimits(Memory, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.lim != (Limits{Keep: DefaultKeep, MaxRowBytes: DefaultMaxRowBytes, MaxTotalBytes: DefaultMaxTotalBytes}) {
+		t.Fatalf("defaults: %+v", s.lim)
+	}
+}

@@ -23,9 +23,20 @@ type connLimiter struct {
 	mu      sync.Mutex
 	conns   map[net.Conn]string // counted connections and their client IP
 	byIP    map[string]int
-	refused int64     // connections closed at accept for a cap
-	logged  time.Time // last log line about refusals
+	refused int64 // connections closed at accept for a cap
+	// refusedBy splits refused by the cap that closed them (/metrics).
+	refusedBy [numCaps]int64
+	logged    time.Time // last log line about refusals
 }
+
+// The connection caps, as counted on /metrics (label reason).
+const (
+	capTotal = iota // MaxConns
+	capPerIP        // MaxConnsPerIP
+	numCaps
+)
+
+var capNames = [numCaps]string{capTotal: "total_cap", capPerIP: "per_ip_cap"}
 
 func newConnLimiter(perIP, max int, log *slog.Logger) *connLimiter {
 	return &connLimiter{perIP: perIP, max: max, log: log, conns: map[net.Conn]string{}, byIP: map[string]int{}}
@@ -40,10 +51,18 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 	case http.StateNew:
 		ip := connIP(c)
 		l.mu.Lock()
-		over := len(l.conns) >= l.max || l.byIP[ip] >= l.perIP
+		overTotal := len(l.conns) >= l.max
+		over := overTotal || l.byIP[ip] >= l.perIP
 		var logNow bool
 		if over {
 			l.refused++
+			// The total cap is named first: a client under its own cap
+			// was refused for everyone's connections.
+			if overTotal {
+				l.refusedBy[capTotal]++
+			} else {
+				l.refusedBy[capPerIP]++
+			}
 			// One line a minute at most: a flood must not flood the log.
 			if now := time.Now(); now.Sub(l.logged) >= time.Minute {
 				l.logged, logNow = now, true
@@ -79,6 +98,13 @@ func (l *connLimiter) counts(ip string) (fromIP, total int, refused int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.byIP[ip], len(l.conns), l.refused
+}
+
+// refusedByCap counts the connections refused by one cap (capTotal or capPerIP).
+func (l *connLimiter) refusedByCap(which int) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refusedBy[which]
 }
 
 func connIP(c net.Conn) string {

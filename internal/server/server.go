@@ -272,7 +272,7 @@ func New(cfg Config) (*Server, error) {
 	if s.history, err = openHistory(cfg.HistoryDB, cfg.HistoryKeep); err != nil {
 		return nil, err
 	}
-	s.metrics = newCounters(func() float64 { return float64(s.adm.activeCount()) })
+	s.metrics = newCounters(s.adm, s.conns)
 	s.udp = newUDPService(s)
 	s.rtc = rtcquality.New(rtcquality.Config{Port: cfg.WebRTCPort, MaxDirection: min(30*time.Second, cfg.MaxDuration), Logger: cfg.Logger})
 	s.routes()

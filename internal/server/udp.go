@@ -27,6 +27,10 @@ const (
 	udpSlack = 5 * time.Second
 	// maxUDPIntervalUs bounds a session's probe interval: one minute.
 	maxUDPIntervalUs = 60e6
+	// reflectorBuffer is the reflector socket's receive and send buffer
+	// (without CAP_NET_ADMIN the kernel clamps it to net.core.rmem_max
+	// and wmem_max).
+	reflectorBuffer = 32 << 20
 )
 
 // udpService owns a server's STAMP reflector and its sessions: the socket
@@ -93,7 +97,10 @@ func (u *udpService) reflector() (*stamp.Reflector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("UDP reflector: %w", err)
 	}
-	conn.SetBuffers(4 << 20)
+	// One reader serves every session: 100 sessions at 50 probes/s
+	// overflowed 4 MiB (about 1,800 loopback datagrams) while the reader
+	// was starved of CPU under load, and the drops showed as forward loss.
+	conn.SetBuffers(reflectorBuffer)
 	u.conn = conn
 	u.refl = stamp.NewReflector(conn, stamp.NewClock())
 	u.done = make(chan struct{})
@@ -224,8 +231,12 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	maxPackets := int(math.Ceil(time.Until(expires).Seconds()*rate)) + 16
+	// The burst is one second of probes: a sender starved of CPU catches
+	// up on its missed deadlines in one burst, which is not a reason to
+	// count them lost. Replies are never larger than probes, so the burst
+	// amplifies nothing, and the rate still bounds the session.
 	ses, err := refl.Open(stamp.SessionSpec{
-		Client: ip, RatePPS: rate*1.1 + 10, Burst: max(20, int(rate*0.05)),
+		Client: ip, RatePPS: rate*1.1 + 10, Burst: max(50, int(min(rate, maxPPS))),
 		Expires: expires, MaxPackets: maxPackets, DSCP: req.DSCP, ECN: req.ECN,
 	})
 	if err != nil {
