@@ -45,7 +45,11 @@ func (t *Tracker) noteChanges(nowNs int64, chRx, chTx change, oldRx, newRx, oldT
 		if t.wraps == 0 {
 			t.add(t.event(nowNs, fmt.Sprintf("%s: 32-bit byte counters wrapped; counted across the wrap", t.name()), "wrap", detail()))
 		}
-		t.wraps++
+	}
+	for _, c := range [2]change{chRx, chTx} {
+		if c == changeWrap {
+			t.wraps++
+		}
 	}
 	if has(changeReset) {
 		t.resets++

@@ -217,9 +217,10 @@ func (t *Tracker) Observe(nowNs int64, rawRx, rawTx uint64) model.CounterSample 
 	if t.n > 0 {
 		if dt := nowNs - t.at(t.n-1).t; dt <= 0 {
 			// The clock went back: keep the ring sorted by starting over.
+			// The time since the last reading is unknown: take one interval.
 			t.n, t.segStart = 0, nowNs
-			t.rx.changedNs, t.tx.changedNs = nowNs, nowNs
-			t.stale.lastNs, t.stale.reads = nowNs, 0
+			t.rx.changedNs, t.tx.changedNs = nowNs-t.intervalNs, nowNs-t.intervalNs
+			t.stale.lastNs, t.stale.reads = nowNs-t.intervalNs, 0
 		} else if dt > int64(t.cfg.Window) {
 			// A gap in the readings longer than the window: no rate spans it.
 			t.segStart = nowNs
