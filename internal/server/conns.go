@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -42,10 +43,9 @@ func newConnLimiter(perIP, max int, log *slog.Logger) *connLimiter {
 	return &connLimiter{perIP: perIP, max: max, log: log, conns: map[net.Conn]string{}, byIP: map[string]int{}}
 }
 
-// track is an http.Server.ConnState hook. A connection over a cap is closed
-// at once, before its first request is read: it costs the server one
-// short-lived goroutine, no reply (a reply could block on a client that
-// does not read). Both maps hold at most max entries.
+// track is an http.Server.ConnState hook. A connection over a cap is
+// refused before its first request is read (refuseConn). Both maps hold
+// at most max entries.
 func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateNew:
@@ -74,7 +74,7 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 		fromIP, total, refused := l.byIP[ip], len(l.conns), l.refused
 		l.mu.Unlock()
 		if over {
-			_ = c.Close()
+			go refuseConn(c)
 		}
 		if logNow {
 			l.log.Warn("refusing connections over the cap", "client", ip, "from_client", fromIP,
@@ -90,6 +90,31 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// refusalBody is the answer to a connection over a cap: a client (or a
+// person with curl) learns why, where a bare close reads as "not a sonde
+// server".
+const refusalBody = "server busy: too many connections from your address\r\n"
+
+// refuseConn answers a refused connection with a 503 and closes it,
+// within a bounded time and reading at most a few KiB, off the accept
+// path (ConnState hooks run on the server's accept loop). A fresh socket's
+// empty send buffer takes the few bytes at once; the client's request is
+// drained before the close so the kernel sends FIN, not a RST that could
+// discard the answer before the client reads it.
+func refuseConn(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	msg := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 10\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(refusalBody)) + "\r\n\r\n" + refusalBody
+	if _, err := io.WriteString(c, msg); err != nil {
+		return
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.CopyN(io.Discard, c, 8<<10)
 }
 
 // counts returns the connections held, from ip and in all, and how many
