@@ -43,43 +43,69 @@ func newConnLimiter(perIP, max int, log *slog.Logger) *connLimiter {
 	return &connLimiter{perIP: perIP, max: max, log: log, conns: map[net.Conn]string{}, byIP: map[string]int{}}
 }
 
-// track is an http.Server.ConnState hook. A connection over a cap is
-// refused before its first request is read (refuseConn). Both maps hold
-// at most max entries.
+// listener wraps ln (outermost, after TLS, so the connections it returns
+// are the ones ConnState sees) with the caps: a connection over a cap is
+// refused (refuseConn) and never reaches the HTTP server, so no request of
+// it is served; one under them is counted until track sees it closed or
+// hijacked. Both maps hold at most max entries.
+func (l *connLimiter) listener(ln net.Listener) net.Listener { return capListener{ln, l} }
+
+type capListener struct {
+	net.Listener
+	l *connLimiter
+}
+
+func (cl capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := cl.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if cl.l.admit(c) {
+			return c, nil
+		}
+		go refuseConn(c)
+	}
+}
+
+// admit counts c if it is under both caps and tells whether it was.
+func (l *connLimiter) admit(c net.Conn) bool {
+	ip := connIP(c)
+	l.mu.Lock()
+	overTotal := len(l.conns) >= l.max
+	over := overTotal || l.byIP[ip] >= l.perIP
+	var logNow bool
+	if over {
+		l.refused++
+		// The total cap is named first: a client under its own cap
+		// was refused for everyone's connections.
+		if overTotal {
+			l.refusedBy[capTotal]++
+		} else {
+			l.refusedBy[capPerIP]++
+		}
+		// One line a minute at most: a flood must not flood the log.
+		if now := time.Now(); now.Sub(l.logged) >= time.Minute {
+			l.logged, logNow = now, true
+		}
+	} else {
+		l.conns[c] = ip
+		l.byIP[ip]++
+	}
+	fromIP, total, refused := l.byIP[ip], len(l.conns), l.refused
+	l.mu.Unlock()
+	if logNow {
+		l.log.Warn("refusing connections over the cap", "client", ip, "from_client", fromIP,
+			"per_ip_cap", l.perIP, "open", total, "cap", l.max, "refused_so_far", refused)
+	}
+	return !over
+}
+
+// track is an http.Server.ConnState hook: it forgets a connection that
+// closed or was hijacked (a test's stream, bounded by the test limits
+// instead).
 func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 	switch state {
-	case http.StateNew:
-		ip := connIP(c)
-		l.mu.Lock()
-		overTotal := len(l.conns) >= l.max
-		over := overTotal || l.byIP[ip] >= l.perIP
-		var logNow bool
-		if over {
-			l.refused++
-			// The total cap is named first: a client under its own cap
-			// was refused for everyone's connections.
-			if overTotal {
-				l.refusedBy[capTotal]++
-			} else {
-				l.refusedBy[capPerIP]++
-			}
-			// One line a minute at most: a flood must not flood the log.
-			if now := time.Now(); now.Sub(l.logged) >= time.Minute {
-				l.logged, logNow = now, true
-			}
-		} else {
-			l.conns[c] = ip
-			l.byIP[ip]++
-		}
-		fromIP, total, refused := l.byIP[ip], len(l.conns), l.refused
-		l.mu.Unlock()
-		if over {
-			go refuseConn(c)
-		}
-		if logNow {
-			l.log.Warn("refusing connections over the cap", "client", ip, "from_client", fromIP,
-				"per_ip_cap", l.perIP, "open", total, "cap", l.max, "refused_so_far", refused)
-		}
 	case http.StateClosed, http.StateHijacked:
 		l.mu.Lock()
 		if ip, ok := l.conns[c]; ok {

@@ -352,6 +352,7 @@ func (s *Server) Serve(ctx context.Context, lns []net.Listener, ready func([]net
 		if tlsCfg != nil {
 			ln = tls.NewListener(ln, tlsCfg)
 		}
+		ln = s.conns.listener(ln)
 		// No ReadTimeout or WriteTimeout: those would also cut streams
 		// and long handlers; deadlines sets them per request instead.
 		hs := &http.Server{
