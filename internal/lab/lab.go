@@ -15,7 +15,6 @@ package lab
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -34,7 +33,6 @@ import (
 	"github.com/sonde-project/sonde/internal/emulator/forward"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/netns"
-	"github.com/sonde-project/sonde/internal/tun"
 )
 
 // NSPrefix starts the name of every namespace a lab makes.
@@ -84,7 +82,7 @@ type Lab struct {
 	Start   time.Time
 
 	nodes    []*node
-	links    []*link
+	links    []*EmuLink
 	truth    *emulator.TruthWriter
 	state    string
 	stateDir string
@@ -95,12 +93,6 @@ type node struct {
 	name string // client, router-N, server
 	ns   *netns.NS
 	addr string // main address
-}
-
-type link struct {
-	devA, devB *tun.Device
-	fwd        *forward.Forwarder
-	capture    *forward.Capture
 }
 
 // Up builds the profile named nameOrFile (see Resolve) and starts
@@ -126,9 +118,7 @@ func UpProfile(ctx context.Context, p Profile, opts Options) (l *Lab, err error)
 	_, _ = rand.Read(id[:])
 	l = &Lab{ID: hex.EncodeToString(id[:]), Profile: p, Seed: opts.Seed, stateDir: opts.StateDir, log: opts.LogPath}
 	if l.Seed == 0 {
-		var s [8]byte
-		_, _ = rand.Read(s[:])
-		l.Seed = binary.LittleEndian.Uint64(s[:]) | 1
+		l.Seed = RandomSeed()
 	}
 	if l.stateDir == "" {
 		l.stateDir = DefaultStateDir
@@ -233,32 +223,15 @@ func (l *Lab) openTruth(path string) error {
 func (l *Lab) makeLink(i int, opts Options) error {
 	pl := l.Profile.Links[i]
 	a, b := l.nodes[i], l.nodes[i+1]
-	lk := &link{}
-	l.links = append(l.links, lk)
-	var err error
-	// Device names: "sonde" + lab id + link number + end, ≤ 15 bytes.
-	if lk.devA, err = tun.Create(fmt.Sprintf("%s%s%da", netns.Prefix, l.ID, i+1)); err != nil {
-		return err
-	}
-	if lk.devB, err = tun.Create(fmt.Sprintf("%s%s%db", netns.Prefix, l.ID, i+1)); err != nil {
-		return err
-	}
 	n := len(l.Profile.Links)
-	for _, e := range []struct {
+	ends := make([]LinkEnd, 2)
+	for k, e := range []struct {
 		nd   *node
-		dev  *tun.Device
 		host int
-	}{{a, lk.devA, 1}, {b, lk.devB, 2}} {
-		if err := e.nd.ns.MoveLink(e.dev.Name()); err != nil {
-			return err
-		}
-		name := e.dev.Name()
-		cmds := [][]string{
-			{"addr", "add", linkAddr(i+1, e.host).String() + "/24", "dev", name},
-			// A long device queue: the emulated queue is the model's, the
-			// kernel must not drop before the emulator sees a packet.
-			{"link", "set", "dev", name, "mtu", strconv.Itoa(l.Profile.MTU), "txqueuelen", "10000", "up"},
-		}
+	}{{a, 1}, {b, 2}} {
+		// Device names: "sonde" + lab id + link number + end, ≤ 15 bytes.
+		name := fmt.Sprintf("%s%s%d%c", netns.Prefix, l.ID, i+1, 'a'+k)
+		end := LinkEnd{NS: e.nd.ns, Dev: name, Addr: netip.PrefixFrom(linkAddr(i+1, e.host), 24), Label: e.nd.name}
 		// Routes to the subnets beyond this end.
 		for j := 1; j <= n; j++ {
 			if (e.host == 1 && j < i+1) || (e.host == 2 && j > i+1) {
@@ -267,45 +240,31 @@ func (l *Lab) makeLink(i int, opts Options) error {
 			if j == i+1 {
 				continue
 			}
-			cmds = append(cmds, []string{"route", "add", fmt.Sprintf("198.%d.%d.0/24", 18+j>>8, j&255), "dev", name})
+			end.Routes = append(end.Routes, []string{"route", "add", fmt.Sprintf("198.%d.%d.0/24", 18+j>>8, j&255), "dev", name})
 		}
 		if e.nd.name == Client || e.nd.name == Server {
 			// ICMP errors from link routers and anything else in the lab.
-			cmds = append(cmds, []string{"route", "add", "198.18.0.0/15", "dev", name, "metric", "100"})
+			end.Routes = append(end.Routes, []string{"route", "add", "198.18.0.0/15", "dev", name, "metric", "100"})
 		}
-		for _, c := range cmds {
-			if err := e.nd.ns.IP(c...); err != nil {
-				return err
-			}
-		}
+		ends[k] = end
 	}
+	lk, err := CreateEmuLink(ends[0], ends[1], l.Profile.MTU)
+	l.links = append(l.links, lk)
+	if err != nil {
+		return err
+	}
+	capturePath := ""
 	if opts.CaptureDir != "" {
-		f, err := os.Create(filepath.Join(opts.CaptureDir, fmt.Sprintf("%s-%s.pcapng", l.ID, pl.Name)))
-		if err != nil {
-			return fmt.Errorf("capture: %w", err)
-		}
-		if lk.capture, err = forward.NewCapture(f, a.name+":"+lk.devA.Name(), b.name+":"+lk.devB.Name()); err != nil {
-			f.Close()
-			return err
-		}
+		capturePath = filepath.Join(opts.CaptureDir, fmt.Sprintf("%s-%s.pcapng", l.ID, pl.Name))
 	}
-	seed := l.Seed + uint64(i)*0x9e3779b97f4a7c15
-	lk.fwd, err = forward.Start(forward.Config{
-		A: lk.devA, B: lk.devB,
-		Up:        emulator.Config{Params: pl.Up, Schedule: pl.UpSchedule, Seed: seed},
-		Down:      emulator.Config{Params: pl.Down, Schedule: pl.DownSchedule, Seed: seed ^ 0xd1b54a32d192ed03},
-		Start:     l.Start,
-		Truth:     l.truth,
-		Link:      uint8(i),
-		ICMPFrom4: linkAddr(i+1, 254),
-		Capture:   lk.capture,
-		MaxPacket: max(l.Profile.MTU, 1500) + 64,
-		Spin:      opts.Spin,
-		RealTime:  opts.RealTime,
-
+	return lk.Start(StartConfig{
+		Up:   emulator.Config{Params: pl.Up, Schedule: pl.UpSchedule},
+		Down: emulator.Config{Params: pl.Down, Schedule: pl.DownSchedule},
+		Seed: l.Seed, Index: i, MTU: l.Profile.MTU, Start: l.Start, Truth: l.truth,
+		CapturePath: capturePath, LabelA: a.name, LabelB: b.name,
+		ICMPFrom4: linkAddr(i+1, 254), Spin: opts.Spin, RealTime: opts.RealTime,
 		AllowCPUIdle: opts.AllowCPUIdle,
 	})
-	return err
 }
 
 // Down stops forwarding, removes the namespaces (after ending the
@@ -314,23 +273,14 @@ func (l *Lab) makeLink(i int, opts Options) error {
 func (l *Lab) Down() error {
 	var errs []error
 	for _, lk := range l.links {
-		if lk.fwd != nil {
-			errs = append(errs, lk.fwd.Stop())
-		}
+		errs = append(errs, lk.Stop())
 	}
 	for _, nd := range l.nodes {
 		killNamespace(nd.ns.Name())
 		errs = append(errs, nd.ns.Delete())
 	}
 	for _, lk := range l.links {
-		for _, d := range []*tun.Device{lk.devA, lk.devB} {
-			if d != nil {
-				_ = d.Close()
-			}
-		}
-		if lk.capture != nil {
-			errs = append(errs, lk.capture.Close())
-		}
+		errs = append(errs, lk.Close())
 	}
 	if l.truth != nil {
 		errs = append(errs, l.truth.Close())
@@ -421,9 +371,7 @@ func (l *Lab) Stats() []LinkStats {
 	var out []LinkStats
 	for i, lk := range l.links {
 		s := LinkStats{Name: l.Profile.Links[i].Name}
-		if lk.fwd != nil {
-			s.Up, s.Down = lk.fwd.Stats()
-		}
+		s.Up, s.Down = lk.Stats()
 		out = append(out, s)
 	}
 	return out
@@ -433,16 +381,15 @@ func (l *Lab) Stats() []LinkStats {
 func (l *Lab) Err() error {
 	var errs []error
 	for _, lk := range l.links {
-		if lk.fwd == nil {
-			continue
-		}
-		select {
-		case <-lk.fwd.Done():
-			errs = append(errs, fmt.Errorf("forwarder stopped: %w", lk.fwd.Err()))
-		default:
-		}
+		errs = append(errs, lk.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// Watch blocks until ctx ends or a link fails (see Watch), calling report
+// every interval.
+func (l *Lab) Watch(ctx context.Context, interval time.Duration, report func()) error {
+	return Watch(ctx, l.links, interval, 0, report)
 }
 
 // FlushTruth pushes buffered ground-truth records to the file.
