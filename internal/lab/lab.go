@@ -1,15 +1,5 @@
-// Package lab builds sonde's test topologies: a chain of network namespaces
-// client — link — [router-1 — link]… — server, joined by emulated links
-// (package emulator/forward over TUN devices), with addresses from
-// 198.18.0.0/15 only and names unique per run. It records the lab in a
-// state file under /run/sonde/lab so that other sonde processes can run
-// commands in it (lab exec) or tear it down, and cleans what a crashed run
-// left behind.
-//
-// Addressing: link i (1-based) uses 198.18.i.0/24; its client-side end is
-// 198.18.i.1, its server-side end 198.18.i.2, and 198.18.i.254 is the
-// source of the ICMP errors it sends. The client is 198.18.1.1, the server
-// 198.18.N.2 for N links; routers forward between their two ends.
+//go:build linux
+
 package lab
 
 import (
@@ -19,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -403,63 +392,6 @@ func (l *Lab) FlushTruth() error {
 // Truth is the configured path, for sonde test's report.
 func (l *Lab) Truth() model.GroundTruth {
 	return l.Profile.GroundTruth()
-}
-
-// GroundTruth summarises a profile end to end, at time 0 of its
-// schedules: base RTT from the propagation delays (serialisation not
-// included), bottleneck rate per direction, combined random loss (BER at
-// 1500-byte packets), and the bottleneck link's queue limit.
-func (p Profile) GroundTruth() model.GroundTruth {
-	g := model.GroundTruth{Profile: p.Name, MTU: p.MTU}
-	upKeep, downKeep := 1.0, 1.0
-	upRate, downRate := math.Inf(1), math.Inf(1)
-	for _, l := range p.Links {
-		g.BaseRTTMs += float64(l.Up.Delay+l.Down.Delay) / float64(time.Millisecond)
-		upKeep *= 1 - meanLoss(l.Up)
-		downKeep *= 1 - meanLoss(l.Down)
-		if r := l.Up.RateBps; r > 0 && r < upRate {
-			upRate = r
-			g.UpQueueBytes, g.UpQueuePackets = l.Up.LimitBytes, l.Up.LimitPackets
-			g.UpQdisc = string(qdiscName(l.Up))
-		}
-		if r := l.Down.RateBps; r > 0 && r < downRate {
-			downRate = r
-			g.DownQueueBytes, g.DownQueuePackets = l.Down.LimitBytes, l.Down.LimitPackets
-			g.DownQdisc = string(qdiscName(l.Down))
-		}
-		if l.Up.MTU > 0 && l.Up.MTU < g.MTU {
-			g.MTU = l.Up.MTU
-		}
-		if l.Down.MTU > 0 && l.Down.MTU < g.MTU {
-			g.MTU = l.Down.MTU
-		}
-	}
-	if !math.IsInf(upRate, 1) {
-		g.UpRateBps = upRate
-	}
-	if !math.IsInf(downRate, 1) {
-		g.DownRateBps = downRate
-	}
-	g.UpLoss, g.DownLoss = 1-upKeep, 1-downKeep
-	return g
-}
-
-func qdiscName(p emulator.Params) emulator.Qdisc {
-	if p.Qdisc == "" {
-		return emulator.DropTail
-	}
-	return p.Qdisc
-}
-
-func meanLoss(p emulator.Params) float64 {
-	keep := 1 - p.Loss
-	if p.GE != nil {
-		keep *= 1 - p.GE.MeanLoss()
-	}
-	if p.BER > 0 {
-		keep *= 1 - emulator.BERLoss(p.BER, 1500)
-	}
-	return 1 - keep
 }
 
 // Describe writes a human summary of the lab.
