@@ -113,3 +113,6 @@ func usageArgs(cmd *cobra.Command) {
 func isCobraUsage(err error) bool {
 	return strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag")
 }
+
+// errSilent marks an error already reported to the user.
+var errSilent = errors.New("")
