@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/sonde-project/sonde/internal/client"
 	"github.com/sonde-project/sonde/internal/dscp"
@@ -250,11 +249,6 @@ func startEmbedded(ctx context.Context) (addr string, stop func(), err error) {
 	return ln.Addr().String(), func() { cancel(); <-done }, nil
 }
 
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
 // progressLine redraws one status line: phase, elapsed, rate, RTT.
 func progressLine(w io.Writer) func(client.Progress) {
 	return func(p client.Progress) {
@@ -271,4 +265,17 @@ func writeJSON(w io.Writer, res *model.Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(res)
+}
+
+// readTruth reads the ground truth a lab parent passes to its client.
+func readTruth(name string) (*model.GroundTruth, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--ground-truth: %w", err)
+	}
+	var t model.GroundTruth
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("--ground-truth %s: %w", name, err)
+	}
+	return &t, nil
 }

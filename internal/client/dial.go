@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/apiclient"
-	"github.com/sonde-project/sonde/internal/dscp"
+	"github.com/sonde-project/sonde/internal/dscpmark"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stream"
 )
@@ -59,7 +59,7 @@ func (e *endpoint) dialTCP(ctx context.Context, port, mark int) (net.Conn, error
 	d := net.Dialer{Timeout: 10 * time.Second}
 	if mark >= 0 {
 		d.Control = func(network, _ string, c syscall.RawConn) error {
-			return dscp.MarkRaw(c.Control, strings.HasSuffix(network, "6"), mark)
+			return dscpmark.Raw(c.Control, strings.HasSuffix(network, "6"), mark)
 		}
 	}
 	addr := e.hostPort(port)
