@@ -29,6 +29,7 @@ type htmlDirection struct {
 }
 
 type htmlPage struct {
+	Kind       string
 	Title      string
 	Subtitle   string
 	Cards      []card
@@ -43,7 +44,7 @@ type htmlPage struct {
 	Schema     string
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(pageHTML))
+var pageTemplate = newPage("page", pageHTML)
 
 // WriteHTML writes a self-contained HTML report: inline CSS, inline SVG
 // charts, no scripts and no network references. Partial results render what
@@ -62,10 +63,11 @@ func WriteHTML(w io.Writer, r *model.Result) error {
 
 func buildPage(r *model.Result) htmlPage {
 	if r == nil {
-		return htmlPage{Title: "sonde report", Errors: []string{"no result"}}
+		return htmlPage{Kind: "sonde report", Title: "sonde report", Errors: []string{"no result"}}
 	}
 	v := buildView(r)
 	p := htmlPage{
+		Kind:       "sonde report",
 		Title:      "sonde report",
 		Header:     v.Header,
 		Baseline:   v.Baseline,
