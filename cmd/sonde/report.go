@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/report"
+)
+
+// reportFlags are the flags of `sonde report`.
+type reportFlags struct {
+	html string
+	csv  string
+}
+
+func newReportCmd() *cobra.Command {
+	var rf reportFlags
+	cmd := &cobra.Command{
+		Use:   "report FILE...",
+		Short: "Re-render saved results (--json of test, udp, analyze) or compare them side by side",
+		Long: `Read results saved with --json and render them again: the saved JSON is the
+source of truth, so one file gives the same text the run printed, and --html
+the same report. The kind of result comes from the file's "schema" field
+(` + strings.Join(report.Schemas(), ", ") + `).
+
+Two or more files of the same kind are compared: one table of the headline
+figures (goodput, RTT, added latency, loss, jitter...) with a column per file
+(#1, #2... in the order given) and the difference of each to the first, e.g.
+before and after a change of router, or two ISPs.
+
+--csv writes the headline figures as CSV (figure, unit, one column per file,
+plain numbers in the unit). --html and --csv take a file or - for stdout;
+with -, nothing else is written to stdout. A file that cannot be read, is
+larger than 256 MiB or has an unknown schema is a usage error (exit 2).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return rf.run(cmd.OutOrStdout(), args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&rf.html, "html", "", "write the HTML report (of one result, or the comparison of several) to this file, - for stdout")
+	f.StringVar(&rf.csv, "csv", "", "write the headline figures as CSV to this file, - for stdout")
+	return cmd
+}
+
+func (rf *reportFlags) run(stdout io.Writer, paths []string) error {
+	if rf.html == "-" && rf.csv == "-" {
+		return usagef("--html - and --csv - would mix on stdout: give one of them a file")
+	}
+	if err := errors.Join(checkOutput("--html", rf.html), checkOutput("--csv", rf.csv)); err != nil {
+		return err
+	}
+	var saved []*report.Saved
+	for _, p := range paths {
+		s, err := report.Load(p)
+		if err != nil {
+			return usageErr(err)
+		}
+		// Only results of one kind compare: found before anything
+		// is written.
+		if s.Schema() != saved0(saved, s).Schema() {
+			return usagef("cannot compare results of different kinds: %s is %s, %s is %s", saved[0].Name, saved[0].Schema(), s.Name, s.Schema())
+		}
+		saved = append(saved, s)
+	}
+	write := struct{ text, html, csv func(io.Writer) error }{
+		text: saved[0].WriteText,
+		html: saved[0].WriteHTML,
+		csv:  func(w io.Writer) error { return report.WriteCompareCSV(w, saved) },
+	}
+	if len(saved) > 1 {
+		write.text = func(w io.Writer) error { return report.WriteCompareText(w, saved) }
+		write.html = func(w io.Writer) error { return report.WriteCompareHTML(w, saved) }
+	}
+	var errs []error
+	if rf.html != "" {
+		errs = append(errs, writeOutput("--html", rf.html, stdout, write.html))
+	}
+	if rf.csv != "" {
+		errs = append(errs, writeOutput("--csv", rf.csv, stdout, write.csv))
+	}
+	if rf.html != "-" && rf.csv != "-" {
+		errs = append(errs, write.text(stdout))
+	}
+	return errors.Join(errs...)
+}
+
+// saved0 is the first result: the one the others are compared with.
+func saved0(saved []*report.Saved, s *report.Saved) *report.Saved {
+	if len(saved) == 0 {
+		return s
+	}
+	return saved[0]
+}
