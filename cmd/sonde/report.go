@@ -10,14 +10,8 @@ import (
 	"github.com/sonde-project/sonde/internal/report"
 )
 
-// reportFlags are the flags of `sonde report`.
-type reportFlags struct {
-	html string
-	csv  string
-}
-
 func newReportCmd() *cobra.Command {
-	var rf reportFlags
+	var out outputs
 	cmd := &cobra.Command{
 		Use:   "report FILE...",
 		Short: "Re-render saved results (--json of test, udp, analyze) or compare them side by side",
@@ -33,24 +27,23 @@ before and after a change of router, or two ISPs.
 
 --csv writes the headline figures as CSV (figure, unit, one column per file,
 plain numbers in the unit). --html and --csv take a file or - for stdout;
-with -, nothing else is written to stdout. A file that cannot be read, is
-larger than 256 MiB or has an unknown schema is a usage error (exit 2).`,
+with -, the text goes nowhere. A file that cannot be read, is larger than
+256 MiB or has an unknown schema is a usage error (exit 2).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return rf.run(cmd.OutOrStdout(), args)
+			return runReport(cmd.OutOrStdout(), cmd.ErrOrStderr(), &out, args)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&rf.html, "html", "", "write the HTML report (of one result, or the comparison of several) to this file, - for stdout")
-	f.StringVar(&rf.csv, "csv", "", "write the headline figures as CSV to this file, - for stdout")
+	f.StringVar(&out.html, "html", "", "write the HTML report (of one result, or the comparison of several) to `FILE`, - for stdout (no text then)")
+	f.StringVar(&out.csv, "csv", "", "write the headline figures as CSV to `FILE`, - for stdout (no text then)")
 	return cmd
 }
 
-func (rf *reportFlags) run(stdout io.Writer, paths []string) error {
-	if rf.html == "-" && rf.csv == "-" {
-		return usagef("--html - and --csv - would mix on stdout: give one of them a file")
-	}
-	if err := errors.Join(checkOutput("--html", rf.html), checkOutput("--csv", rf.csv)); err != nil {
+// runReport renders the saved results in paths: the text on stdout unless
+// an output goes there, HTML and CSV where out names.
+func runReport(stdout, stderr io.Writer, out *outputs, paths []string) error {
+	if err := out.check(); err != nil {
 		return err
 	}
 	var saved []*report.Saved
@@ -61,7 +54,7 @@ func (rf *reportFlags) run(stdout io.Writer, paths []string) error {
 		}
 		// Only results of one kind compare: found before anything
 		// is written.
-		if s.Schema() != saved0(saved, s).Schema() {
+		if len(saved) > 0 && s.Schema() != saved[0].Schema() {
 			return usagef("cannot compare results of different kinds: %s is %s, %s is %s", saved[0].Name, saved[0].Schema(), s.Name, s.Schema())
 		}
 		saved = append(saved, s)
@@ -76,22 +69,14 @@ func (rf *reportFlags) run(stdout io.Writer, paths []string) error {
 		write.html = func(w io.Writer) error { return report.WriteCompareHTML(w, saved) }
 	}
 	var errs []error
-	if rf.html != "" {
-		errs = append(errs, writeOutput("--html", rf.html, stdout, write.html))
+	if out.html != "" {
+		errs = append(errs, writeOutput("--html", out.html, stdout, write.html))
 	}
-	if rf.csv != "" {
-		errs = append(errs, writeOutput("--csv", rf.csv, stdout, write.csv))
+	if out.csv != "" {
+		errs = append(errs, writeOutput("--csv", out.csv, stdout, write.csv))
 	}
-	if rf.html != "-" && rf.csv != "-" {
-		errs = append(errs, write.text(stdout))
+	if w := out.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil {
+		errs = append(errs, write.text(w))
 	}
 	return errors.Join(errs...)
-}
-
-// saved0 is the first result: the one the others are compared with.
-func saved0(saved []*report.Saved, s *report.Saved) *report.Saved {
-	if len(saved) == 0 {
-		return s
-	}
-	return saved[0]
 }

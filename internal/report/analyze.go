@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"io"
@@ -79,14 +78,7 @@ func WriteAnalyzeHTML(w io.Writer, r *model.Analysis, samples []model.PassiveRTT
 		opt.MaxRows = 300
 	}
 	p := buildAnalyzePage(r, samples, opt)
-	var buf bytes.Buffer
-	if err := analyzeTemplate.Execute(&buf, p); err != nil {
-		return fmt.Errorf("report: render analyze html: %w", err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("report: write analyze html: %w", err)
-	}
-	return nil
+	return render(w, analyzeTemplate, p, "analyze html")
 }
 
 func buildAnalyzePage(r *model.Analysis, samples []model.PassiveRTT, opt AnalyzeOptions) analyzePage {

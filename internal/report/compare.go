@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -312,12 +311,5 @@ func WriteCompareHTML(w io.Writer, saved []*Saved) error {
 	for i := range c.names {
 		p.Runs = append(p.Runs, row{Label: "#" + strconv.Itoa(i+1), Value: c.names[i], Note: c.runs[i]})
 	}
-	var buf bytes.Buffer
-	if err := compareTemplate.Execute(&buf, p); err != nil {
-		return fmt.Errorf("report: render comparison html: %w", err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("report: write comparison html: %w", err)
-	}
-	return nil
+	return render(w, compareTemplate, p, "comparison html")
 }

@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"fmt"
 	"html/template"
 	"io"
 	"math"
@@ -51,14 +49,7 @@ var pageTemplate = newPage("page", pageHTML)
 // was measured; a nil result renders a page that says so.
 func WriteHTML(w io.Writer, r *model.Result) error {
 	page := buildPage(r)
-	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, page); err != nil {
-		return fmt.Errorf("report: render html: %w", err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("report: write html: %w", err)
-	}
-	return nil
+	return render(w, pageTemplate, page, "html")
 }
 
 func buildPage(r *model.Result) htmlPage {

@@ -1,6 +1,11 @@
 package report
 
-import "html/template"
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+)
 
 // shellHTML is the one HTML shell of every report (test, udp, analyze,
 // comparison): the page skeleton, the stylesheet, the header (title,
@@ -99,6 +104,19 @@ func newPage(name, body string) *template.Template {
 		"arr": func(v ...any) []any { return v }, // a table's head and rows for the "grid" template
 	}).Parse(body))
 	return template.Must(t.Parse(shellHTML))
+}
+
+// render executes a page into a buffer first, so that a template error
+// writes nothing, then writes it out.
+func render(w io.Writer, t *template.Template, data any, what string) error {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return fmt.Errorf("report: render %s: %w", what, err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("report: write %s: %w", what, err)
+	}
+	return nil
 }
 
 // pageHTML is the body of the test result's report.

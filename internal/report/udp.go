@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"io"
@@ -164,14 +163,7 @@ const udpHTML = `{{template "top" .}}{{$p := .}}{{range .Flows}}<section><h2>{{.
 // WriteUDPHTML writes the self-contained report of a `sonde udp` run, in
 // the shell of every report.
 func WriteUDPHTML(w io.Writer, res *model.UDPResult) error {
-	var buf bytes.Buffer
-	if err := udpTemplate.Execute(&buf, buildUDPPage(res)); err != nil {
-		return fmt.Errorf("report: render udp html: %w", err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("report: write udp html: %w", err)
-	}
-	return nil
+	return render(w, udpTemplate, buildUDPPage(res), "udp html")
 }
 
 func buildUDPPage(res *model.UDPResult) udpPage {
