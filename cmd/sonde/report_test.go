@@ -34,7 +34,7 @@ func TestReportReRendersRuns(t *testing.T) {
 		args []string
 	}{
 		{"test", []string{"test", "-t", "1s"}},
-		{"udp", []string{"udp", "-t", "300ms", "-i", "10ms", "--timeout", "1s"}},
+		{"udp", []string{"udp", "-t", "300ms", "--interval", "10ms", "--timeout", "1s"}},
 	} {
 		js, page := filepath.Join(dir, tc.name+".json"), filepath.Join(dir, tc.name+".html")
 		printed := mustSonde(t, append(tc.args, "--json", js, "--html", page)...)
@@ -84,7 +84,7 @@ func TestReportBadInput(t *testing.T) {
 		{[]string{"report", write("x.json", `{"schema":"sonde.mbm/v7"}`)}, `unknown schema "sonde.mbm/v7"`},
 		{[]string{"report", write("n.json", `not json`)}, "not a saved sonde result"},
 		{[]string{"report", udp, res}, "cannot compare results of different kinds"},
-		{[]string{"report", "--html", "-", "--csv", "-", udp}, "would mix on stdout"},
+		{[]string{"report", "--html", "-", "--csv", "-", udp}, "only one output"},
 		{[]string{"report", "--csv", filepath.Join(dir, "no", "dir.csv"), udp}, "--csv"},
 	} {
 		_, errOut, code := run(t, tc.args...)
