@@ -215,7 +215,7 @@ func TestWriteUDPHTML(t *testing.T) {
 
 // FuzzDecode feeds arbitrary bytes to the saved-result reader and renders
 // whatever it accepts: no input may panic, and an accepted one renders as
-// text, HTML and a comparison with itself.
+// text, HTML, a comparison with itself and CSV.
 func FuzzDecode(f *testing.F) {
 	// A small test result: the fixture's time series make a 300 KB
 	// input that the fuzzer mutates too slowly to explore.
@@ -249,6 +249,9 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal(err)
 		}
 		if err := WriteCompareText(&out, []*Saved{s, s}); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteCompareCSV(&out, []*Saved{s}); err != nil {
 			t.Fatal(err)
 		}
 	})
