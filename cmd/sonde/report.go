@@ -10,15 +10,13 @@ import (
 	"github.com/sonde-project/sonde/internal/report"
 )
 
-func newReportCmd() *cobra.Command {
-	var out outputs
-	cmd := &cobra.Command{
-		Use:   "report FILE...",
-		Short: "Re-render saved results (--json of test, udp, analyze) or compare them side by side",
-		Long: `Read results saved with --json and render them again: the saved JSON is the
+// reportHelp is the long help of `sonde report`; schemas, the kinds it
+// reads, come from internal/report.
+var reportHelp = func(schemas string) string {
+	return `Read results saved with --json and render them again: the saved JSON is the
 source of truth, so one file gives the same text the run printed, and --html
 the same report. The kind of result comes from the file's "schema" field
-(` + strings.Join(report.Schemas(), ", ") + `).
+(` + schemas + `).
 
 Two or more files of the same kind are compared: one table of the headline
 figures (goodput, RTT, added latency, loss, jitter...) with a column per file
@@ -28,8 +26,18 @@ before and after a change of router, or two ISPs.
 --csv writes the headline figures as CSV (figure, unit, one column per file,
 plain numbers in the unit). --html and --csv take a file or - for stdout;
 with -, the text goes nowhere. A file that cannot be read, is larger than
-256 MiB or has an unknown schema is a usage error (exit 2).`,
-		Args: cobra.MinimumNArgs(1),
+256 MiB or has an unknown schema is a usage error (exit 2).`
+}(strings.Join(report.Schemas(), ", "))
+
+// newReportCmd is `sonde report`: the saved JSON of a run is the source of
+// truth, rendered again or set beside others (internal/report does both).
+func newReportCmd() *cobra.Command {
+	var out outputs
+	cmd := &cobra.Command{
+		Use:   "report FILE...",
+		Short: "Re-render saved results (--json of test, udp, analyze) or compare them side by side",
+		Long:  reportHelp,
+		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReport(cmd.OutOrStdout(), cmd.ErrOrStderr(), &out, args)
 		},

@@ -10,6 +10,103 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 )
 
+// histBars draws a histogram as an inline SVG bar chart.
+func histBars(h []model.HistBin) template.HTML {
+	if len(h) == 0 {
+		return ""
+	}
+	peak := 1
+	for _, b := range h {
+		peak = max(peak, b.Count)
+	}
+	const w, ht = 600, 120
+	bw := float64(w) / float64(len(h))
+	var s strings.Builder
+	fmt.Fprintf(&s, `<svg width="%d" height="%d" role="img">`, w, ht+16)
+	for i, b := range h {
+		bh := float64(ht) * float64(b.Count) / float64(peak)
+		fmt.Fprintf(&s, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#4a7"><title>%.3f–%.3f: %d</title></rect>`,
+			float64(i)*bw, float64(ht)-bh, bw*0.9, bh, b.Lo, b.Hi, b.Count)
+	}
+	fmt.Fprintf(&s, `<text x="0" y="%d" font-size="11">%.3f</text><text x="%d" y="%d" font-size="11" text-anchor="end">%.3f</text></svg>`,
+		ht+14, h[0].Lo, w, ht+14, h[len(h)-1].Hi)
+	return template.HTML(s.String())
+}
+
+type udpFlowView struct {
+	model.UDPFlow
+	Delay, Loss [][]string
+	Histogram   template.HTML
+}
+
+type udpPage struct {
+	Kind, Title, Subtitle, Schema string
+	Cards                         []card
+	Errors, Notes                 []string
+	Flows                         []udpFlowView
+	DelayHead, LossHead           []string
+}
+
+var udpTemplate = newPage("udp", udpHTML)
+
+const udpHTML = `{{template "top" .}}{{$p := .}}{{range .Flows}}<section><h2>{{.Name}} (DSCP {{.DSCP}}, ECN {{.ECN}})</h2>
+<p class="sub">reflector {{.ReflectorAddr}}, sent {{.Sent}}, replies {{.Replies}}{{if .ReflectorFormat}}, reflector format {{.ReflectorFormat}}{{end}}{{range .UnparsedReplies}}; {{.Count}} unparsed replies of {{.Bytes}} bytes ({{.Reason}}){{end}}{{if .Clock.SharedClock}}; shared clock: one-way delays measured{{else}}; clock offset {{printf "%.3f" .Clock.OffsetMs}} ± {{printf "%.3f" .Clock.UncertaintyMs}} ms: one-way delays estimated{{end}}</p>
+{{template "grid" (arr $p.DelayHead .Delay)}}
+{{template "grid" (arr $p.LossHead .Loss)}}
+{{if .Histogram}}<h3>RTT histogram (ms)</h3>{{.Histogram}}{{end}}
+{{if .Voice}}<p>Voice: MOS {{printf "%.2f" .Voice.MOS}} (R {{printf "%.1f" .Voice.R}}): {{.Voice.Assumption}}</p>{{end}}
+{{if .Errors}}<ul class="list">{{range .Errors}}<li>error: {{.}}</li>{{end}}</ul>{{end}}</section>
+{{end}}{{if .Notes}}<section><h2>Notes</h2><ul class="list">{{range .Notes}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
+{{template "foot" .}}`
+
+// WriteUDPHTML writes the self-contained report of a `sonde udp` run, in
+// the shell of every report.
+func WriteUDPHTML(w io.Writer, res *model.UDPResult) error {
+	return render(w, udpTemplate, buildUDPPage(res), "udp html")
+}
+
+func buildUDPPage(res *model.UDPResult) udpPage {
+	p := udpPage{Kind: "sonde udp report", Title: "sonde udp",
+		DelayHead: []string{"", "min", "p50", "p90", "p99", "max", "n"},
+		LossHead:  []string{"direction", "loss", "late", "dup", "jitter ms", "reordered %", "loss periods"}}
+	if res == nil {
+		p.Errors = []string{"no result"}
+		return p
+	}
+	p.Schema, p.Errors, p.Notes = res.Schema, res.Errors, res.Notes
+	p.Subtitle = fmt.Sprintf("%s · %s · interval %s · %d bytes · %.1f s", res.Config.Server, res.Start.Format(time.RFC3339),
+		time.Duration(res.Config.IntervalUs*1e3), res.Config.PacketBytes, res.Config.DurationS)
+	for _, f := range res.Flows {
+		prefix := ""
+		if len(res.Flows) > 1 {
+			prefix = f.Name + " "
+		}
+		if f.RTTMs.N > 0 {
+			p.Cards = append(p.Cards, card{Label: prefix + "RTT median", Value: FormatMs(f.RTTMs.P50), Sub: "p99 " + FormatMs(f.RTTMs.P99)})
+		}
+		for _, d := range []model.UDPDirectionStats{f.Forward, f.Backward} {
+			p.Cards = append(p.Cards, card{Label: prefix + d.Direction + " loss", Value: FormatPct(d.LossPct, 2),
+				Sub: fmt.Sprintf("jitter %.3f ms", d.JitterMs)})
+		}
+		if v := f.Voice; v != nil {
+			p.Cards = append(p.Cards, card{Label: prefix + "MOS", Value: fmt.Sprintf("%.2f", v.MOS)})
+		}
+		fv := udpFlowView{UDPFlow: f, Histogram: histBars(f.RTTHistogram)}
+		fv.Delay = append(fv.Delay, statsCells("RTT ms", f.RTTMs))
+		for _, d := range []model.UDPDirectionStats{f.Forward, f.Backward} {
+			fv.Delay = append(fv.Delay, statsCells(d.Direction+" OWD ms", d.OWDMs))
+			fv.Loss = append(fv.Loss, []string{d.Direction, fmt.Sprintf("%d/%d", d.Lost, d.Sent), num(d.Late), num(d.Duplicates),
+				fixed(d.JitterMs, 3), fixed(d.Reordering.RatioPct, 2), num(d.LossPattern.Periods)})
+		}
+		p.Flows = append(p.Flows, fv)
+	}
+	return p
+}
+
+func statsCells(label string, s model.Stats) []string {
+	return []string{label, fixed(s.Min, 3), fixed(s.P50, 3), fixed(s.P90, 3), fixed(s.P99, 3), fixed(s.Max, 3), num(s.N)}
+}
+
 // WriteUDPText prints the summary of a UDP run.
 func WriteUDPText(w io.Writer, res *model.UDPResult) error {
 	var b strings.Builder
@@ -109,101 +206,4 @@ func markLine(where string, dscp, ecn *int, ok *bool) string {
 		verdict = "CHANGED"
 	}
 	return fmt.Sprintf("%s DSCP %d ECN %d %s", where, *dscp, *ecn, verdict)
-}
-
-// histBars draws a histogram as an inline SVG bar chart.
-func histBars(h []model.HistBin) template.HTML {
-	if len(h) == 0 {
-		return ""
-	}
-	peak := 1
-	for _, b := range h {
-		peak = max(peak, b.Count)
-	}
-	const w, ht = 600, 120
-	bw := float64(w) / float64(len(h))
-	var s strings.Builder
-	fmt.Fprintf(&s, `<svg width="%d" height="%d" role="img">`, w, ht+16)
-	for i, b := range h {
-		bh := float64(ht) * float64(b.Count) / float64(peak)
-		fmt.Fprintf(&s, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#4a7"><title>%.3f–%.3f: %d</title></rect>`,
-			float64(i)*bw, float64(ht)-bh, bw*0.9, bh, b.Lo, b.Hi, b.Count)
-	}
-	fmt.Fprintf(&s, `<text x="0" y="%d" font-size="11">%.3f</text><text x="%d" y="%d" font-size="11" text-anchor="end">%.3f</text></svg>`,
-		ht+14, h[0].Lo, w, ht+14, h[len(h)-1].Hi)
-	return template.HTML(s.String())
-}
-
-type udpFlowView struct {
-	model.UDPFlow
-	Delay, Loss [][]string
-	Histogram   template.HTML
-}
-
-type udpPage struct {
-	Kind, Title, Subtitle, Schema string
-	Cards                         []card
-	Errors, Notes                 []string
-	Flows                         []udpFlowView
-	DelayHead, LossHead           []string
-}
-
-var udpTemplate = newPage("udp", udpHTML)
-
-const udpHTML = `{{template "top" .}}{{$p := .}}{{range .Flows}}<section><h2>{{.Name}} (DSCP {{.DSCP}}, ECN {{.ECN}})</h2>
-<p class="sub">reflector {{.ReflectorAddr}}, sent {{.Sent}}, replies {{.Replies}}{{if .ReflectorFormat}}, reflector format {{.ReflectorFormat}}{{end}}{{range .UnparsedReplies}}; {{.Count}} unparsed replies of {{.Bytes}} bytes ({{.Reason}}){{end}}{{if .Clock.SharedClock}}; shared clock: one-way delays measured{{else}}; clock offset {{printf "%.3f" .Clock.OffsetMs}} ± {{printf "%.3f" .Clock.UncertaintyMs}} ms: one-way delays estimated{{end}}</p>
-{{template "grid" (arr $p.DelayHead .Delay)}}
-{{template "grid" (arr $p.LossHead .Loss)}}
-{{if .Histogram}}<h3>RTT histogram (ms)</h3>{{.Histogram}}{{end}}
-{{if .Voice}}<p>Voice: MOS {{printf "%.2f" .Voice.MOS}} (R {{printf "%.1f" .Voice.R}}): {{.Voice.Assumption}}</p>{{end}}
-{{if .Errors}}<ul class="list">{{range .Errors}}<li>error: {{.}}</li>{{end}}</ul>{{end}}</section>
-{{end}}{{if .Notes}}<section><h2>Notes</h2><ul class="list">{{range .Notes}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
-{{template "foot" .}}`
-
-// WriteUDPHTML writes the self-contained report of a `sonde udp` run, in
-// the shell of every report.
-func WriteUDPHTML(w io.Writer, res *model.UDPResult) error {
-	return render(w, udpTemplate, buildUDPPage(res), "udp html")
-}
-
-func buildUDPPage(res *model.UDPResult) udpPage {
-	p := udpPage{Kind: "sonde udp report", Title: "sonde udp",
-		DelayHead: []string{"", "min", "p50", "p90", "p99", "max", "n"},
-		LossHead:  []string{"direction", "loss", "late", "dup", "jitter ms", "reordered %", "loss periods"}}
-	if res == nil {
-		p.Errors = []string{"no result"}
-		return p
-	}
-	p.Schema, p.Errors, p.Notes = res.Schema, res.Errors, res.Notes
-	p.Subtitle = fmt.Sprintf("%s · %s · interval %s · %d bytes · %.1f s", res.Config.Server, res.Start.Format(time.RFC3339),
-		time.Duration(res.Config.IntervalUs*1e3), res.Config.PacketBytes, res.Config.DurationS)
-	for _, f := range res.Flows {
-		prefix := ""
-		if len(res.Flows) > 1 {
-			prefix = f.Name + " "
-		}
-		if f.RTTMs.N > 0 {
-			p.Cards = append(p.Cards, card{Label: prefix + "RTT median", Value: FormatMs(f.RTTMs.P50), Sub: "p99 " + FormatMs(f.RTTMs.P99)})
-		}
-		for _, d := range []model.UDPDirectionStats{f.Forward, f.Backward} {
-			p.Cards = append(p.Cards, card{Label: prefix + d.Direction + " loss", Value: FormatPct(d.LossPct, 2),
-				Sub: fmt.Sprintf("jitter %.3f ms", d.JitterMs)})
-		}
-		if v := f.Voice; v != nil {
-			p.Cards = append(p.Cards, card{Label: prefix + "MOS", Value: fmt.Sprintf("%.2f", v.MOS)})
-		}
-		fv := udpFlowView{UDPFlow: f, Histogram: histBars(f.RTTHistogram)}
-		fv.Delay = append(fv.Delay, statsCells("RTT ms", f.RTTMs))
-		for _, d := range []model.UDPDirectionStats{f.Forward, f.Backward} {
-			fv.Delay = append(fv.Delay, statsCells(d.Direction+" OWD ms", d.OWDMs))
-			fv.Loss = append(fv.Loss, []string{d.Direction, fmt.Sprintf("%d/%d", d.Lost, d.Sent), num(d.Late), num(d.Duplicates),
-				fixed(d.JitterMs, 3), fixed(d.Reordering.RatioPct, 2), num(d.LossPattern.Periods)})
-		}
-		p.Flows = append(p.Flows, fv)
-	}
-	return p
-}
-
-func statsCells(label string, s model.Stats) []string {
-	return []string{label, fixed(s.Min, 3), fixed(s.P50, 3), fixed(s.P90, 3), fixed(s.P99, 3), fixed(s.Max, 3), num(s.N)}
 }
