@@ -20,16 +20,46 @@ const (
 	NumBins = histLogBins + 2
 )
 
-var lnRatio = math.Log(histRatio)
+var (
+	lnRatio = math.Log(histRatio)
+	// binEdges[i] is the lower edge of bin i+1 (ns): bin b holds
+	// [binEdges[b−1], binEdges[b]). Computed once, read-only.
+	binEdges = func() []int64 {
+		e := make([]int64, histLogBins+1)
+		for i := range e {
+			e[i] = int64(math.Ceil(histMinNs * math.Pow(histRatio, float64(i))))
+		}
+		return e
+	}()
+	// lnMant[k] is ln(1 + k/4096): the natural log of a mantissa's top 12
+	// bits, for BinOf's first guess. Read-only.
+	lnMant = func() []float64 {
+		t := make([]float64, 4096)
+		for k := range t {
+			t[k] = math.Log1p(float64(k) / 4096)
+		}
+		return t
+	}()
+)
 
-// BinOf returns the histogram bin of a delay in ns.
+// BinOf returns the histogram bin of a delay in ns. It guesses the bin
+// from the float's exponent and a table of mantissa logs (math.Log was
+// most of a report's time) and settles it against the exact edges.
 func BinOf(ns int64) int {
 	if ns < histMinNs {
 		return 0
 	}
-	b := int(math.Log(float64(ns)/histMinNs)/lnRatio) + 1
-	if b > histLogBins {
+	if ns >= binEdges[histLogBins] {
 		return histLogBins + 1
+	}
+	bits := math.Float64bits(float64(ns) / histMinNs)
+	lg := float64(int(bits>>52&0x7ff)-1023)*math.Ln2 + lnMant[bits>>40&0xfff]
+	b := min(max(int(lg/lnRatio)+1, 1), histLogBins)
+	for b > 1 && ns < binEdges[b-1] {
+		b--
+	}
+	for b < histLogBins && ns >= binEdges[b] {
+		b++
 	}
 	return b
 }
@@ -42,7 +72,7 @@ func BinUpperNs(b int) int64 {
 	if b > histLogBins {
 		return math.MaxInt64
 	}
-	return int64(math.Ceil(histMinNs * math.Pow(histRatio, float64(b))))
+	return binEdges[b]
 }
 
 // binMidNs is the value a bin stands for: its geometric middle.

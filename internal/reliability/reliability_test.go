@@ -249,3 +249,15 @@ func TestOutOfOrderRejected(t *testing.T) {
 		t.Error("a stream index beyond the stream list was accepted")
 	}
 }
+
+// BinOf's fast guess lands every value in the bin whose edges hold it.
+func TestBinOfEdges(t *testing.T) {
+	for b := 1; b <= histLogBins; b++ {
+		lo, hi := binEdges[b-1], BinUpperNs(b)
+		for _, v := range []int64{lo, lo + 1, (lo + hi) / 2, hi - 1} {
+			if v >= lo && v < hi && BinOf(v) != b {
+				t.Fatalf("BinOf(%d) = %d, want %d [%d, %d)", v, BinOf(v), b, lo, hi)
+			}
+		}
+	}
+}
