@@ -42,7 +42,9 @@ type udpService struct {
 	open    map[string]*udpSession
 	reports map[string]stamp.SessionReport // finished, kept for reportGrace
 	closed  bool
-	// monitors counts open monitor sessions per client address.
+	// monitors counts open monitor sessions per client address, under
+	// its own lock: sessions are released with mu held (close).
+	monMu    sync.Mutex
 	monitors map[netip.Addr]int
 }
 
@@ -323,26 +325,26 @@ func (u *udpService) openMonitor(w http.ResponseWriter, req stamp.SessionRequest
 		return
 	}
 	ip = ip.Unmap()
-	u.mu.Lock()
+	u.monMu.Lock()
 	total := 0
 	for _, n := range u.monitors {
 		total += n
 	}
 	if total >= maxMonitorSessions || u.monitors[ip] >= maxMonitorSessionsPerIP {
-		u.mu.Unlock()
+		u.monMu.Unlock()
 		s.writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("UDP monitor session: too many monitor sessions (limit %d per client, %d in all)", maxMonitorSessionsPerIP, maxMonitorSessions))
 		return
 	}
 	u.monitors[ip]++
-	u.mu.Unlock()
+	u.monMu.Unlock()
 	var once sync.Once
 	release := func() {
 		once.Do(func() {
-			u.mu.Lock()
+			u.monMu.Lock()
 			if u.monitors[ip]--; u.monitors[ip] <= 0 {
 				delete(u.monitors, ip)
 			}
-			u.mu.Unlock()
+			u.monMu.Unlock()
 		})
 	}
 	refl, err := u.reflector()
