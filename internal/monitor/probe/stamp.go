@@ -214,29 +214,25 @@ func (k *stampKind) read() {
 
 // handle parses one datagram and delivers it to the stream's matcher.
 func (k *stampKind) handle(b, probe []byte, from netip.AddrPort, recv, offset int64) {
-	rp, f, err := stamp.ParseReply(b, probe)
+	rp, _, err := stamp.ParseReply(b, probe)
 	if err != nil && !errors.Is(err, stamp.ErrMalformTLV) {
 		k.s.unmatched()
 		return
 	}
-	// A STAMP reflector echoes the SSID; a TWAMP-Light (or RFC 8762-only)
-	// reflector has zero there, and then the send timestamp and the
-	// address carry the match.
+	// An RFC 8972 reflector echoes the SSID (a 44-octet reply reads the
+	// same as TWAMP-Light's, hence FormatEither, but still carries it); a
+	// TWAMP-Light or RFC 8762-only reflector has zero there, and then the
+	// send timestamp and the address carry the match. A sonde server
+	// always echoes, so a zero SSID from it is no reply of ours.
 	ssid := uint64(rp.SSID)
-	if f != stamp.FormatSTAMP {
+	if ssid == 0 && k.s.cfg.Sessions == nil {
 		k.mu.Lock()
-		if k.s.cfg.Sessions != nil {
-			ssid = 0 // a sonde server always echoes: this is no reply of ours
-		} else {
-			ssid = uint64(k.cur.ssid)
-		}
+		ssid = uint64(k.cur.ssid)
 		k.mu.Unlock()
 	}
 	t1, t2, t3 := rp.SenderTimestamp.Ns(), rp.Receive.Ns(), rp.Timestamp.Ns()
 	fwd, rev := t2-offset-t1, recv-(t3-offset)
-	if f == stamp.FormatTWAMPLight || f == stamp.FormatEither || f == stamp.FormatSTAMP {
-		k.s.deliver(rp.SenderSeq, ssid, uint64(rp.SenderTimestamp), from, recv, fwd, rev)
-	}
+	k.s.deliver(rp.SenderSeq, ssid, uint64(rp.SenderTimestamp), from, recv, fwd, rev)
 }
 
 func (k *stampKind) close() {

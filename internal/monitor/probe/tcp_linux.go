@@ -169,21 +169,20 @@ func (k *tcpKind) send(s *stream, seq uint32, add func(r record)) error {
 	gen := t.gen
 	t.open[int32(fd)] = tcpProbe{s: s, seq: seq, gen: gen}
 	t.mu.Unlock()
-	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: int32(fd), Pad: int32(gen)}
-	if err := unix.EpollCtl(t.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		t.forget(int32(fd), gen)
-		return fmt.Errorf("TCP probe: epoll: %w", err)
-	}
 	now := s.p.clock.Now()
 	add(record{session: uint64(fd), wire: uint64(gen), sentNs: now})
 	err = unix.Connect(fd, k.sa)
 	if err != nil && !errors.Is(err, unix.EINPROGRESS) {
-		// Refused or unreachable at once: the record times out as lost
-		// unless epoll reports the refusal (a RST is an answer).
-		if !errors.Is(err, unix.ECONNREFUSED) {
-			t.forget(int32(fd), gen)
-		}
+		// Unreachable at once: the record times out as lost.
+		t.forget(int32(fd), gen)
 		return nil
+	}
+	// Registered after connect: an unconnected socket polls writable at
+	// once. A connect that already completed is reported on ADD.
+	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: int32(fd), Pad: int32(gen)}
+	if err := unix.EpollCtl(t.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		t.forget(int32(fd), gen)
+		return fmt.Errorf("TCP probe: epoll: %w", err)
 	}
 	return nil
 }
