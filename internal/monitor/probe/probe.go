@@ -380,4 +380,3 @@ func (h *deadlines) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
-
