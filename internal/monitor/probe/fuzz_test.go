@@ -23,7 +23,7 @@ func FuzzMatchReply(f *testing.F) {
 		return b
 	}
 	f.Add(mk(5, 1e18+5, ssid, 44))
-	f.Add(mk(5, 1e18+6, ssid, 44))  // wrong timestamp
+	f.Add(mk(5, 1e18+6, ssid, 44))   // wrong timestamp
 	f.Add(mk(5, 1e18+5, 0x4321, 44)) // wrong SSID
 	f.Add(mk(70, 1e18+70, ssid, 44)) // never sent
 	f.Add(mk(5, 1e18+5, 0, 41))      // TWAMP-Light
