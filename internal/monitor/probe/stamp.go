@@ -80,7 +80,8 @@ func newSTAMP(ctx context.Context, s *stream) (kind, error) {
 		return nil, err
 	}
 	k.wg.Add(1)
-	go k.read()
+	go k.read(append([]byte(nil), k.tmpl...)) // a copy: only its length and TLV layout matter
+
 	if s.cfg.Sessions != nil {
 		k.wg.Add(1)
 		go k.renew()
@@ -186,11 +187,10 @@ func (k *stampKind) send(s *stream, seq uint32, add func(r record)) error {
 
 func (k *stampKind) expired(*record) {}
 
-func (k *stampKind) read() {
+func (k *stampKind) read(probe []byte) {
 	defer k.wg.Done()
 	buf := make([]byte, stamp.MaxReplyLen+1)
 	oob := make([]byte, stamp.OOBLen())
-	probe := append([]byte(nil), k.tmpl...) // only its length and TLV layout matter
 	for {
 		n, info, err := k.conn.Read(buf, oob)
 		if err != nil {
