@@ -66,12 +66,12 @@ const (
 
 // config checks the flags (usage errors) and builds the analyser's
 // configuration.
-func (af *analyzeFlags) config() (passive.Config, *passive.Truth, error) {
+func (af *analyzeFlags) config() (passive.Config, *passive.TruthIndex, error) {
 	cfg, tr, err := af.buildConfig()
 	return cfg, tr, usageErr(err)
 }
 
-func (af *analyzeFlags) buildConfig() (passive.Config, *passive.Truth, error) {
+func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, error) {
 	if err := checkDuration("--interval", af.interval, minAnalyzeInterval, maxAnalyzeInterval); err != nil {
 		return passive.Config{}, nil, err
 	}
@@ -193,7 +193,7 @@ func analyzeStatus(stderr io.Writer, res *model.Analysis, err error) error {
 
 // write reports res, the finished analysis of a (whose samples the
 // per-sample outputs read).
-func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.Truth) error {
+func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.TruthIndex) error {
 	// A capture of many connections makes many small writes (tabwriter
 	// pads cell by cell): unbuffered, they took a quarter of the run.
 	bw := bufio.NewWriterSize(stdout, 1<<16)
@@ -204,7 +204,7 @@ func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res
 // report writes the requested forms of res. An output that cannot be
 // written does not stop the rest, and the text summary is then written
 // (to stderr when stdout has a machine output).
-func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.Truth) error {
+func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.TruthIndex) error {
 	var errs []error
 	if o := af.out.html; o != "" {
 		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error {

@@ -14,17 +14,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-project/sonde/internal/client"
 	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/tcptest"
 	"github.com/sonde-project/sonde/internal/units"
 )
 
 // testFlags are the raw flag values of `sonde test`, validated in build.
 type testFlags struct {
-	cfg        client.Config
+	cfg        tcptest.Config
 	streams    string
 	dscp       string
 	classes    string
@@ -200,7 +200,7 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 	if !tf.noProgress && isTerminal(os.Stderr) {
 		tf.cfg.Progress = progressLine(os.Stderr)
 	}
-	res, runErr := client.Run(ctx, tf.cfg)
+	res, runErr := tcptest.Run(ctx, tf.cfg)
 	if tf.cfg.Progress != nil {
 		fmt.Fprint(os.Stderr, "\r\033[K")
 	}
@@ -250,8 +250,8 @@ func startEmbedded(ctx context.Context) (addr string, stop func(), err error) {
 }
 
 // progressLine redraws one status line: phase, elapsed, rate, RTT.
-func progressLine(w io.Writer) func(client.Progress) {
-	return func(p client.Progress) {
+func progressLine(w io.Writer) func(tcptest.Progress) {
+	return func(p tcptest.Progress) {
 		rtt := "-"
 		if p.RTTMs > 0 {
 			rtt = report.FormatMs(p.RTTMs)

@@ -61,9 +61,9 @@ type LinkEnd struct {
 // EmuLink is an emulated link: two TUN devices and, once started, the
 // forwarder between them.
 type EmuLink struct {
-	A, B    *tun.Device
-	fwd     *forward.Forwarder
-	capture *forward.Capture
+	A, B     *tun.Device
+	fwd      *forward.Forwarder
+	recorder *forward.Recorder
 }
 
 // CreateEmuLink makes and configures both ends of a link whose devices have
@@ -126,7 +126,7 @@ func (lk *EmuLink) Start(c StartConfig) error {
 		if err != nil {
 			return fmt.Errorf("capture: %w", err)
 		}
-		if lk.capture, err = forward.NewCapture(f, c.LabelA+":"+lk.A.Name(), c.LabelB+":"+lk.B.Name()); err != nil {
+		if lk.recorder, err = forward.NewRecorder(f, c.LabelA+":"+lk.A.Name(), c.LabelB+":"+lk.B.Name()); err != nil {
 			f.Close()
 			return err
 		}
@@ -135,7 +135,7 @@ func (lk *EmuLink) Start(c StartConfig) error {
 	var err error
 	lk.fwd, err = forward.Start(forward.Config{
 		A: lk.A, B: lk.B, Up: c.Up, Down: c.Down, Start: c.Start, Truth: c.Truth,
-		Link: uint8(c.Index), ICMPFrom4: c.ICMPFrom4, Capture: lk.capture, MaxPacket: MaxPacket(c.MTU),
+		Link: uint8(c.Index), ICMPFrom4: c.ICMPFrom4, Recorder: lk.recorder, MaxPacket: MaxPacket(c.MTU),
 		Spin: c.Spin, RealTime: c.RealTime, AllowCPUIdle: c.AllowCPUIdle,
 	})
 	return err
@@ -157,8 +157,8 @@ func (lk *EmuLink) Close() error {
 			errs = append(errs, d.Close())
 		}
 	}
-	if lk.capture != nil {
-		errs = append(errs, lk.capture.Close())
+	if lk.recorder != nil {
+		errs = append(errs, lk.recorder.Close())
 	}
 	return errors.Join(errs...)
 }

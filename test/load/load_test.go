@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-project/sonde/internal/client"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/tcptest"
 	"github.com/sonde-project/sonde/internal/udptest"
 )
 
@@ -91,7 +91,7 @@ func TestConcurrentTests(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 			defer cancel()
-			res, err := client.Run(ctx, client.Config{Server: addr, Duration: time.Second, Streams: 1, BaselineSamples: 20,
+			res, err := tcptest.Run(ctx, tcptest.Config{Server: addr, Duration: time.Second, Streams: 1, BaselineSamples: 20,
 				DSCP: -1, Software: "sonde/load-test"})
 			outs[i] = judgeTest(res, err)
 		}()
@@ -218,7 +218,7 @@ func TestConcurrentTestsAllAdmitted(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 			defer cancel()
-			res, err := client.Run(ctx, client.Config{Server: addr, Duration: time.Second, Streams: 1, BaselineSamples: 20,
+			res, err := tcptest.Run(ctx, tcptest.Config{Server: addr, Duration: time.Second, Streams: 1, BaselineSamples: 20,
 				DSCP: -1, Software: "sonde/load-test"})
 			outs[i] = judgeTest(res, err)
 			if res == nil {

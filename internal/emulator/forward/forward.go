@@ -52,8 +52,8 @@ type Config struct {
 	// ICMPFrom4 and ICMPFrom6 are the source addresses of the ICMP errors
 	// for packets over the MTU; invalid means "send none".
 	ICMPFrom4, ICMPFrom6 netip.Addr
-	// Capture, if set, records every packet at both ends.
-	Capture *Capture
+	// Recorder, if set, records every packet at both ends (pcapng).
+	Recorder *Recorder
 	// MaxPacket sizes the packet buffers (default 65535): the largest
 	// packet the link carries. A larger one gets a buffer of its own.
 	MaxPacket int
@@ -328,7 +328,7 @@ func (d *direction) wakeUp() {
 // capture records a packet at the A or B end of the link; inbound means
 // it is entering that end's node.
 func (d *direction) capture(atB, inbound bool, at time.Duration, b []byte) {
-	if c := d.cfg.Capture; c != nil {
+	if c := d.cfg.Recorder; c != nil {
 		c.packet(atB, inbound, d.cfg.Start.Add(at), b)
 	}
 }

@@ -14,21 +14,21 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// Capture writes a pcapng file (raw IP link type, nanosecond timestamps)
+// Recorder writes the link's packets to a pcapng file (raw IP link type, nanosecond timestamps)
 // with two interfaces: the link's A end (interface 0) and B end
 // (interface 1). Each packet is stamped when the emulator read it from, or
 // wrote it to, that end, and flagged inbound (entering the node on that
 // end) or outbound (leaving it).
-type Capture struct {
+type Recorder struct {
 	mu  sync.Mutex
 	w   *pcapgo.NgWriter
 	c   io.Closer
 	err error
 }
 
-// NewCapture starts a capture on w, naming the interfaces after the
+// NewRecorder starts recording on w, naming the interfaces after the
 // devices at each end. If w is an io.Closer, Close closes it.
-func NewCapture(w io.Writer, nameA, nameB string) (*Capture, error) {
+func NewRecorder(w io.Writer, nameA, nameB string) (*Recorder, error) {
 	intf := func(name, desc string) pcapgo.NgInterface {
 		return pcapgo.NgInterface{Name: name, Description: desc, OS: "linux", LinkType: layers.LinkTypeRaw, TimestampResolution: 9}
 	}
@@ -41,14 +41,14 @@ func NewCapture(w io.Writer, nameA, nameB string) (*Capture, error) {
 	if _, err := nw.AddInterface(intf(nameB, "sonde link end B (server side)")); err != nil {
 		return nil, fmt.Errorf("pcapng: %w", err)
 	}
-	c := &Capture{w: nw}
+	c := &Recorder{w: nw}
 	if cl, ok := w.(io.Closer); ok {
 		c.c = cl
 	}
 	return c, nil
 }
 
-func (c *Capture) packet(atB, inbound bool, ts time.Time, b []byte) {
+func (c *Recorder) packet(atB, inbound bool, ts time.Time, b []byte) {
 	flags := &pcapgo.NgEpbFlags{Direction: pcapgo.NgEpbFlagDirectionOutbound}
 	if inbound {
 		flags.Direction = pcapgo.NgEpbFlagDirectionInbound
@@ -65,7 +65,7 @@ func (c *Capture) packet(atB, inbound bool, ts time.Time, b []byte) {
 }
 
 // Close flushes the capture and closes the file.
-func (c *Capture) Close() error {
+func (c *Recorder) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	err := c.err

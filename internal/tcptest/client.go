@@ -1,9 +1,9 @@
-// Package client runs `sonde test` against a sonde server: baseline RTT,
+// Package tcptest runs `sonde test` against a sonde server: baseline RTT,
 // download and upload load phases with latency under load and RPM, and QoS
 // classes, then joins its own measurements with the server's (protocol
 // Report) into a model.Result. Whatever was measured before an error is kept
 // in the result.
-package client
+package tcptest
 
 import (
 	"context"
