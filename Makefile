@@ -11,7 +11,14 @@ APT_PKGS := iperf3 irtt iputils-ping iproute2 tcpdump tshark tcptrace chromium f
 NDT7_DIR := test/interop/ndt7
 WEB_SRC  := $(wildcard web/src/*) web/build.mjs web/package.json web/package-lock.json
 
-.PHONY: build run test deps apt-deps node-deps web bench clean
+# Release targets: home gateways and Raspberry Pis (linux/arm64) are where
+# a monitor lives; macOS and Windows run analyze, report and the tests
+# that need no lab.
+RELEASE_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+# Cheap portability check of make test: everything compiles for these.
+CROSS_TARGETS   := darwin/amd64 windows/amd64 linux/arm64
+
+.PHONY: build run test cross deps apt-deps node-deps web bench release clean
 
 build: $(BIN) $(QUIC_BIN)
 
@@ -47,10 +54,29 @@ run: build
 # a reason when not root; CI runs as root. Packages run one at a time (-p 1):
 # the lab's accuracy tests hold timing to 0.2 ms and must not share the two
 # cores with Chromium or a loopback throughput test.
-test: build deps
+test: build deps cross
 	$(GO) vet ./...
 	cd web && npm test --silent
 	$(GO) test -count=1 -p 1 -timeout 15m ./...
+
+# Compile (no link, nothing written) for the other systems and arm64, so a
+# Linux-only call outside a _linux.go file fails here, not on a user's Mac.
+cross:
+	@for t in $(CROSS_TARGETS); do \
+		echo "go build ./... for $$t"; \
+		CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./... || exit 1; \
+	done
+
+# Static binaries for every release target in dist/ (gitignored), named
+# sonde-VERSION-OS-ARCH[.exe], with the version string and no local paths.
+release: web/dist/app.js
+	@mkdir -p dist
+	@for t in $(RELEASE_TARGETS); do \
+		os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		out=dist/sonde-$(VERSION)-$$os-$$arch$$ext; echo "$$out"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
+			-ldflags "-s -w -X main.version=$(VERSION)" -o $$out ./cmd/sonde || exit 1; \
+	done
 
 deps: apt-deps node-deps
 
@@ -78,4 +104,4 @@ bench: build apt-deps
 	$(GO) test -run XXX -bench Emulator -benchtime 1x ./bench/
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

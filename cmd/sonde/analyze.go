@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,12 +66,12 @@ const (
 
 // config checks the flags (usage errors) and builds the analyser's
 // configuration.
-func (af *analyzeFlags) config() (passive.Config, *passive.Truth, error) {
+func (af *analyzeFlags) config() (passive.Config, *passive.TruthIndex, error) {
 	cfg, tr, err := af.buildConfig()
 	return cfg, tr, usageErr(err)
 }
 
-func (af *analyzeFlags) buildConfig() (passive.Config, *passive.Truth, error) {
+func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, error) {
 	if err := checkDuration("--interval", af.interval, minAnalyzeInterval, maxAnalyzeInterval); err != nil {
 		return passive.Config{}, nil, err
 	}
@@ -194,7 +193,7 @@ func analyzeStatus(stderr io.Writer, res *model.Analysis, err error) error {
 
 // write reports res, the finished analysis of a (whose samples the
 // per-sample outputs read).
-func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.Truth) error {
+func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.TruthIndex) error {
 	// A capture of many connections makes many small writes (tabwriter
 	// pads cell by cell): unbuffered, they took a quarter of the run.
 	bw := bufio.NewWriterSize(stdout, 1<<16)
@@ -205,7 +204,7 @@ func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res
 // report writes the requested forms of res. An output that cannot be
 // written does not stop the rest, and the text summary is then written
 // (to stderr when stdout has a machine output).
-func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.Truth) error {
+func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.TruthIndex) error {
 	var errs []error
 	if o := af.out.html; o != "" {
 		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error {
@@ -213,7 +212,7 @@ func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, re
 		}))
 	}
 	if o := af.out.csv; o != "" {
-		errs = append(errs, writeOutput("--csv", o, stdout, func(w io.Writer) error { return writeSamplesCSV(w, a.Samples(tr)) }))
+		errs = append(errs, writeOutput("--csv", o, stdout, func(w io.Writer) error { return report.WriteSamplesCSV(w, a.Samples(tr)) }))
 	}
 	if o := af.out.json; o != "" {
 		if af.samples {
@@ -226,116 +225,9 @@ func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, re
 		}))
 	}
 	if w := af.out.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil {
-		writeAnalysisText(w, res)
+		errs = append(errs, report.WriteAnalyzeText(w, res))
 	}
 	return errors.Join(errs...)
-}
-
-func writeSamplesCSV(w io.Writer, ss []model.PassiveRTT) error {
-	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"t_s", "flow", "method", "rtt_ms", "valid", "flag", "true_ms"})
-	for _, s := range ss {
-		tm := ""
-		if s.TrueMs > 0 {
-			tm = strconv.FormatFloat(s.TrueMs, 'f', 6, 64)
-		}
-		_ = cw.Write([]string{strconv.FormatFloat(s.TimeS, 'f', 6, 64), s.Flow, s.Method,
-			strconv.FormatFloat(s.RTTMs, 'f', 6, 64), strconv.FormatBool(s.Valid), s.Flag, tm})
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-func rttCell(r model.RTTSummary) string {
-	if r.Samples == 0 {
-		return "-"
-	}
-	b := make([]byte, 0, 32)
-	b = strconv.AppendFloat(b, r.MinMs, 'f', 2, 64)
-	b = append(b, '/')
-	b = strconv.AppendFloat(b, r.MedianMs, 'f', 2, 64)
-	b = append(b, '/')
-	b = strconv.AppendFloat(b, r.MaxMs, 'f', 2, 64)
-	b = append(b, " ("...)
-	b = strconv.AppendInt(b, int64(r.Samples), 10)
-	return string(append(b, ')'))
-}
-
-func writeAnalysisText(w io.Writer, r *model.Analysis) {
-	fmt.Fprintf(w, "%d packets, %d bytes, %.3f s (%d not analysed)\n", r.Packets, r.Bytes, r.DurationS, r.Skipped)
-	if r.Filter != "" {
-		fmt.Fprintf(w, "filter %q", r.Filter)
-		if r.Live == nil {
-			fmt.Fprintf(w, ": %d packets of the files left out", r.Filtered)
-		}
-		fmt.Fprintln(w)
-	}
-	for _, f := range r.Files {
-		if f.DamageOffset >= 0 {
-			fmt.Fprintf(w, "%s: %s, damaged at byte %d (%s): analysed up to there\n", f.Path, f.Format, f.DamageOffset, f.Damage)
-		}
-	}
-	if len(r.TCP) > 0 {
-		fmt.Fprintln(w, "\nTCP connections (RTT min/median/max ms (samples))")
-		var tb table
-		tb.row("A > B", "dir", "pkts", "data bytes", "goodput Mbit/s", "retrans", "ooo", "dupack", "zwnd", "TS side", "SEQ/ACK side", "TS full")
-		for _, c := range r.TCP {
-			for i, d := range []model.TCPDir{c.AB, c.BA} {
-				name, dir, side, sa, full := c.A+" > "+c.B, "A>B", c.TSSideB, c.SeqAckSideB, rttCell(c.TSFull)
-				if i == 1 {
-					name, dir, side, sa, full = "", "B>A", c.TSSideA, c.SeqAckSideA, ""
-				}
-				tb.row(name, dir, num(d.Packets), num(d.DataBytes), fixed(d.GoodputBps/1e6, 2), num(d.Retransmissions),
-					num(d.OutOfOrder), num(d.DupACKs), num(d.ZeroWindows), rttCell(side), rttCell(sa), full)
-			}
-		}
-		_ = tb.write(w)
-		fmt.Fprintln(w, "(TS/SEQ-ACK side of A>B: observer → B → observer; of B>A: observer → A → observer)")
-	}
-	if len(r.QUIC) > 0 {
-		fmt.Fprintln(w, "\nQUIC flows (spin RTT min/median/max ms (valid samples))")
-		var tb table
-		tb.row("client > server", "version", "pkts c>s/s>c", "spin", "edges", "glitches", "full (c>s edges)", "full (s>c edges)", "server side", "client side", "rejected")
-		for _, q := range r.QUIC {
-			var rej []string
-			for _, c := range q.Rejected {
-				rej = append(rej, fmt.Sprintf("%s %d", c.Name, c.Count))
-			}
-			tb.row(q.Client+" > "+q.Server, q.Version, num(q.Packets[0])+"/"+num(q.Packets[1]), q.Spin,
-				num(q.Edges[0])+"/"+num(q.Edges[1]), num(q.Glitches[0])+"/"+num(q.Glitches[1]),
-				rttCell(q.SpinRTT[0]), rttCell(q.SpinRTT[1]), rttCell(q.Component[0]), rttCell(q.Component[1]), strings.Join(rej, ", "))
-		}
-		_ = tb.write(w)
-	}
-	writeHTTPText(w, r)
-	if t := r.Truth; t != nil {
-		fmt.Fprintf(w, "\nError against ground truth (%s, observer at %s), |e| in %%\n", t.File, t.Observer)
-		tb := table{alignRight: true}
-		tb.row("method", "samples", "matched", "dropped", "mean", "stddev", "median", "p90", "p99", "max", "bias", "samples/s", "true ms")
-		for _, m := range t.Methods {
-			tb.row(m.Method, num(m.Samples), num(m.Matched), num(m.Dropped), fixed(m.MeanAbsPct, 3), fixed(m.StddevPct, 3), fixed(m.MedianPct, 3),
-				fixed(m.P90Pct, 3), fixed(m.P99Pct, 3), fixed(m.MaxPct, 3), fmt.Sprintf("%+.3f", m.MeanSignedPct),
-				fixed(m.SamplesPerS, 1), fixed(m.MeanTrueMs, 2))
-		}
-		_ = tb.write(w)
-	}
-	// r.Errors and r.Notes go to stderr (analyzeStatus).
-	if len(r.Files) == 0 {
-		// Live capture: packets are analysed as they arrive, so the
-		// analyser's own speed is not measured; report the arrival rate.
-		rate := 0.0
-		if r.DurationS > 0 {
-			rate = float64(r.Packets) / r.DurationS
-		}
-		fmt.Fprintf(w, "\ncaptured %d packets in %.3f s (%.0f packets/s), peak %d live flows, %d evicted\n",
-			r.Packets, r.DurationS, rate, r.Stats.PeakLiveFlows, r.Stats.EvictedFlows)
-		if l := r.Live; l != nil {
-			fmt.Fprintf(w, "kernel on %s: %d packets received, %d dropped (sonde fell behind)\n", l.Interface, l.KernelReceived, l.KernelDropped)
-		}
-		return
-	}
-	fmt.Fprintf(w, "\nanalysed at %.2f Mpps (%.3f s), peak %d live flows, %d evicted\n",
-		r.Stats.PacketsPerS/1e6, r.Stats.WallS, r.Stats.PeakLiveFlows, r.Stats.EvictedFlows)
 }
 
 // newCaptureCmd captures live with an AF_PACKET socket (no libpcap),

@@ -85,6 +85,17 @@ func TestAnalyzeHTTPOutputs(t *testing.T) {
 	if err != nil || !strings.Contains(js, `"http_pages"`) || !strings.Contains(js, `"ttfb_ms": 100`) {
 		t.Errorf("json (%v):\n%s", err, js)
 	}
+	// The saved JSON re-renders to the text the run printed, but for the
+	// last line: the analyser's own speed, measured anew in every run.
+	saved := filepath.Join(dir, "a.json")
+	if err := os.WriteFile(saved, []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again := mustSonde(t, "report", saved)
+	speed := func(s string) string { return s[:max(strings.LastIndex(s, "\nanalysed at "), 0)] }
+	if !strings.Contains(again, "\nanalysed at ") || speed(again) != speed(text) {
+		t.Errorf("re-rendered analysis differs from the run's:\n%s\nrun printed:\n%s", again, text)
+	}
 	report := filepath.Join(dir, "r.html")
 	if _, err := run("--html", report); err != nil {
 		t.Fatal(err)

@@ -1,9 +1,9 @@
+//go:build linux
+
 package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +15,8 @@ import (
 
 	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/emulator/forward"
+	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/netns"
-	"github.com/sonde-project/sonde/internal/tun"
 )
 
 // emulateFlags are the options of `sonde emulate`.
@@ -132,8 +132,8 @@ func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) 
 	if err := errors.Join(errA, errB); err != nil {
 		return fmt.Errorf("emulate: %w", err)
 	}
-	lab := netip.MustParsePrefix("198.18.0.0/15")
-	if !lab.Contains(addrA.Addr()) || !lab.Contains(addrB.Addr()) {
+	benchRange := netip.MustParsePrefix("198.18.0.0/15")
+	if !benchRange.Contains(addrA.Addr()) || !benchRange.Contains(addrB.Addr()) {
 		return errors.New("emulate: addresses must be in 198.18.0.0/15 (RFC 2544 benchmarking range)")
 	}
 	icmpFrom, err := netip.ParseAddr(f.icmpFrom)
@@ -161,45 +161,20 @@ func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) 
 	}
 	seed := f.seed
 	if seed == 0 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		seed = binary.LittleEndian.Uint64(b[:]) | 1
+		seed = lab.RandomSeed()
 	}
-	up.Seed, down.Seed = seed, seed^0xd1b54a32d192ed03
-
 	var closers []func() error
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			err = errors.Join(err, closers[i]())
 		}
 	}()
-	devs := make([]*tun.Device, 2)
-	for i, e := range []struct {
-		ns   *netns.NS
-		name string
-		addr netip.Prefix
-	}{{nsA, f.devA, addrA}, {nsB, f.devB, addrB}} {
-		name := e.name
-		if name == "" {
-			name = netns.UniqueName("e" + string(rune('a'+i)))
-		}
-		d, err := tun.Create(name)
-		if err != nil {
-			return fmt.Errorf("emulate: %w", err)
-		}
-		closers = append(closers, d.Close)
-		devs[i] = d
-		if err := e.ns.MoveLink(d.Name()); err != nil {
-			return fmt.Errorf("emulate: %w", err)
-		}
-		for _, c := range [][]string{
-			{"addr", "add", e.addr.String(), "dev", d.Name()},
-			{"link", "set", "dev", d.Name(), "mtu", fmt.Sprint(f.mtu), "txqueuelen", "10000", "up"},
-		} {
-			if err := e.ns.IP(c...); err != nil {
-				return fmt.Errorf("emulate: %w", err)
-			}
-		}
+	lk, err := lab.CreateEmuLink(
+		lab.LinkEnd{NS: nsA, Dev: orUnique(f.devA, "ea"), Addr: addrA},
+		lab.LinkEnd{NS: nsB, Dev: orUnique(f.devB, "eb"), Addr: addrB}, f.mtu)
+	closers = append(closers, lk.Close)
+	if err != nil {
+		return fmt.Errorf("emulate: %w", err)
 	}
 	start := time.Now()
 	var truth *emulator.TruthWriter
@@ -219,63 +194,35 @@ func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) 
 		}
 		closers = append(closers, truth.Close)
 	}
-	var capture *forward.Capture
-	if f.pcap != "" {
-		file, err := os.Create(f.pcap)
-		if err != nil {
-			return fmt.Errorf("emulate: %w", err)
-		}
-		if capture, err = forward.NewCapture(file, f.nsA+":"+devs[0].Name(), f.nsB+":"+devs[1].Name()); err != nil {
-			file.Close()
-			return fmt.Errorf("emulate: %w", err)
-		}
-		closers = append(closers, capture.Close)
-	}
-	fwd, err := forward.Start(forward.Config{
-		A: devs[0], B: devs[1], Up: up, Down: down, Start: start, Truth: truth,
-		ICMPFrom4: icmpFrom, Capture: capture, MaxPacket: max(f.mtu, 1500) + 64,
+	if err := lk.Start(lab.StartConfig{
+		Up: up, Down: down, Seed: seed, MTU: f.mtu, Start: start, Truth: truth,
+		CapturePath: f.pcap, LabelA: f.nsA, LabelB: f.nsB, ICMPFrom4: icmpFrom,
 		Spin: spin, RealTime: f.realTime, AllowCPUIdle: f.cpuIdle,
-	})
-	if err != nil {
+	}); err != nil {
 		return fmt.Errorf("emulate: %w", err)
 	}
 	fmt.Fprintf(out, "emulating %s (%s, %s) ⇄ %s (%s, %s), seed %d\n  up:   %s\n  down: %s\n",
-		f.nsA, devs[0].Name(), addrA, f.nsB, devs[1].Name(), addrB, seed, up.Params, down.Params)
-	err = waitForwarder(ctx, out, fwd, f.stats, f.duration)
-	err = errors.Join(err, fwd.Stop())
-	u, d := fwd.Stats()
-	printStats(out, "up", u)
-	printStats(out, "down", d)
+		f.nsA, lk.A.Name(), addrA, f.nsB, lk.B.Name(), addrB, seed, up.Params, down.Params)
+	report := func() {
+		u, d := lk.Stats()
+		printStats(out, "up", u)
+		printStats(out, "down", d)
+	}
+	err = lab.Watch(ctx, []*lab.EmuLink{lk}, f.stats, f.duration, report)
+	if err != nil {
+		err = fmt.Errorf("emulate: %w", err)
+	}
+	err = errors.Join(err, lk.Stop())
+	report()
 	return err
 }
 
-// waitForwarder blocks until ctx ends, the duration passes or the
-// forwarder fails, printing counters every interval.
-func waitForwarder(ctx context.Context, out io.Writer, fwd *forward.Forwarder, interval, duration time.Duration) error {
-	var tick <-chan time.Time
-	if interval > 0 {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		tick = t.C
+// orUnique is name, or a unique sonde device name with this tag.
+func orUnique(name, tag string) string {
+	if name == "" {
+		return netns.UniqueName(tag)
 	}
-	var end <-chan time.Time
-	if duration > 0 {
-		end = time.After(duration)
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-end:
-			return nil
-		case <-fwd.Done():
-			return fmt.Errorf("emulate: forwarding stopped: %w", fwd.Err())
-		case <-tick:
-			u, d := fwd.Stats()
-			printStats(out, "up", u)
-			printStats(out, "down", d)
-		}
-	}
+	return name
 }
 
 func printStats(w io.Writer, dir string, s forward.Stats) {

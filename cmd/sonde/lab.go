@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -139,35 +141,14 @@ func runLabUp(ctx context.Context, out io.Writer, profile, stateDir string, f la
 	l.Describe(out)
 	fmt.Fprintf(out, "lab %s is up. Run commands with `sonde lab exec client -- CMD` (server: %s); Ctrl-C or `sonde lab down` to tear down.\n",
 		l.ID, l.ServerAddr())
-	var tick <-chan time.Time
-	if f.stats > 0 {
-		t := time.NewTicker(f.stats)
-		defer t.Stop()
-		tick = t.C
-	}
-	check := time.NewTicker(time.Second)
-	defer check.Stop()
-	var runErr error
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case <-tick:
-			for _, s := range l.Stats() {
-				printStats(out, s.Name+" up", s.Up)
-				printStats(out, s.Name+" down", s.Down)
-			}
-		case <-check.C:
-			if runErr = l.Err(); runErr != nil {
-				break loop
-			}
+	report := func() {
+		for _, s := range l.Stats() {
+			printStats(out, s.Name+" up", s.Up)
+			printStats(out, s.Name+" down", s.Down)
 		}
 	}
-	for _, s := range l.Stats() {
-		printStats(out, s.Name+" up", s.Up)
-		printStats(out, s.Name+" down", s.Down)
-	}
+	runErr := l.Watch(ctx, f.stats, report)
+	report()
 	fmt.Fprintf(out, "tearing lab %s down\n", l.ID)
 	return errors.Join(runErr, l.Down())
 }

@@ -246,3 +246,6 @@ func writeOutput(flag, name string, stdout io.Writer, write func(io.Writer) erro
 	}
 	return nil
 }
+
+// errSilent marks an error already reported to the user.
+var errSilent = errors.New("")

@@ -13,19 +13,18 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
-	"github.com/sonde-project/sonde/internal/client"
 	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/tcptest"
 	"github.com/sonde-project/sonde/internal/units"
 )
 
 // testFlags are the raw flag values of `sonde test`, validated in build.
 type testFlags struct {
-	cfg        client.Config
+	cfg        tcptest.Config
 	streams    string
 	dscp       string
 	classes    string
@@ -201,7 +200,7 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 	if !tf.noProgress && isTerminal(os.Stderr) {
 		tf.cfg.Progress = progressLine(os.Stderr)
 	}
-	res, runErr := client.Run(ctx, tf.cfg)
+	res, runErr := tcptest.Run(ctx, tf.cfg)
 	if tf.cfg.Progress != nil {
 		fmt.Fprint(os.Stderr, "\r\033[K")
 	}
@@ -250,14 +249,9 @@ func startEmbedded(ctx context.Context) (addr string, stop func(), err error) {
 	return ln.Addr().String(), func() { cancel(); <-done }, nil
 }
 
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
 // progressLine redraws one status line: phase, elapsed, rate, RTT.
-func progressLine(w io.Writer) func(client.Progress) {
-	return func(p client.Progress) {
+func progressLine(w io.Writer) func(tcptest.Progress) {
+	return func(p tcptest.Progress) {
 		rtt := "-"
 		if p.RTTMs > 0 {
 			rtt = report.FormatMs(p.RTTMs)
@@ -271,4 +265,17 @@ func writeJSON(w io.Writer, res *model.Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(res)
+}
+
+// readTruth reads the ground truth a lab parent passes to its client.
+func readTruth(name string) (*model.GroundTruth, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--ground-truth: %w", err)
+	}
+	var t model.GroundTruth
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("--ground-truth %s: %w", name, err)
+	}
+	return &t, nil
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -91,9 +93,6 @@ func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 	return nil
 }
 
-// errSilent marks an error already reported to the user.
-var errSilent = errors.New("")
-
 // labChildArgs turns this command's arguments into the client's: without
 // --lab, with the lab server and ground truth, and with the lab's link
 // rates and IP-level overhead unless given.
@@ -133,18 +132,6 @@ func writeTruth(t model.GroundTruth) (string, error) {
 		return "", fmt.Errorf("--lab: %w", err)
 	}
 	return f.Name(), f.Close()
-}
-
-func readTruth(name string) (*model.GroundTruth, error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, fmt.Errorf("--ground-truth: %w", err)
-	}
-	var t model.GroundTruth
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("--ground-truth %s: %w", name, err)
-	}
-	return &t, nil
 }
 
 // startAndWait starts cmd, to be killed when this process dies, and waits

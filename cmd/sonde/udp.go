@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"os"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/udptest"
 )
 
@@ -217,12 +217,12 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 		}))
 	}
 	if o := uf.out.html; o != "" {
-		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error { return writeUDPHTML(w, res) }))
+		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error { return report.WriteUDPHTML(w, res) }))
 	}
 	// An output that could not be written: the summary is written even
 	// with --quiet, so the measurement is not lost.
 	if w := uf.out.textTo(stdout, os.Stderr, errors.Join(errs...) != nil); w != nil {
-		errs = append(errs, writeUDPText(w, res))
+		errs = append(errs, report.WriteUDPText(w, res))
 	}
 	return errors.Join(runErr, errors.Join(errs...))
 }
@@ -236,157 +236,4 @@ func openOutput(name string, stdout io.Writer) (io.Writer, func(), error) {
 		return nil, nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	return f, func() { f.Close() }, nil
-}
-
-// writeUDPText prints the summary of a UDP run.
-func writeUDPText(w io.Writer, res *model.UDPResult) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "sonde udp %s  %s  interval %s  %d bytes  %.1f s\n", res.Config.Server, res.Start.Format(time.RFC3339),
-		time.Duration(res.Config.IntervalUs*1e3), res.Config.PacketBytes, res.Config.DurationS)
-	for _, f := range res.Flows {
-		fmt.Fprintf(&b, "\nflow %s  DSCP %d ECN %d  reflector %s  sent %d  replies %d\n", f.Name, f.DSCP, f.ECN, f.ReflectorAddr, f.Sent, f.Replies)
-		if f.ReflectorFormat != "" {
-			fmt.Fprintf(&b, "  reflector       %s\n", formatLine(f.ReflectorFormat))
-		}
-		for _, u := range f.UnparsedReplies {
-			fmt.Fprintf(&b, "  unparsed        %s\n", unparsedLine(u))
-		}
-		if f.RTTMs.N > 0 {
-			fmt.Fprintf(&b, "  RTT             %s\n", statsLine(f.RTTMs, "ms"))
-		}
-		switch {
-		case f.Clock.SharedClock:
-			b.WriteString("  clock           shared with the reflector: one-way delays measured\n")
-		case f.Clock.Samples > 0:
-			fmt.Fprintf(&b, "  clock           offset %+.3f ms ± %.3f ms, drift %+.1f ppm: one-way delays are estimates\n",
-				f.Clock.OffsetMs, f.Clock.UncertaintyMs, f.Clock.DriftPPM)
-		}
-		for _, d := range []model.UDPDirectionStats{f.Forward, f.Backward} {
-			fmt.Fprintf(&b, "  %-8s OWD     %s\n", d.Direction, statsLine(d.OWDMs, "ms"))
-			fmt.Fprintf(&b, "           jitter  %.3f ms (RFC 3550)  |IPDV| p50 %.3f p99 %.3f ms  PDV p99 %.3f ms\n",
-				d.JitterMs, d.IPDVAbsMs.P50, d.IPDVAbsMs.P99, d.PDVMs.P99)
-			known := ""
-			if !d.Known {
-				known = " (round trip: reflector report missing)"
-			}
-			fmt.Fprintf(&b, "           loss    %d of %d (%.2f%%)%s  late %d  duplicates %d  reordered %.2f%% (max extent %d)\n",
-				d.Lost, d.Sent, d.LossPct, known, d.Late, d.Duplicates, d.Reordering.RatioPct, d.Reordering.MaxExtent)
-			if lp := d.LossPattern; lp.Periods > 0 {
-				fmt.Fprintf(&b, "           loss periods %d, length mean %.2f max %.0f, gap mean %.1f packets\n",
-					lp.Periods, lp.PeriodLength.Mean, lp.PeriodLength.Max, lp.InterPeriodLength.Mean)
-			}
-		}
-		if m := f.Marks; m != nil {
-			fmt.Fprintf(&b, "  marks           sent DSCP %d ECN %d; %s; %s\n", m.SentDSCP, m.SentECN,
-				markLine("at reflector", m.AtReflectorDSCP, m.AtReflectorECN, m.ForwardOK),
-				markLine("at client", m.AtClientDSCP, m.AtClientECN, m.BackwardOK))
-		}
-		if f.ScheduleErrorUs.N > 0 {
-			fmt.Fprintf(&b, "  send schedule   error p50 %.1f µs, p99 %.1f µs, max %.1f µs\n", f.ScheduleErrorUs.P50, f.ScheduleErrorUs.P99, f.ScheduleErrorUs.Max)
-		}
-		if v := f.Voice; v != nil {
-			fmt.Fprintf(&b, "  voice           MOS %.2f (R %.1f; %s, delay %.1f ms, loss %.2f%%)\n", v.MOS, v.R, v.Codec, v.DelayMs, v.LossPct)
-		}
-		for _, e := range f.Errors {
-			fmt.Fprintf(&b, "  error: %s\n", e)
-		}
-	}
-	for _, n := range res.Notes {
-		fmt.Fprintf(&b, "note: %s\n", n)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// formatLine explains a flow's reflector format.
-func formatLine(format string) string {
-	switch format {
-	case "stamp":
-		return "speaks STAMP (RFC 8762)"
-	case "twamp-light":
-		return "speaks TWAMP-Light (RFC 5357 §4.2.1): no TLVs, so the marks it received are unknown"
-	case "stamp-or-twamp-light":
-		return "speaks STAMP or TWAMP-Light (44-byte replies read the same in both)"
-	case "mixed":
-		return "answered in both STAMP and TWAMP-Light formats"
-	}
-	return format
-}
-
-// unparsedLine says what a kind of unreadable reply was.
-func unparsedLine(u model.UnparsedReplies) string {
-	if u.Bytes == 0 {
-		return fmt.Sprintf("%d more replies of other sizes, not STAMP or TWAMP-Light", u.Count)
-	}
-	return fmt.Sprintf("%d replies of %d bytes, not STAMP or TWAMP-Light (%s)", u.Count, u.Bytes, u.Reason)
-}
-
-func statsLine(s model.Stats, unit string) string {
-	if s.N == 0 {
-		return "no samples"
-	}
-	return fmt.Sprintf("min %.3f  p50 %.3f  p90 %.3f  p99 %.3f  max %.3f %s  (n %d)", s.Min, s.P50, s.P90, s.P99, s.Max, unit, s.N)
-}
-
-func markLine(where string, dscp, ecn *int, ok *bool) string {
-	if dscp == nil {
-		return where + " unknown"
-	}
-	verdict := "unchanged"
-	if ok != nil && !*ok {
-		verdict = "CHANGED"
-	}
-	return fmt.Sprintf("%s DSCP %d ECN %d %s", where, *dscp, *ecn, verdict)
-}
-
-var udpHTML = template.Must(template.New("udp").Funcs(template.FuncMap{
-	"bars": histBars,
-}).Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>sonde udp {{.Config.Server}}</title>
-<style>body{font:14px system-ui,sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse}
-td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:right}th{text-align:left}</style></head><body>
-<h1>sonde udp</h1><p>{{.Config.Server}} · {{.Start}} · interval {{.Config.IntervalUs}} µs · {{.Config.PacketBytes}} bytes · {{.Config.DurationS}} s</p>
-{{range .Flows}}<h2>{{.Name}} (DSCP {{.DSCP}}, ECN {{.ECN}})</h2>
-<p>sent {{.Sent}}, replies {{.Replies}}{{if .ReflectorFormat}}, reflector format {{.ReflectorFormat}}{{end}}{{range .UnparsedReplies}}; {{.Count}} unparsed replies of {{.Bytes}} bytes ({{.Reason}}){{end}}{{if .Clock.SharedClock}}; shared clock: one-way delays measured{{else}}; clock offset {{printf "%.3f" .Clock.OffsetMs}} ± {{printf "%.3f" .Clock.UncertaintyMs}} ms: one-way delays estimated{{end}}</p>
-<table><tr><th></th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th><th>n</th></tr>
-<tr><th>RTT ms</th><td>{{printf "%.3f" .RTTMs.Min}}</td><td>{{printf "%.3f" .RTTMs.P50}}</td><td>{{printf "%.3f" .RTTMs.P90}}</td><td>{{printf "%.3f" .RTTMs.P99}}</td><td>{{printf "%.3f" .RTTMs.Max}}</td><td>{{.RTTMs.N}}</td></tr>
-{{with .Forward}}<tr><th>forward OWD ms</th><td>{{printf "%.3f" .OWDMs.Min}}</td><td>{{printf "%.3f" .OWDMs.P50}}</td><td>{{printf "%.3f" .OWDMs.P90}}</td><td>{{printf "%.3f" .OWDMs.P99}}</td><td>{{printf "%.3f" .OWDMs.Max}}</td><td>{{.OWDMs.N}}</td></tr>{{end}}
-{{with .Backward}}<tr><th>backward OWD ms</th><td>{{printf "%.3f" .OWDMs.Min}}</td><td>{{printf "%.3f" .OWDMs.P50}}</td><td>{{printf "%.3f" .OWDMs.P90}}</td><td>{{printf "%.3f" .OWDMs.P99}}</td><td>{{printf "%.3f" .OWDMs.Max}}</td><td>{{.OWDMs.N}}</td></tr>{{end}}
-</table>
-<table><tr><th>direction</th><th>loss</th><th>late</th><th>dup</th><th>jitter ms</th><th>reordered %</th><th>loss periods</th></tr>
-<tr><th>forward</th><td>{{.Forward.Lost}}/{{.Forward.Sent}}</td><td>{{.Forward.Late}}</td><td>{{.Forward.Duplicates}}</td><td>{{printf "%.3f" .Forward.JitterMs}}</td><td>{{printf "%.2f" .Forward.Reordering.RatioPct}}</td><td>{{.Forward.LossPattern.Periods}}</td></tr>
-<tr><th>backward</th><td>{{.Backward.Lost}}/{{.Backward.Sent}}</td><td>{{.Backward.Late}}</td><td>{{.Backward.Duplicates}}</td><td>{{printf "%.3f" .Backward.JitterMs}}</td><td>{{printf "%.2f" .Backward.Reordering.RatioPct}}</td><td>{{.Backward.LossPattern.Periods}}</td></tr>
-</table>
-<h3>RTT histogram (ms)</h3>{{bars .RTTHistogram}}
-{{if .Voice}}<p>Voice: MOS {{printf "%.2f" .Voice.MOS}} (R {{printf "%.1f" .Voice.R}}) — {{.Voice.Assumption}}</p>{{end}}
-{{range .Errors}}<p>error: {{.}}</p>{{end}}
-{{end}}{{range .Errors}}<p>error: {{.}}</p>{{end}}{{range .Notes}}<p>note: {{.}}</p>{{end}}
-</body></html>
-`))
-
-// histBars draws a histogram as an inline SVG bar chart.
-func histBars(h []model.HistBin) template.HTML {
-	if len(h) == 0 {
-		return ""
-	}
-	peak := 1
-	for _, b := range h {
-		peak = max(peak, b.Count)
-	}
-	const w, ht = 600, 120
-	bw := float64(w) / float64(len(h))
-	var s strings.Builder
-	fmt.Fprintf(&s, `<svg width="%d" height="%d" role="img">`, w, ht+16)
-	for i, b := range h {
-		bh := float64(ht) * float64(b.Count) / float64(peak)
-		fmt.Fprintf(&s, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#4a7"><title>%.3f–%.3f: %d</title></rect>`,
-			float64(i)*bw, float64(ht)-bh, bw*0.9, bh, b.Lo, b.Hi, b.Count)
-	}
-	fmt.Fprintf(&s, `<text x="0" y="%d" font-size="11">%.3f</text><text x="%d" y="%d" font-size="11" text-anchor="end">%.3f</text></svg>`,
-		ht+14, h[0].Lo, w, ht+14, h[len(h)-1].Hi)
-	return template.HTML(s.String())
-}
-
-func writeUDPHTML(w io.Writer, res *model.UDPResult) error {
-	return udpHTML.Execute(w, res)
 }

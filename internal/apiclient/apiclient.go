@@ -161,7 +161,7 @@ func ExplainDial(u *url.URL, err error) error {
 	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET),
 		// net/http's wording when the close races with the request write.
 		strings.Contains(err.Error(), "server closed idle connection"):
-		return fmt.Errorf("%s closed the connection: not a sonde server, or TLS expected (try https://)", u.Host)
+		return fmt.Errorf("%s closed the connection without a reply: not a sonde server, TLS expected (try https://), or the server is over its connection cap", u.Host)
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {

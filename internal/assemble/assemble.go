@@ -3,7 +3,7 @@
 // receiver's byte counts, the sender's TCP_INFO, latency under load,
 // responsiveness, RFC 6349) and the server's view of the idle probe stream.
 //
-// It is the one place where `sonde test` (internal/client) and the browser
+// It is the one place where `sonde test` (internal/tcptest) and the browser
 // page's result endpoint (internal/server) join their inputs, so the two
 // cannot drift apart: each only converts what it recorded into a Phase.
 // The formulas themselves are internal/metrics'.

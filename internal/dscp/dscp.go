@@ -1,18 +1,14 @@
-// Package dscp names DiffServ code points, parses QoS class lists, and marks
-// sockets. Marking sets the DSCP in the upper six bits of IPv4 TOS / IPv6
-// traffic class and leaves the ECN bits to the kernel.
+// Package dscp names DiffServ code points and parses QoS class lists. It is
+// pure (no sockets), so the link model can read DSCP names without reaching
+// socket code; marking sockets is package dscpmark.
 package dscp
 
 import (
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sonde-project/sonde/internal/model"
-	"github.com/sonde-project/sonde/internal/tcpinfo"
 )
 
 // Names maps the standard code point names (RFC 2474, 2597, 3246, 5865,
@@ -75,41 +71,4 @@ func ParseClasses(s string) ([]model.Class, error) {
 		return nil, fmt.Errorf("invalid classes %q: no class given", s)
 	}
 	return out, nil
-}
-
-// Mark sets the DSCP of a connection's outgoing packets.
-func Mark(c net.Conn, dscp int) error {
-	if dscp < 0 || dscp > 63 {
-		return fmt.Errorf("dscp: value %d out of range 0-63", dscp)
-	}
-	rc, err := tcpinfo.RawConn(c)
-	if err != nil {
-		return fmt.Errorf("dscp: %w", err)
-	}
-	v6 := false
-	if a, ok := c.LocalAddr().(*net.TCPAddr); ok && a.IP.To4() == nil {
-		v6 = true
-	}
-	return MarkRaw(rc.Control, v6, dscp)
-}
-
-// MarkRaw marks a socket given its Control function (from
-// syscall.RawConn or a net.Dialer's Control hook).
-func MarkRaw(control func(func(fd uintptr)) error, v6 bool, dscp int) error {
-	var serr error
-	err := control(func(fd uintptr) {
-		tos := dscp << 2
-		if v6 {
-			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_TCLASS, tos)
-			return
-		}
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, tos)
-	})
-	if err != nil {
-		return fmt.Errorf("dscp: control: %w", err)
-	}
-	if serr != nil {
-		return fmt.Errorf("dscp: set %d: %w", dscp, serr)
-	}
-	return nil
 }

@@ -1,26 +1,14 @@
-// Package lab builds sonde's test topologies: a chain of network namespaces
-// client — link — [router-1 — link]… — server, joined by emulated links
-// (package emulator/forward over TUN devices), with addresses from
-// 198.18.0.0/15 only and names unique per run. It records the lab in a
-// state file under /run/sonde/lab so that other sonde processes can run
-// commands in it (lab exec) or tear it down, and cleans what a crashed run
-// left behind.
-//
-// Addressing: link i (1-based) uses 198.18.i.0/24; its client-side end is
-// 198.18.i.1, its server-side end 198.18.i.2, and 198.18.i.254 is the
-// source of the ICMP errors it sends. The client is 198.18.1.1, the server
-// 198.18.N.2 for N links; routers forward between their two ends.
+//go:build linux
+
 package lab
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -34,7 +22,6 @@ import (
 	"github.com/sonde-project/sonde/internal/emulator/forward"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/netns"
-	"github.com/sonde-project/sonde/internal/tun"
 )
 
 // NSPrefix starts the name of every namespace a lab makes.
@@ -84,7 +71,7 @@ type Lab struct {
 	Start   time.Time
 
 	nodes    []*node
-	links    []*link
+	links    []*EmuLink
 	truth    *emulator.TruthWriter
 	state    string
 	stateDir string
@@ -95,12 +82,6 @@ type node struct {
 	name string // client, router-N, server
 	ns   *netns.NS
 	addr string // main address
-}
-
-type link struct {
-	devA, devB *tun.Device
-	fwd        *forward.Forwarder
-	capture    *forward.Capture
 }
 
 // Up builds the profile named nameOrFile (see Resolve) and starts
@@ -126,9 +107,7 @@ func UpProfile(ctx context.Context, p Profile, opts Options) (l *Lab, err error)
 	_, _ = rand.Read(id[:])
 	l = &Lab{ID: hex.EncodeToString(id[:]), Profile: p, Seed: opts.Seed, stateDir: opts.StateDir, log: opts.LogPath}
 	if l.Seed == 0 {
-		var s [8]byte
-		_, _ = rand.Read(s[:])
-		l.Seed = binary.LittleEndian.Uint64(s[:]) | 1
+		l.Seed = RandomSeed()
 	}
 	if l.stateDir == "" {
 		l.stateDir = DefaultStateDir
@@ -233,32 +212,15 @@ func (l *Lab) openTruth(path string) error {
 func (l *Lab) makeLink(i int, opts Options) error {
 	pl := l.Profile.Links[i]
 	a, b := l.nodes[i], l.nodes[i+1]
-	lk := &link{}
-	l.links = append(l.links, lk)
-	var err error
-	// Device names: "sonde" + lab id + link number + end, ≤ 15 bytes.
-	if lk.devA, err = tun.Create(fmt.Sprintf("%s%s%da", netns.Prefix, l.ID, i+1)); err != nil {
-		return err
-	}
-	if lk.devB, err = tun.Create(fmt.Sprintf("%s%s%db", netns.Prefix, l.ID, i+1)); err != nil {
-		return err
-	}
 	n := len(l.Profile.Links)
-	for _, e := range []struct {
+	ends := make([]LinkEnd, 2)
+	for k, e := range []struct {
 		nd   *node
-		dev  *tun.Device
 		host int
-	}{{a, lk.devA, 1}, {b, lk.devB, 2}} {
-		if err := e.nd.ns.MoveLink(e.dev.Name()); err != nil {
-			return err
-		}
-		name := e.dev.Name()
-		cmds := [][]string{
-			{"addr", "add", linkAddr(i+1, e.host).String() + "/24", "dev", name},
-			// A long device queue: the emulated queue is the model's, the
-			// kernel must not drop before the emulator sees a packet.
-			{"link", "set", "dev", name, "mtu", strconv.Itoa(l.Profile.MTU), "txqueuelen", "10000", "up"},
-		}
+	}{{a, 1}, {b, 2}} {
+		// Device names: "sonde" + lab id + link number + end, ≤ 15 bytes.
+		name := fmt.Sprintf("%s%s%d%c", netns.Prefix, l.ID, i+1, 'a'+k)
+		end := LinkEnd{NS: e.nd.ns, Dev: name, Addr: netip.PrefixFrom(linkAddr(i+1, e.host), 24), Label: e.nd.name}
 		// Routes to the subnets beyond this end.
 		for j := 1; j <= n; j++ {
 			if (e.host == 1 && j < i+1) || (e.host == 2 && j > i+1) {
@@ -267,45 +229,31 @@ func (l *Lab) makeLink(i int, opts Options) error {
 			if j == i+1 {
 				continue
 			}
-			cmds = append(cmds, []string{"route", "add", fmt.Sprintf("198.%d.%d.0/24", 18+j>>8, j&255), "dev", name})
+			end.Routes = append(end.Routes, []string{"route", "add", fmt.Sprintf("198.%d.%d.0/24", 18+j>>8, j&255), "dev", name})
 		}
 		if e.nd.name == Client || e.nd.name == Server {
 			// ICMP errors from link routers and anything else in the lab.
-			cmds = append(cmds, []string{"route", "add", "198.18.0.0/15", "dev", name, "metric", "100"})
+			end.Routes = append(end.Routes, []string{"route", "add", "198.18.0.0/15", "dev", name, "metric", "100"})
 		}
-		for _, c := range cmds {
-			if err := e.nd.ns.IP(c...); err != nil {
-				return err
-			}
-		}
+		ends[k] = end
 	}
+	lk, err := CreateEmuLink(ends[0], ends[1], l.Profile.MTU)
+	l.links = append(l.links, lk)
+	if err != nil {
+		return err
+	}
+	capturePath := ""
 	if opts.CaptureDir != "" {
-		f, err := os.Create(filepath.Join(opts.CaptureDir, fmt.Sprintf("%s-%s.pcapng", l.ID, pl.Name)))
-		if err != nil {
-			return fmt.Errorf("capture: %w", err)
-		}
-		if lk.capture, err = forward.NewCapture(f, a.name+":"+lk.devA.Name(), b.name+":"+lk.devB.Name()); err != nil {
-			f.Close()
-			return err
-		}
+		capturePath = filepath.Join(opts.CaptureDir, fmt.Sprintf("%s-%s.pcapng", l.ID, pl.Name))
 	}
-	seed := l.Seed + uint64(i)*0x9e3779b97f4a7c15
-	lk.fwd, err = forward.Start(forward.Config{
-		A: lk.devA, B: lk.devB,
-		Up:        emulator.Config{Params: pl.Up, Schedule: pl.UpSchedule, Seed: seed},
-		Down:      emulator.Config{Params: pl.Down, Schedule: pl.DownSchedule, Seed: seed ^ 0xd1b54a32d192ed03},
-		Start:     l.Start,
-		Truth:     l.truth,
-		Link:      uint8(i),
-		ICMPFrom4: linkAddr(i+1, 254),
-		Capture:   lk.capture,
-		MaxPacket: max(l.Profile.MTU, 1500) + 64,
-		Spin:      opts.Spin,
-		RealTime:  opts.RealTime,
-
+	return lk.Start(StartConfig{
+		Up:   emulator.Config{Params: pl.Up, Schedule: pl.UpSchedule},
+		Down: emulator.Config{Params: pl.Down, Schedule: pl.DownSchedule},
+		Seed: l.Seed, Index: i, MTU: l.Profile.MTU, Start: l.Start, Truth: l.truth,
+		CapturePath: capturePath, LabelA: a.name, LabelB: b.name,
+		ICMPFrom4: linkAddr(i+1, 254), Spin: opts.Spin, RealTime: opts.RealTime,
 		AllowCPUIdle: opts.AllowCPUIdle,
 	})
-	return err
 }
 
 // Down stops forwarding, removes the namespaces (after ending the
@@ -314,23 +262,14 @@ func (l *Lab) makeLink(i int, opts Options) error {
 func (l *Lab) Down() error {
 	var errs []error
 	for _, lk := range l.links {
-		if lk.fwd != nil {
-			errs = append(errs, lk.fwd.Stop())
-		}
+		errs = append(errs, lk.Stop())
 	}
 	for _, nd := range l.nodes {
 		killNamespace(nd.ns.Name())
 		errs = append(errs, nd.ns.Delete())
 	}
 	for _, lk := range l.links {
-		for _, d := range []*tun.Device{lk.devA, lk.devB} {
-			if d != nil {
-				_ = d.Close()
-			}
-		}
-		if lk.capture != nil {
-			errs = append(errs, lk.capture.Close())
-		}
+		errs = append(errs, lk.Close())
 	}
 	if l.truth != nil {
 		errs = append(errs, l.truth.Close())
@@ -421,9 +360,7 @@ func (l *Lab) Stats() []LinkStats {
 	var out []LinkStats
 	for i, lk := range l.links {
 		s := LinkStats{Name: l.Profile.Links[i].Name}
-		if lk.fwd != nil {
-			s.Up, s.Down = lk.fwd.Stats()
-		}
+		s.Up, s.Down = lk.Stats()
 		out = append(out, s)
 	}
 	return out
@@ -433,16 +370,15 @@ func (l *Lab) Stats() []LinkStats {
 func (l *Lab) Err() error {
 	var errs []error
 	for _, lk := range l.links {
-		if lk.fwd == nil {
-			continue
-		}
-		select {
-		case <-lk.fwd.Done():
-			errs = append(errs, fmt.Errorf("forwarder stopped: %w", lk.fwd.Err()))
-		default:
-		}
+		errs = append(errs, lk.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// Watch blocks until ctx ends or a link fails (see Watch), calling report
+// every interval.
+func (l *Lab) Watch(ctx context.Context, interval time.Duration, report func()) error {
+	return Watch(ctx, l.links, interval, 0, report)
 }
 
 // FlushTruth pushes buffered ground-truth records to the file.
@@ -456,63 +392,6 @@ func (l *Lab) FlushTruth() error {
 // Truth is the configured path, for sonde test's report.
 func (l *Lab) Truth() model.GroundTruth {
 	return l.Profile.GroundTruth()
-}
-
-// GroundTruth summarises a profile end to end, at time 0 of its
-// schedules: base RTT from the propagation delays (serialisation not
-// included), bottleneck rate per direction, combined random loss (BER at
-// 1500-byte packets), and the bottleneck link's queue limit.
-func (p Profile) GroundTruth() model.GroundTruth {
-	g := model.GroundTruth{Profile: p.Name, MTU: p.MTU}
-	upKeep, downKeep := 1.0, 1.0
-	upRate, downRate := math.Inf(1), math.Inf(1)
-	for _, l := range p.Links {
-		g.BaseRTTMs += float64(l.Up.Delay+l.Down.Delay) / float64(time.Millisecond)
-		upKeep *= 1 - meanLoss(l.Up)
-		downKeep *= 1 - meanLoss(l.Down)
-		if r := l.Up.RateBps; r > 0 && r < upRate {
-			upRate = r
-			g.UpQueueBytes, g.UpQueuePackets = l.Up.LimitBytes, l.Up.LimitPackets
-			g.UpQdisc = string(qdiscName(l.Up))
-		}
-		if r := l.Down.RateBps; r > 0 && r < downRate {
-			downRate = r
-			g.DownQueueBytes, g.DownQueuePackets = l.Down.LimitBytes, l.Down.LimitPackets
-			g.DownQdisc = string(qdiscName(l.Down))
-		}
-		if l.Up.MTU > 0 && l.Up.MTU < g.MTU {
-			g.MTU = l.Up.MTU
-		}
-		if l.Down.MTU > 0 && l.Down.MTU < g.MTU {
-			g.MTU = l.Down.MTU
-		}
-	}
-	if !math.IsInf(upRate, 1) {
-		g.UpRateBps = upRate
-	}
-	if !math.IsInf(downRate, 1) {
-		g.DownRateBps = downRate
-	}
-	g.UpLoss, g.DownLoss = 1-upKeep, 1-downKeep
-	return g
-}
-
-func qdiscName(p emulator.Params) emulator.Qdisc {
-	if p.Qdisc == "" {
-		return emulator.DropTail
-	}
-	return p.Qdisc
-}
-
-func meanLoss(p emulator.Params) float64 {
-	keep := 1 - p.Loss
-	if p.GE != nil {
-		keep *= 1 - p.GE.MeanLoss()
-	}
-	if p.BER > 0 {
-		keep *= 1 - emulator.BERLoss(p.BER, 1500)
-	}
-	return 1 - keep
 }
 
 // Describe writes a human summary of the lab.

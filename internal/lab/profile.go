@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sonde-project/sonde/internal/emulator"
+	"github.com/sonde-project/sonde/internal/model"
 )
 
 // Scenario is a topology in its file form (JSON): a chain of links from
@@ -233,4 +236,61 @@ func (s Scenario) Parse() (Profile, error) {
 		p.Links = append(p.Links, l)
 	}
 	return p, nil
+}
+
+// GroundTruth summarises a profile end to end, at time 0 of its
+// schedules: base RTT from the propagation delays (serialisation not
+// included), bottleneck rate per direction, combined random loss (BER at
+// 1500-byte packets), and the bottleneck link's queue limit.
+func (p Profile) GroundTruth() model.GroundTruth {
+	g := model.GroundTruth{Profile: p.Name, MTU: p.MTU}
+	upKeep, downKeep := 1.0, 1.0
+	upRate, downRate := math.Inf(1), math.Inf(1)
+	for _, l := range p.Links {
+		g.BaseRTTMs += float64(l.Up.Delay+l.Down.Delay) / float64(time.Millisecond)
+		upKeep *= 1 - meanLoss(l.Up)
+		downKeep *= 1 - meanLoss(l.Down)
+		if r := l.Up.RateBps; r > 0 && r < upRate {
+			upRate = r
+			g.UpQueueBytes, g.UpQueuePackets = l.Up.LimitBytes, l.Up.LimitPackets
+			g.UpQdisc = string(qdiscName(l.Up))
+		}
+		if r := l.Down.RateBps; r > 0 && r < downRate {
+			downRate = r
+			g.DownQueueBytes, g.DownQueuePackets = l.Down.LimitBytes, l.Down.LimitPackets
+			g.DownQdisc = string(qdiscName(l.Down))
+		}
+		if l.Up.MTU > 0 && l.Up.MTU < g.MTU {
+			g.MTU = l.Up.MTU
+		}
+		if l.Down.MTU > 0 && l.Down.MTU < g.MTU {
+			g.MTU = l.Down.MTU
+		}
+	}
+	if !math.IsInf(upRate, 1) {
+		g.UpRateBps = upRate
+	}
+	if !math.IsInf(downRate, 1) {
+		g.DownRateBps = downRate
+	}
+	g.UpLoss, g.DownLoss = 1-upKeep, 1-downKeep
+	return g
+}
+
+func qdiscName(p emulator.Params) emulator.Qdisc {
+	if p.Qdisc == "" {
+		return emulator.DropTail
+	}
+	return p.Qdisc
+}
+
+func meanLoss(p emulator.Params) float64 {
+	keep := 1 - p.Loss
+	if p.GE != nil {
+		keep *= 1 - p.GE.MeanLoss()
+	}
+	if p.BER > 0 {
+		keep *= 1 - emulator.BERLoss(p.BER, 1500)
+	}
+	return 1 - keep
 }

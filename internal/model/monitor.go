@@ -104,3 +104,165 @@ type MonitorEvent struct {
 	Detail  map[string]float64 `json:"detail,omitempty"`
 	Flags   []string           `json:"flags,omitempty"` // e.g. "probable-artefact"
 }
+
+// RollupBin is one non-empty bin of a rollup's delay histogram. The bins
+// are fixed and log-spaced (internal/reliability: 2 % wide from 1 µs to
+// 1000 s, bin 0 below, the last above), so rollups of any age merge.
+type RollupBin struct {
+	Bin uint16 `json:"bin"`
+	N   uint32 `json:"n"`
+}
+
+// RollupLoad is one load state's share of a rollup minute.
+type RollupLoad struct {
+	Load LoadState `json:"load"`
+	Sent uint32    `json:"sent"`
+	Lost uint32    `json:"lost"` // includes the late ones
+	// Within counts answered, in-time probes with RTT ≤ each threshold of
+	// the rollup's threshold list (MonitorRollup.Within's order).
+	Within []uint32 `json:"within"`
+}
+
+// MonitorRollup is one stream's minute: what a report over years reads
+// instead of raw probes. A probe belongs to the minute of its send time;
+// a minute is final only once its last probe's timeout has passed, so a
+// late reply is counted late, never lost-then-answered.
+type MonitorRollup struct {
+	Stream   int32  `json:"stream"`
+	MinuteNs int64  `json:"minute_ns"` // start of the minute, Unix ns, a multiple of 60 s
+	Sent     uint32 `json:"sent"`
+	Lost     uint32 `json:"lost"` // includes the late ones
+	Late     uint32 `json:"late"`
+	// RTT of answered, in-time probes: sum and sum of squares (ns, ns²)
+	// give the exact mean and SD, min and max are exact, Bins the rest.
+	SumNs   float64     `json:"sum_ns"`
+	SumSqNs float64     `json:"sum_sq_ns"`
+	MinNs   int64       `json:"min_ns"`
+	MaxNs   int64       `json:"max_ns"`
+	Bins    []RollupBin `json:"bins"`
+	// One-way delay histograms where the reflector timestamps (STAMP).
+	FwdBins []RollupBin `json:"fwd_bins,omitempty"`
+	RevBins []RollupBin `json:"rev_bins,omitempty"`
+	// ThresholdsNs lists the thresholds L the rollup counted exactly;
+	// Within[i] counts answered, in-time probes with RTT ≤ ThresholdsNs[i].
+	ThresholdsNs []int64      `json:"thresholds_ns"`
+	Within       []uint32     `json:"within"`
+	ByLoad       []RollupLoad `json:"by_load,omitempty"` // only the states seen
+}
+
+// DelayStats describes a delay distribution (ns). Percentiles are nearest
+// rank over the raw values, or the geometric middle of a 2 %-wide
+// histogram bin (within 1 %) when Approx is set.
+type DelayStats struct {
+	N      uint64  `json:"n"`
+	MeanNs float64 `json:"mean_ns"`
+	SDNs   float64 `json:"sd_ns"`
+	MinNs  int64   `json:"min_ns"`
+	P1Ns   int64   `json:"p1_ns"`
+	P5Ns   int64   `json:"p5_ns"`
+	P25Ns  int64   `json:"p25_ns"`
+	P50Ns  int64   `json:"p50_ns"` // the median
+	P75Ns  int64   `json:"p75_ns"`
+	P95Ns  int64   `json:"p95_ns"`
+	P99Ns  int64   `json:"p99_ns"`
+	P999Ns int64   `json:"p999_ns"`
+	MaxNs  int64   `json:"max_ns"`
+	Approx bool    `json:"approx,omitempty"`
+}
+
+// Reliability is R(L) = OK/Sent for one threshold, with the lower end of
+// its 95 % confidence interval (Wilson score; 1 − 3/n with no failure).
+type Reliability struct {
+	LNs   int64   `json:"l_ns"`
+	Sent  uint64  `json:"sent"`
+	OK    uint64  `json:"ok"` // answered in time with RTT ≤ L
+	R     float64 `json:"r"`
+	Lower float64 `json:"lower"`
+	Upper float64 `json:"upper"`
+}
+
+// WindowReliability is R(L) over sliding windows of one length (stride one
+// minute): the worst window and the distribution of window values.
+type WindowReliability struct {
+	WindowNs int64 `json:"window_ns"`
+	LNs      int64 `json:"l_ns"`
+	Windows  int   `json:"windows"` // windows with at least the minimum of probes
+	// Worst is the window with the lowest R (ties: the earliest).
+	Worst        Reliability `json:"worst"`
+	WorstStartNs int64       `json:"worst_start_ns"`
+	// Distribution of window R values (nearest rank).
+	P1  float64 `json:"p1"`
+	P5  float64 `json:"p5"`
+	P25 float64 `json:"p25"`
+	P50 float64 `json:"p50"`
+	Max float64 `json:"max"`
+}
+
+// LoadReliability is R(L) restricted to probes sent in one load state.
+type LoadReliability struct {
+	Load        string        `json:"load"`
+	Sent        uint64        `json:"sent"`
+	Reliability []Reliability `json:"reliability"`
+}
+
+// Verdicts of a requirement profile.
+const (
+	VerdictPass         = "PASS"
+	VerdictFail         = "FAIL"
+	VerdictInsufficient = "INSUFFICIENT" // the confidence interval straddles the requirement
+)
+
+// RequirementProfile is a latency reliability requirement: at least
+// Reliability of probes answered within LatencyNs.
+type RequirementProfile struct {
+	Name        string  `json:"name"`
+	LatencyNs   int64   `json:"latency_ns"`
+	Reliability float64 `json:"reliability"` // a fraction, e.g. 0.99
+	Source      string  `json:"source,omitempty"`
+}
+
+// ProfileVerdict is one profile judged over the whole range (WindowNs 0)
+// or over every window of one length: PASS when the lower bound reaches
+// the requirement (every window), FAIL when the upper bound is below it
+// (any window), else INSUFFICIENT.
+type ProfileVerdict struct {
+	Profile      string  `json:"profile"`
+	WindowNs     int64   `json:"window_ns"`
+	Verdict      string  `json:"verdict"`
+	Pass         int     `json:"pass"`
+	Fail         int     `json:"fail"`
+	Insufficient int     `json:"insufficient"`
+	WorstR       float64 `json:"worst_r"`
+}
+
+// StreamReport is the analysis of one stream over the report's range.
+type StreamReport struct {
+	Stream int32       `json:"stream"`
+	Sent   uint64      `json:"sent"`
+	Lost   uint64      `json:"lost"` // includes the late ones
+	Late   uint64      `json:"late"`
+	RTT    DelayStats  `json:"rtt"`
+	Fwd    *DelayStats `json:"fwd,omitempty"`
+	Rev    *DelayStats `json:"rev,omitempty"`
+	// IdleBaselineNs is the median RTT of idle probes (or the p5 of all
+	// probes when no probe was labelled idle): the loaded episodes'
+	// reference.
+	IdleBaselineNs int64               `json:"idle_baseline_ns"`
+	Reliability    []Reliability       `json:"reliability"`
+	Windows        []WindowReliability `json:"windows"`
+	ByLoad         []LoadReliability   `json:"by_load"`
+	Verdicts       []ProfileVerdict    `json:"verdicts,omitempty"`
+}
+
+// MonitorReport is the analysis of a time range (docs/monitor.md).
+type MonitorReport struct {
+	Schema   string               `json:"schema"`
+	FromNs   int64                `json:"from_ns"`
+	ToNs     int64                `json:"to_ns"`
+	Source   string               `json:"source"`          // "raw" (exact) or "rollups"
+	Notes    []string             `json:"notes,omitempty"` // the approximations made, in words
+	Streams  []MonitorStream      `json:"streams"`
+	Stats    []StreamReport       `json:"stats"`
+	Profiles []RequirementProfile `json:"profiles,omitempty"`
+	Events   []MonitorEvent       `json:"events,omitempty"`
+}

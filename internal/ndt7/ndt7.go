@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -78,6 +79,18 @@ const (
 // yields 403 Forbidden.
 var ErrBusy = errors.New("ndt7: server busy")
 
+// RejectError is an Admit error that sets the reply itself: its HTTP status
+// (e.g. 401 for a wrong token, 429 for a rate limit) and, if positive, the
+// Retry-After the client is told to wait, so ndt7 clients get the same
+// answers as the embedding server's other tests.
+type RejectError struct {
+	Status     int
+	Reason     string
+	RetryAfter time.Duration
+}
+
+func (e *RejectError) Error() string { return e.Reason }
+
 // Observer is told about every test, e.g. to feed counters. Its methods are
 // called from the request's goroutine and must not block.
 type Observer interface {
@@ -109,9 +122,9 @@ type Options struct {
 	// InitialMessageSize and MaxMessageSize.
 	MaxScaledMessageSize int
 	// Admit, if set, is called before the upgrade. An error rejects the
-	// test (429 if it wraps ErrBusy, else 403) with the error's text as a
-	// one-line plain-text reason. Otherwise release, if not nil, is called
-	// once when the test is over.
+	// test (a *RejectError's status, 429 if it wraps ErrBusy, else 403)
+	// with the error's text as a one-line plain-text reason. Otherwise
+	// release, if not nil, is called once when the test is over.
 	Admit func(r *http.Request) (release func(), err error)
 	// Observer, if set, is told about every test.
 	Observer Observer
@@ -251,7 +264,15 @@ func (h *Handler) serve(kind Kind, w http.ResponseWriter, r *http.Request) {
 		release, err := h.admit(r)
 		if err != nil {
 			status := http.StatusForbidden
-			if errors.Is(err, ErrBusy) {
+			var rej *RejectError
+			switch {
+			case errors.As(err, &rej) && rej.Status >= 400 && rej.Status <= 599:
+				status = rej.Status
+				if rej.RetryAfter > 0 {
+					// Whole seconds, rounded up: a client never retries early.
+					w.Header().Set("Retry-After", strconv.FormatInt(int64((rej.RetryAfter+time.Second-1)/time.Second), 10))
+				}
+			case errors.Is(err, ErrBusy):
 				status = http.StatusTooManyRequests
 			}
 			h.reject(kind, w, status, err.Error())

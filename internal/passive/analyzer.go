@@ -403,7 +403,7 @@ func (a *Analyzer) finish(f *flow) {
 
 // Finish ends the analysis: every live flow is finished. truth, if not
 // nil, is compared with the samples.
-func (a *Analyzer) Finish(truth *Truth) *model.Analysis {
+func (a *Analyzer) Finish(truth *TruthIndex) *model.Analysis {
 	a.lastFlow = nil
 	a.finishAll(a.flows.flows())
 	r := &a.res
@@ -456,7 +456,7 @@ func byStart[T any](recs []T, key func(*T) (float64, string)) []T {
 
 // Samples returns every RTT sample as model records (for --samples, CSV
 // and plots), with ground truth when truth is not nil.
-func (a *Analyzer) Samples(truth *Truth) []model.PassiveRTT {
+func (a *Analyzer) Samples(truth *TruthIndex) []model.PassiveRTT {
 	out := make([]model.PassiveRTT, 0, len(a.samples))
 	for i := range a.samples {
 		s := &a.samples[i]

@@ -10,7 +10,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 )
 
-func analyse(t *testing.T, p *path) (*model.Analysis, *Analyzer, *Truth) {
+func analyse(t *testing.T, p *path) (*model.Analysis, *Analyzer, *TruthIndex) {
 	t.Helper()
 	capture, truthFile := p.files(t)
 	a := New(Config{Interface: -1, Identity: true, KeepSamples: true})

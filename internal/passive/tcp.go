@@ -1,6 +1,9 @@
 package passive
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/passive/tcprtt"
 )
@@ -87,6 +90,10 @@ type tcpConn struct {
 	minFull int64 // smallest TS full RTT, for the reordering window
 	// lastComp is the latest TS component per starting direction.
 	lastComp [2]tcprtt.Sample
+	// binNs is the width of this connection's goodput bins: the
+	// analysis interval, doubled each time the series would pass
+	// maxSeriesBins (0: not yet set).
+	binNs int64
 	// http and tseq are the optional followers (http.go, tseq.go).
 	http httpFollow
 	tseq *timeSeq
@@ -225,7 +232,7 @@ func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, 
 				newBytes = 0
 			}
 			st.UniqueBytes += newBytes
-			d.addSeries(a, f, t, newBytes)
+			c.addSeries(d, a, f, t, newBytes)
 		default:
 			// Below the high mark. Seen before: a retransmission. Filling
 			// a hole: a late original if the hole is recent (reordering,
@@ -239,12 +246,12 @@ func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, 
 			if inHole && t-ht < win {
 				ooo = true
 				st.UniqueBytes += uint64(plen)
-				d.addSeries(a, f, t, uint64(plen))
+				c.addSeries(d, a, f, t, uint64(plen))
 			} else {
 				retrans = true
 				if inHole {
 					st.UniqueBytes += uint64(plen)
-					d.addSeries(a, f, t, uint64(plen))
+					c.addSeries(d, a, f, t, uint64(plen))
 				}
 			}
 		}
@@ -345,30 +352,62 @@ func (c *tcpConn) add(a *Analyzer, f *flow, t int64, r tcprtt.Sample, sideA, sid
 
 func after(x, y uint32) bool { return int32(x-y) > 0 }
 
-func (d *tcpDir) addSeries(a *Analyzer, f *flow, t int64, n uint64) {
-	if n == 0 {
+// maxSeriesBins bounds a connection's goodput series per direction.
+const maxSeriesBins = 1 << 20
+
+// addSeries counts n unique bytes at t in d's goodput series. A series
+// about to pass maxSeriesBins is coarsened instead of cut: both
+// directions' bins are merged in pairs and the connection's bin width
+// doubles (at a 1 ms interval, after 17 minutes), so a long connection
+// keeps its whole series at a coarser grain; result says so in a note.
+func (c *tcpConn) addSeries(d *tcpDir, a *Analyzer, f *flow, t int64, n uint64) {
+	if n == 0 || t < f.first {
 		return
 	}
-	i := int((t - f.first) / int64(a.cfg.Interval))
-	if i < 0 || i > 1<<20 {
-		return
+	if c.binNs == 0 {
+		c.binNs = int64(a.cfg.Interval)
 	}
-	for len(d.series) <= i {
+	i := (t - f.first) / c.binNs
+	for i >= maxSeriesBins {
+		for k := range c.dir {
+			c.dir[k].series = mergePairs(c.dir[k].series)
+		}
+		c.binNs *= 2
+		i = (t - f.first) / c.binNs
+	}
+	for int64(len(d.series)) <= i {
 		d.series = append(d.series, 0)
 	}
 	d.series[i] += n
+}
+
+// mergePairs sums the bins of s in pairs, in place.
+func mergePairs(s []uint64) []uint64 {
+	for j := 0; j < len(s); j += 2 {
+		v := s[j]
+		if j+1 < len(s) {
+			v += s[j+1]
+		}
+		s[j/2] = v
+	}
+	return s[:(len(s)+1)/2]
 }
 
 func (c *tcpConn) result(a *Analyzer, f *flow, A, B string) model.TCPConn {
 	r := model.TCPConn{A: A, B: B, SawSYN: c.sawSYN, Closed: c.closed,
 		StartS: float64(f.first-a.first) / 1e9, DurationS: float64(f.last-f.first) / 1e9,
 		IntervalS: a.cfg.Interval.Seconds(), AB: c.dir[0].st, BA: c.dir[1].st}
+	if c.binNs > int64(a.cfg.Interval) {
+		r.IntervalS = float64(c.binNs) / 1e9
+		a.res.Notes = append(a.res.Notes, fmt.Sprintf("%s – %s: goodput series in bins of %v, not the %v interval: the connection lasted %.0f s, and a series is kept within %d bins",
+			A, B, time.Duration(c.binNs), a.cfg.Interval, r.DurationS, maxSeriesBins))
+	}
 	for i, dst := range []*model.TCPDir{&r.AB, &r.BA} {
 		if r.DurationS > 0 {
 			dst.GoodputBps = float64(dst.UniqueBytes) * 8 / r.DurationS
 		}
 		for _, b := range c.dir[i].series {
-			dst.GoodputSeries = append(dst.GoodputSeries, float64(b)*8/a.cfg.Interval.Seconds())
+			dst.GoodputSeries = append(dst.GoodputSeries, float64(b)*8/r.IntervalS)
 		}
 	}
 	r.TSFull = c.rtt[TSFull].summary()

@@ -24,9 +24,9 @@ type truthEntry struct {
 	dup     bool // the identity hash is not unique: unusable
 }
 
-// Truth is the emulator's per-packet ground truth indexed by packet
+// TruthIndex is the emulator's per-packet ground truth (a truth file) indexed by packet
 // identity, with the observer's position on the path.
-type Truth struct {
+type TruthIndex struct {
 	File  string
 	links int
 	// Links on each side of the observer: server side (packets travelling
@@ -38,7 +38,7 @@ type Truth struct {
 
 // LoadTruth reads a ground-truth file. The observer is at end ('A' or 'B')
 // of link (1-based): a lab capture's interface 0 is end A, 1 is end B.
-func LoadTruth(path string, link int, end byte) (*Truth, error) {
+func LoadTruth(path string, link int, end byte) (*TruthIndex, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func LoadTruth(path string, link int, end byte) (*Truth, error) {
 }
 
 // ReadTruth is LoadTruth from a reader.
-func ReadTruth(r io.Reader, name string, link int, end byte) (*Truth, error) {
+func ReadTruth(r io.Reader, name string, link int, end byte) (*TruthIndex, error) {
 	tr, err := emulator.NewTruthReader(r)
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func ReadTruth(r io.Reader, name string, link int, end byte) (*Truth, error) {
 	if link < 1 || link > n || (end != 'A' && end != 'B') {
 		return nil, fmt.Errorf("observer link %d end %c: the truth file has links 1 to %d, ends A and B", link, end, n)
 	}
-	t := &Truth{File: name, links: n, packets: make(map[uint64]*truthEntry),
+	t := &TruthIndex{File: name, links: n, packets: make(map[uint64]*truthEntry),
 		observer: fmt.Sprintf("link %d (%s) end %c", link, tr.Header.Links[link-1].Name, end)}
 	// Link indexes are 0-based in records. Observer at end A of link k sees
 	// packets before they cross link k: link k is on the server side.
@@ -123,7 +123,7 @@ const (
 // start packet heads to, and back: the start and end packets' delays over
 // the links on that side. A side with no links (observer at the endpoint)
 // is 0.
-func (t *Truth) component(start, end uint64) (int64, match) {
+func (t *TruthIndex) component(start, end uint64) (int64, match) {
 	s, e := t.packets[start], t.packets[end]
 	if s == nil || e == nil || s.dup || e.dup || s.dir == e.dir {
 		return 0, unmatched
@@ -148,7 +148,7 @@ func (t *Truth) component(start, end uint64) (int64, match) {
 }
 
 // trueRTT is the ground truth of one sample.
-func (t *Truth) trueRTT(s *sample) (int64, match) {
+func (t *TruthIndex) trueRTT(s *sample) (int64, match) {
 	switch {
 	case s.pairs:
 		a, m1 := t.component(s.ids[0], s.ends[0])
@@ -170,7 +170,7 @@ func (t *Truth) trueRTT(s *sample) (int64, match) {
 func isFull(m Method) bool { return m == TSFull || m == SpinFullUp || m == SpinFullDown }
 
 // compare computes every method's error over its valid samples.
-func (t *Truth) compare(a *Analyzer) *model.TruthCompare {
+func (t *TruthIndex) compare(a *Analyzer) *model.TruthCompare {
 	var errs [numMethods][]float64
 	var trueSum [numMethods]float64
 	var count, drops [numMethods]int

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"io"
@@ -27,16 +26,13 @@ type AnalyzeOptions struct {
 // tseqMaxMarks bounds the data segments drawn in one time-sequence graph.
 const tseqMaxMarks = 1500
 
-// analyzeStyle is the test report's stylesheet, so both reports look alike.
-var analyzeStyle = template.HTML(pageHTML[strings.Index(pageHTML, "<style>") : strings.Index(pageHTML, "</style>")+len("</style>")])
-
 type connCharts struct {
 	Title  string
 	Charts []figure
 }
 
 type analyzePage struct {
-	Style     template.HTML
+	Kind      string
 	Title     string
 	Subtitle  string
 	Cards     []card
@@ -66,9 +62,7 @@ type analyzePage struct {
 	Schema    string
 }
 
-var analyzeTemplate = template.Must(template.New("analyze").Funcs(template.FuncMap{
-	"arr": func(v ...any) []any { return v }, // a table's head and rows for the "grid" template
-}).Parse(analyzeHTML))
+var analyzeTemplate = newPage("analyze", analyzeHTML)
 
 // WriteAnalyzeHTML writes the self-contained report of a capture analysis:
 // tables of every connection, and for the largest connections RTT over
@@ -84,18 +78,11 @@ func WriteAnalyzeHTML(w io.Writer, r *model.Analysis, samples []model.PassiveRTT
 		opt.MaxRows = 300
 	}
 	p := buildAnalyzePage(r, samples, opt)
-	var buf bytes.Buffer
-	if err := analyzeTemplate.Execute(&buf, p); err != nil {
-		return fmt.Errorf("report: render analyze html: %w", err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("report: write analyze html: %w", err)
-	}
-	return nil
+	return render(w, analyzeTemplate, p, "analyze html")
 }
 
 func buildAnalyzePage(r *model.Analysis, samples []model.PassiveRTT, opt AnalyzeOptions) analyzePage {
-	p := analyzePage{Style: analyzeStyle, Title: "sonde capture analysis"}
+	p := analyzePage{Kind: "sonde analyze report", Title: "sonde capture analysis"}
 	if r == nil {
 		p.Errors = []string{"no analysis"}
 		return p
@@ -536,23 +523,7 @@ func waterfall(g model.HTTPPage, conns []*model.TCPConn) (figure, bool) {
 		SVG: template.HTML(b.String())}, true
 }
 
-const analyzeHTML = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8"/>
-<meta name="viewport" content="width=device-width, initial-scale=1"/>
-<title>{{.Title}}</title>
-{{.Style}}
-</head>
-<body>
-<main>
-<h1>{{.Title}}</h1>
-{{if .Subtitle}}<p class="sub">{{.Subtitle}}</p>{{end}}
-{{if .Cards}}<div class="cards">{{range .Cards}}
-<div class="card {{.Level}}"><div class="label">{{.Label}}</div><div class="value">{{.Value}}</div>{{if .Sub}}<div class="s">{{.Sub}}</div>{{end}}</div>{{end}}
-</div>{{end}}
-{{if .Errors}}<section class="errors"><h2>Errors</h2><ul class="list">{{range .Errors}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
-{{if .Files}}<section id="files"><h2>Captures</h2><table class="kv"><tbody>{{range .Files}}<tr><th>{{.Label}}</th><td>{{.Value}}</td></tr>{{end}}</tbody></table></section>{{end}}
+const analyzeHTML = `{{template "top" .}}{{if .Files}}<section id="files"><h2>Captures</h2><table class="kv"><tbody>{{range .Files}}<tr><th>{{.Label}}</th><td>{{.Value}}</td></tr>{{end}}</tbody></table></section>{{end}}
 {{if .TCP}}<section id="tcp"><h2>TCP connections</h2>
 <p class="sub">RTT in ms, min / median (samples). The side RTT of A→B is observer → B → observer, of B→A observer → A → observer.</p>
 {{if .TCPNote}}<p class="sub">{{.TCPNote}}</p>{{end}}{{template "grid" (arr .TCPHead .TCP)}}</section>{{end}}
@@ -567,10 +538,4 @@ const analyzeHTML = `<!DOCTYPE html>
 <h3>Requests</h3>{{if .ReqNote}}<p class="sub">{{.ReqNote}}</p>{{end}}{{template "grid" (arr .ReqHead .Reqs)}}
 </section>{{end}}
 {{if .Notes}}<section><h2>Notes</h2><ul class="list">{{range .Notes}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
-<footer>sonde analyze report{{if .Schema}}, schema {{.Schema}}{{end}}. Rates in SI units (1 Mbit/s = 10^6 bit/s), sizes in IEC units (1 KiB = 1024 B).</footer>
-</main>
-</body>
-</html>
-{{define "grid"}}<div class="scroll"><table class="grid"><thead><tr>{{range index . 0}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
-{{range index . 1}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</tbody></table></div>{{end}}`
+{{template "foot" .}}`

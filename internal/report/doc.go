@@ -1,13 +1,19 @@
-// Package report renders a model.Result for people: the text summary printed
-// by `sonde test` and a self-contained HTML report with inline SVG charts. It
-// computes no measurement of its own; it only arranges, compares and labels
-// the figures in the result (metrics.md §0 units: SI rates, IEC sizes).
+// Package report renders results for people: the text summaries, the
+// self-contained HTML reports (inline CSS and SVG charts) and the CSV of
+// `sonde test` (model.Result), `sonde udp` (model.UDPResult) and `sonde
+// analyze` (model.Analysis). It computes no measurement of its own; it only
+// arranges, compares and labels the figures in a result (metrics.md §0
+// units: SI rates, IEC sizes).
 //
-// Both writers share one formatted view of the result (view.go), so the text
-// summary and the HTML tables always say the same thing. Ground truth from a
-// lab run is shown next to the figure it checks; missing parts of a partial
-// result are left out, never invented.
+// One of each thing: every HTML page is a body in one shell (page.go: the
+// skeleton, stylesheet, header, footer, key-value and grid tables), every
+// text table goes through one writer (table.go), which also gives CSV.
+// The test result's text and HTML share one formatted view (view.go), so
+// they always say the same thing. Ground truth from a lab run is shown next
+// to the figure it checks; missing parts of a partial result are left out,
+// never invented.
 //
-// WriteAnalyzeHTML (analyze.go) renders a capture analysis (model.Analysis)
-// for `sonde analyze --html` with the same stylesheet and chart code.
+// Load and Decode (saved.go) read a saved result by its schema field, so
+// `sonde report` renders it with the same writer as the run that made it;
+// compare.go sets the headline figures of several results side by side.
 package report

@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"fmt"
 	"html/template"
 	"io"
 	"math"
@@ -29,6 +27,7 @@ type htmlDirection struct {
 }
 
 type htmlPage struct {
+	Kind       string
 	Title      string
 	Subtitle   string
 	Cards      []card
@@ -43,29 +42,23 @@ type htmlPage struct {
 	Schema     string
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(pageHTML))
+var pageTemplate = newPage("page", pageHTML)
 
 // WriteHTML writes a self-contained HTML report: inline CSS, inline SVG
 // charts, no scripts and no network references. Partial results render what
 // was measured; a nil result renders a page that says so.
 func WriteHTML(w io.Writer, r *model.Result) error {
 	page := buildPage(r)
-	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, page); err != nil {
-		return fmt.Errorf("report: render html: %w", err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("report: write html: %w", err)
-	}
-	return nil
+	return render(w, pageTemplate, page, "html")
 }
 
 func buildPage(r *model.Result) htmlPage {
 	if r == nil {
-		return htmlPage{Title: "sonde report", Errors: []string{"no result"}}
+		return htmlPage{Kind: "sonde report", Title: "sonde report", Errors: []string{"no result"}}
 	}
 	v := buildView(r)
 	p := htmlPage{
+		Kind:       "sonde report",
 		Title:      "sonde report",
 		Header:     v.Header,
 		Baseline:   v.Baseline,

@@ -1,10 +1,22 @@
 package report
 
-// pageHTML is the HTML report template. It is also well-formed XML (void
-// elements self-closed, no named entities) so that tests can check its
-// structure with encoding/xml. Everything is inline: the report must open
-// from a file on a machine without network.
-const pageHTML = `<!DOCTYPE html>
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+)
+
+// shellHTML is the one HTML shell of every report (test, udp, analyze,
+// comparison): the page skeleton, the stylesheet, the header (title,
+// subtitle, headline cards, errors) and the footer, plus the key-value
+// ("rows") and grid ("grid") tables. A page's template is its body between
+// {{template "top" .}} and {{template "foot" .}}; its data has the fields
+// Title, Subtitle, Cards, Errors, Kind and Schema. The shell is also
+// well-formed XML (void elements self-closed, no named entities) so that
+// tests can check a page's structure with encoding/xml. Everything is
+// inline: a report must open from a file on a machine without network.
+const shellHTML = `{{define "top"}}<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8"/>
@@ -73,7 +85,42 @@ footer { color: var(--muted); font-size: .8rem; text-align: center; margin: 1rem
 <div class="card {{.Level}}"><div class="label">{{.Label}}</div><div class="value">{{.Value}}</div>{{if .Sub}}<div class="s">{{.Sub}}</div>{{end}}</div>{{end}}
 </div>{{end}}
 {{if .Errors}}<section class="errors"><h2>Errors</h2><ul class="list">{{range .Errors}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
-{{if .Header}}<section><h2>Test</h2>{{template "rows" .Header}}</section>{{end}}
+{{end}}
+{{define "foot"}}<footer>{{.Kind}}{{if .Schema}}, schema {{.Schema}}{{end}}. Rates in SI units (1 Mbit/s = 10^6 bit/s), sizes in IEC units (1 KiB = 1024 B).</footer>
+</main>
+</body>
+</html>
+{{end}}
+{{define "rows"}}<table class="kv"><tbody>{{range .}}
+<tr class="{{.Level}}"><th>{{.Label}}</th><td>{{.Value}}{{if .Note}}<span class="note">{{.Note}}</span>{{end}}</td></tr>{{end}}
+</tbody></table>{{end}}
+{{define "grid"}}<div class="scroll"><table class="grid"><thead><tr>{{range index . 0}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
+{{range index . 1}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</tbody></table></div>{{end}}`
+
+// newPage parses a page's body with the shell.
+func newPage(name, body string) *template.Template {
+	t := template.Must(template.New(name).Funcs(template.FuncMap{
+		"arr": func(v ...any) []any { return v }, // a table's head and rows for the "grid" template
+	}).Parse(body))
+	return template.Must(t.Parse(shellHTML))
+}
+
+// render executes a page into a buffer first, so that a template error
+// writes nothing, then writes it out.
+func render(w io.Writer, t *template.Template, data any, what string) error {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return fmt.Errorf("report: render %s: %w", what, err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("report: write %s: %w", what, err)
+	}
+	return nil
+}
+
+// pageHTML is the body of the test result's report.
+const pageHTML = `{{template "top" .}}{{if .Header}}<section><h2>Test</h2>{{template "rows" .Header}}</section>{{end}}
 {{if .Baseline}}<section id="baseline"><h2>Baseline RTT (idle)</h2>{{template "rows" .Baseline}}
 {{with .CDF}}<div class="charts"><figure><figcaption>{{.Caption}}</figcaption>{{.SVG}}</figure></div>{{end}}</section>
 {{else}}{{with .CDF}}<section><h2>RTT distribution</h2><div class="charts"><figure><figcaption>{{.Caption}}</figcaption>{{.SVG}}</figure></div></section>{{end}}{{end}}
@@ -99,10 +146,4 @@ footer { color: var(--muted); font-size: .8rem; text-align: center; margin: 1rem
 <td class="n">{{.RTTMedian}}</td><td class="n">{{.RTTP90}}</td><td class="n">{{.RxDSCP}}</td><td class="{{.Level}}">{{.Marks}}</td></tr>
 {{end}}</tbody></table></div></section>{{end}}
 {{if .Notes}}<section><h2>Notes</h2><ul class="list">{{range .Notes}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
-<footer>sonde report{{if .Schema}}, schema {{.Schema}}{{end}}. Rates in SI units (1 Mbit/s = 10^6 bit/s), sizes in IEC units (1 KiB = 1024 B).</footer>
-</main>
-</body>
-</html>
-{{define "rows"}}<table class="kv"><tbody>{{range .}}
-<tr class="{{.Level}}"><th>{{.Label}}</th><td>{{.Value}}{{if .Note}}<span class="note">{{.Note}}</span>{{end}}</td></tr>{{end}}
-</tbody></table>{{end}}`
+{{template "foot" .}}`

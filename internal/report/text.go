@@ -140,102 +140,30 @@ func padRight(s string, n int) string {
 	return s
 }
 
-func padLeft(s string, n int) string {
-	if c := utf8.RuneCountInString(s); c < n {
-		return strings.Repeat(" ", n-c) + s
-	}
-	return s
-}
-
-// column of a text table; right-aligned columns hold numbers.
-type column struct {
-	head  string
-	right bool
-	cells []string
-}
-
-// writeTable prints columns sized to their widest cell, two spaces apart.
-func writeTable(b *strings.Builder, cols []column) {
-	if len(cols) == 0 {
-		return
-	}
-	widths := make([]int, len(cols))
-	rows := 0
-	for i, c := range cols {
-		widths[i] = utf8.RuneCountInString(c.head)
-		for _, s := range c.cells {
-			widths[i] = max(widths[i], utf8.RuneCountInString(s))
-		}
-		rows = max(rows, len(c.cells))
-	}
-	line := func(cell func(c column) string) {
-		var parts []string
-		for i, c := range cols {
-			s := cell(c)
-			if c.right {
-				s = padLeft(s, widths[i])
-			} else if i < len(cols)-1 {
-				s = padRight(s, widths[i])
-			}
-			parts = append(parts, s)
-		}
-		b.WriteString("  " + strings.TrimRight(strings.Join(parts, "  "), " ") + "\n")
-	}
-	line(func(c column) string { return c.head })
-	for r := 0; r < rows; r++ {
-		line(func(c column) string {
-			if r < len(c.cells) {
-				return c.cells[r]
-			}
-			return ""
-		})
-	}
-}
-
 func writeFlowTable(b *strings.Builder, flows []flowRow) {
-	cols := []column{
-		{head: "flow", right: true},
-		{head: "goodput", right: true},
-		{head: "warm-up", right: true},
-		{head: "efficiency", right: true},
-		{head: "rwnd-lim", right: true},
-		{head: "sndbuf-lim", right: true},
-		{head: "limit"},
-	}
 	rx := false
 	for _, f := range flows {
 		rx = rx || f.RxDSCP != "-"
 	}
-	if rx {
-		cols = append(cols, column{head: "rx DSCP", right: true})
+	t := table{indent: "  ", right: []bool{true, true, true, true, true, true, false, true}}
+	head := []string{"flow", "goodput", "warm-up", "efficiency", "rwnd-lim", "sndbuf-lim", "limit", "rx DSCP"}
+	if !rx {
+		head = head[:7]
 	}
+	t.row(head...)
 	for _, f := range flows {
-		cells := []string{f.ID, f.Goodput, f.Warmup, f.Efficiency, f.Rwnd, f.Sndbuf, f.Verdict, f.RxDSCP}
-		for i := range cols {
-			cols[i].cells = append(cols[i].cells, cells[i])
-		}
+		t.row([]string{f.ID, f.Goodput, f.Warmup, f.Efficiency, f.Rwnd, f.Sndbuf, f.Verdict, f.RxDSCP}[:len(head)]...)
 	}
-	writeTable(b, cols)
+	_ = t.write(b) // a strings.Builder does not fail
 }
 
 func writeClassTable(b *strings.Builder, classes []classRow) {
-	cols := []column{
-		{head: "class"},
-		{head: "dir"},
-		{head: "DSCP", right: true},
-		{head: "goodput", right: true},
-		{head: "RTT med", right: true},
-		{head: "RTT p90", right: true},
-		{head: "rx DSCP", right: true},
-		{head: "marks"},
-	}
+	t := table{indent: "  ", right: []bool{false, false, true, true, true, true, true, false}}
+	t.row("class", "dir", "DSCP", "goodput", "RTT med", "RTT p90", "rx DSCP", "marks")
 	for _, c := range classes {
-		cells := []string{c.Name, c.Direction, c.DSCP, c.Goodput, c.RTTMedian, c.RTTP90, c.RxDSCP, c.Marks}
-		for i := range cols {
-			cols[i].cells = append(cols[i].cells, cells[i])
-		}
+		t.row(c.Name, c.Direction, c.DSCP, c.Goodput, c.RTTMedian, c.RTTP90, c.RxDSCP, c.Marks)
 	}
-	writeTable(b, cols)
+	_ = t.write(b)
 }
 
 func writeList(b *strings.Builder, title string, items []string) {

@@ -25,7 +25,6 @@ import (
 	"github.com/pion/ice/v4"
 	"github.com/pion/logging"
 	"github.com/pion/webrtc/v4"
-	"golang.org/x/sys/unix"
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
@@ -341,12 +340,7 @@ const udpReadBuffer = 8 << 20
 func setBuffers(conn *net.UDPConn, n int) {
 	_ = conn.SetReadBuffer(n)
 	_ = conn.SetWriteBuffer(n)
-	if rc, err := conn.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) {
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, n)
-		})
-	}
+	forceBuffers(conn, n)
 }
 
 // openMux opens a UDP socket on local:port (0: ephemeral) for ICE.

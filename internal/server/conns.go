@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -23,44 +24,88 @@ type connLimiter struct {
 	mu      sync.Mutex
 	conns   map[net.Conn]string // counted connections and their client IP
 	byIP    map[string]int
-	refused int64     // connections closed at accept for a cap
-	logged  time.Time // last log line about refusals
+	refused int64 // connections closed at accept for a cap
+	// refusedBy splits refused by the cap that closed them (/metrics).
+	refusedBy [numCaps]int64
+	logged    time.Time // last log line about refusals
 }
+
+// The connection caps, as counted on /metrics (label reason).
+const (
+	capTotal = iota // MaxConns
+	capPerIP        // MaxConnsPerIP
+	numCaps
+)
+
+var capNames = [numCaps]string{capTotal: "total_cap", capPerIP: "per_ip_cap"}
 
 func newConnLimiter(perIP, max int, log *slog.Logger) *connLimiter {
 	return &connLimiter{perIP: perIP, max: max, log: log, conns: map[net.Conn]string{}, byIP: map[string]int{}}
 }
 
-// track is an http.Server.ConnState hook. A connection over a cap is closed
-// at once, before its first request is read: it costs the server one
-// short-lived goroutine, no reply (a reply could block on a client that
-// does not read). Both maps hold at most max entries.
+// listener wraps ln (outermost, after TLS, so the connections it returns
+// are the ones ConnState sees) with the caps: a connection over a cap is
+// refused (refuseConn) and never reaches the HTTP server, so no request of
+// it is served; one under them is counted until track sees it closed or
+// hijacked. Both maps hold at most max entries.
+func (l *connLimiter) listener(ln net.Listener) net.Listener { return capListener{ln, l} }
+
+type capListener struct {
+	net.Listener
+	l *connLimiter
+}
+
+func (cl capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := cl.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if cl.l.admit(c) {
+			return c, nil
+		}
+		go refuseConn(c)
+	}
+}
+
+// admit counts c if it is under both caps and tells whether it was.
+func (l *connLimiter) admit(c net.Conn) bool {
+	ip := connIP(c)
+	l.mu.Lock()
+	overTotal := len(l.conns) >= l.max
+	over := overTotal || l.byIP[ip] >= l.perIP
+	var logNow bool
+	if over {
+		l.refused++
+		// The total cap is named first: a client under its own cap
+		// was refused for everyone's connections.
+		if overTotal {
+			l.refusedBy[capTotal]++
+		} else {
+			l.refusedBy[capPerIP]++
+		}
+		// One line a minute at most: a flood must not flood the log.
+		if now := time.Now(); now.Sub(l.logged) >= time.Minute {
+			l.logged, logNow = now, true
+		}
+	} else {
+		l.conns[c] = ip
+		l.byIP[ip]++
+	}
+	fromIP, total, refused := l.byIP[ip], len(l.conns), l.refused
+	l.mu.Unlock()
+	if logNow {
+		l.log.Warn("refusing connections over the cap", "client", ip, "from_client", fromIP,
+			"per_ip_cap", l.perIP, "open", total, "cap", l.max, "refused_so_far", refused)
+	}
+	return !over
+}
+
+// track is an http.Server.ConnState hook: it forgets a connection that
+// closed or was hijacked (a test's stream, bounded by the test limits
+// instead).
 func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 	switch state {
-	case http.StateNew:
-		ip := connIP(c)
-		l.mu.Lock()
-		over := len(l.conns) >= l.max || l.byIP[ip] >= l.perIP
-		var logNow bool
-		if over {
-			l.refused++
-			// One line a minute at most: a flood must not flood the log.
-			if now := time.Now(); now.Sub(l.logged) >= time.Minute {
-				l.logged, logNow = now, true
-			}
-		} else {
-			l.conns[c] = ip
-			l.byIP[ip]++
-		}
-		fromIP, total, refused := l.byIP[ip], len(l.conns), l.refused
-		l.mu.Unlock()
-		if over {
-			_ = c.Close()
-		}
-		if logNow {
-			l.log.Warn("refusing connections over the cap", "client", ip, "from_client", fromIP,
-				"per_ip_cap", l.perIP, "open", total, "cap", l.max, "refused_so_far", refused)
-		}
 	case http.StateClosed, http.StateHijacked:
 		l.mu.Lock()
 		if ip, ok := l.conns[c]; ok {
@@ -73,12 +118,44 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 	}
 }
 
+// refusalBody is the answer to a connection over a cap: a client (or a
+// person with curl) learns why, where a bare close reads as "not a sonde
+// server".
+const refusalBody = "server busy: too many connections from your address\r\n"
+
+// refuseConn answers a refused connection with a 503 and closes it,
+// within a bounded time and reading at most a few KiB, off the accept
+// path (ConnState hooks run on the server's accept loop). A fresh socket's
+// empty send buffer takes the few bytes at once; the client's request is
+// drained before the close so the kernel sends FIN, not a RST that could
+// discard the answer before the client reads it.
+func refuseConn(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	msg := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 10\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(refusalBody)) + "\r\n\r\n" + refusalBody
+	if _, err := io.WriteString(c, msg); err != nil {
+		return
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.CopyN(io.Discard, c, 8<<10)
+}
+
 // counts returns the connections held, from ip and in all, and how many
 // were refused so far.
 func (l *connLimiter) counts(ip string) (fromIP, total int, refused int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.byIP[ip], len(l.conns), l.refused
+}
+
+// refusedByCap counts the connections refused by one cap (capTotal or capPerIP).
+func (l *connLimiter) refusedByCap(which int) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refusedBy[which]
 }
 
 func connIP(c net.Conn) string {

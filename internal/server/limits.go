@@ -21,6 +21,9 @@ type admission struct {
 	active    int
 	starts    *ipBuckets // test starts per IP; nil = unlimited
 	fails     *ipBuckets // failed token attempts per IP; nil without a token
+	// For /metrics: wrong tokens answered 401, and attempts refused (429)
+	// because their IP was out of failed attempts.
+	tokenFailed, tokenLimited int64
 }
 
 // rejection is a refused admission: the HTTP status, the one line the
@@ -57,11 +60,13 @@ func (a *admission) admit(r *http.Request, now time.Time) (release func(), err e
 		// even looked at: answering a right token there would leave a
 		// brute-force search its full speed.
 		if wait := a.fails.wait(ip, now); wait > 0 {
+			a.tokenLimited++
 			return nil, &rejection{status: http.StatusTooManyRequests, retryAfter: wait,
 				reason: fmt.Sprintf("too many wrong tokens from %s, try again in %s", ip, roundUp(wait))}
 		}
 		if !tokenOK(r, a.token) {
 			a.fails.take(ip, now)
+			a.tokenFailed++
 			return nil, &rejection{status: http.StatusUnauthorized, reason: "this server needs a valid bearer token (--token)"}
 		}
 	}
@@ -184,6 +189,14 @@ func (t *ipBuckets) take(ip string, now time.Time) bool {
 	}
 	b.tokens--
 	return true
+}
+
+// tokenCounts returns the wrong tokens refused (401) and the attempts
+// refused for too many of them (429), since the start.
+func (a *admission) tokenCounts() (failed, limited int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tokenFailed, a.tokenLimited
 }
 
 func (a *admission) activeCount() int {

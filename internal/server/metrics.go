@@ -19,7 +19,10 @@ type counters struct {
 	rejected *prometheus.CounterVec
 }
 
-func newCounters(active func() float64) *counters {
+// newCounters also reads adm's and conns' refusal counts on each scrape:
+// connections refused by the caps (sonde_connections_refused_total, by
+// reason), wrong tokens and token attempts rate-limited.
+func newCounters(adm *admission, conns *connLimiter) *counters {
 	c := &counters{
 		reg: prometheus.NewRegistry(),
 		tests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -40,6 +43,20 @@ func newCounters(active func() float64) *counters {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sonde_active_tests", Help: "Tests currently running (sessions and ndt7 tests).",
-		}, active))
+		}, func() float64 { return float64(adm.activeCount()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sonde_token_failures_total", Help: "Test requests refused (401) for a missing or wrong token.",
+		}, func() float64 { f, _ := adm.tokenCounts(); return float64(f) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sonde_token_rate_limited_total",
+			Help: "Test requests refused (429) because their IP was out of failed token attempts.",
+		}, func() float64 { _, l := adm.tokenCounts(); return float64(l) }))
+	for which, name := range capNames {
+		c.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "sonde_connections_refused_total",
+			Help:        "HTTP connections closed at accept by a connection cap, by reason (per_ip_cap, total_cap).",
+			ConstLabels: prometheus.Labels{"reason": name},
+		}, func() float64 { return float64(conns.refusedByCap(which)) }))
+	}
 	return c
 }

@@ -29,11 +29,14 @@ func (s *Server) mountNDT7() error {
 	return nil
 }
 
+// admitNDT7 runs the same admission as sonde's tests and hands ndt7 the
+// same answer: 401 for a wrong token, 429 with Retry-After once an IP is
+// out of failed token attempts or starts, 429 when the server is full.
 func (s *Server) admitNDT7(r *http.Request) (func(), error) {
 	release, err := s.adm.admit(r, time.Now())
 	var rej *rejection
-	if errors.As(err, &rej) && rej.status == http.StatusTooManyRequests {
-		return nil, fmt.Errorf("%w: %s", ndt7.ErrBusy, rej.reason)
+	if errors.As(err, &rej) {
+		return nil, &ndt7.RejectError{Status: rej.status, Reason: rej.reason, RetryAfter: rej.retryAfter}
 	}
 	return release, err
 }

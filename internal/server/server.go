@@ -273,7 +273,7 @@ func New(cfg Config) (*Server, error) {
 	if s.history, err = openHistory(cfg.HistoryDB, cfg.HistoryKeep); err != nil {
 		return nil, err
 	}
-	s.metrics = newCounters(func() float64 { return float64(s.adm.activeCount()) })
+	s.metrics = newCounters(s.adm, s.conns)
 	s.udp = newUDPService(s)
 	s.rtc = rtcquality.New(rtcquality.Config{Port: cfg.WebRTCPort, MaxDirection: min(30*time.Second, cfg.MaxDuration), Logger: cfg.Logger})
 	s.routes()
@@ -353,6 +353,7 @@ func (s *Server) Serve(ctx context.Context, lns []net.Listener, ready func([]net
 		if tlsCfg != nil {
 			ln = tls.NewListener(ln, tlsCfg)
 		}
+		ln = s.conns.listener(ln)
 		// No ReadTimeout or WriteTimeout: those would also cut streams
 		// and long handlers; deadlines sets them per request instead.
 		hs := &http.Server{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/dscp"
+	"github.com/sonde-project/sonde/internal/dscpmark"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stream"
@@ -103,7 +104,7 @@ func hijack(w http.ResponseWriter, mark int) (*stream.BufferedConn, error) {
 		return nil, fmt.Errorf("hijack: %w", err)
 	}
 	if mark >= 0 {
-		if err := dscp.Mark(c, mark); err != nil {
+		if err := dscpmark.Conn(c, mark); err != nil {
 			c.Close()
 			return nil, err
 		}

@@ -27,6 +27,10 @@ const (
 	udpSlack = 5 * time.Second
 	// maxUDPIntervalUs bounds a session's probe interval: one minute.
 	maxUDPIntervalUs = 60e6
+	// reflectorBuffer is the reflector socket's receive and send buffer
+	// (without CAP_NET_ADMIN the kernel clamps it to net.core.rmem_max
+	// and wmem_max).
+	reflectorBuffer = 32 << 20
 )
 
 // udpService owns a server's STAMP reflector and its sessions: the socket
@@ -42,6 +46,10 @@ type udpService struct {
 	open    map[string]*udpSession
 	reports map[string]stamp.SessionReport // finished, kept for reportGrace
 	closed  bool
+	// monitors counts open monitor sessions per client address, under
+	// its own lock: sessions are released with mu held (close).
+	monMu    sync.Mutex
+	monitors map[netip.Addr]int
 }
 
 type udpSession struct {
@@ -50,7 +58,7 @@ type udpSession struct {
 }
 
 func newUDPService(s *Server) *udpService {
-	return &udpService{s: s, open: map[string]*udpSession{}, reports: map[string]stamp.SessionReport{}}
+	return &udpService{s: s, open: map[string]*udpSession{}, reports: map[string]stamp.SessionReport{}, monitors: map[netip.Addr]int{}}
 }
 
 func (s *Server) udpRoutes() {
@@ -93,7 +101,10 @@ func (u *udpService) reflector() (*stamp.Reflector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("UDP reflector: %w", err)
 	}
-	conn.SetBuffers(4 << 20)
+	// One reader serves every session: 100 sessions at 50 probes/s
+	// overflowed 4 MiB (about 1,800 loopback datagrams) while the reader
+	// was starved of CPU under load, and the drops showed as forward loss.
+	conn.SetBuffers(reflectorBuffer)
 	u.conn = conn
 	u.refl = stamp.NewReflector(conn, stamp.NewClock())
 	u.done = make(chan struct{})
@@ -191,6 +202,10 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusBadRequest, "UDP session: cannot tell the client's address")
 		return
 	}
+	if req.Monitor {
+		u.openMonitor(w, req, ip, rate)
+		return
+	}
 	now := time.Now()
 	// The grant: what was asked, or the server's limit if lower. The
 	// reply says so, so a client sends for the granted time only instead
@@ -224,8 +239,12 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	maxPackets := int(math.Ceil(time.Until(expires).Seconds()*rate)) + 16
+	// The burst is one second of probes: a sender starved of CPU catches
+	// up on its missed deadlines in one burst, which is not a reason to
+	// count them lost. Replies are never larger than probes, so the burst
+	// amplifies nothing, and the rate still bounds the session.
 	ses, err := refl.Open(stamp.SessionSpec{
-		Client: ip, RatePPS: rate*1.1 + 10, Burst: max(20, int(rate*0.05)),
+		Client: ip, RatePPS: rate*1.1 + 10, Burst: max(50, int(min(rate, maxPPS))),
 		Expires: expires, MaxPackets: maxPackets, DSCP: req.DSCP, ECN: req.ECN,
 	})
 	if err != nil {
@@ -284,4 +303,87 @@ func (u *udpService) handleClose(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// Monitor sessions (stamp.SessionRequest.Monitor): long-lived, cheap, and
+// outside the test admission, so they have their own caps: a monitor with
+// 8 targets and a few DSCP classes holds one session per STAMP stream, two
+// while it renews one.
+const (
+	maxMonitorSessions      = 256
+	maxMonitorSessionsPerIP = 32
+	// monitorBitmapPackets bounds the report's bitmap of a monitor session
+	// (a day at 100/s would need 1 MB); later probes are only counted.
+	monitorBitmapPackets = 1 << 16
+)
+
+// openMonitor grants a monitor session: the request is already checked
+// against the server's own UDP limits; the monitor limits come on top.
+func (u *udpService) openMonitor(w http.ResponseWriter, req stamp.SessionRequest, ip netip.Addr, rate float64) {
+	s := u.s
+	switch {
+	case req.TestSession != "":
+		s.writeError(w, http.StatusBadRequest, "UDP session: a monitor session cannot belong to a test session")
+		return
+	case rate > stamp.MonitorMaxRatePPS:
+		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP monitor session: %.0f probes/s exceeds the monitor limit of %d", rate, stamp.MonitorMaxRatePPS))
+		return
+	case req.PacketBytes > stamp.MonitorMaxPacketBytes:
+		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP monitor session: packet_bytes %d exceeds the monitor limit of %d", req.PacketBytes, stamp.MonitorMaxPacketBytes))
+		return
+	case req.DurationS > stamp.MonitorMaxDurationS:
+		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP monitor session: duration_s must be at most %d", stamp.MonitorMaxDurationS))
+		return
+	}
+	ip = ip.Unmap()
+	u.monMu.Lock()
+	total := 0
+	for _, n := range u.monitors {
+		total += n
+	}
+	if total >= maxMonitorSessions || u.monitors[ip] >= maxMonitorSessionsPerIP {
+		u.monMu.Unlock()
+		s.writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("UDP monitor session: too many monitor sessions (limit %d per client, %d in all)", maxMonitorSessionsPerIP, maxMonitorSessions))
+		return
+	}
+	u.monitors[ip]++
+	u.monMu.Unlock()
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			u.monMu.Lock()
+			if u.monitors[ip]--; u.monitors[ip] <= 0 {
+				delete(u.monitors, ip)
+			}
+			u.monMu.Unlock()
+		})
+	}
+	refl, err := u.reflector()
+	if err != nil {
+		release()
+		s.writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	grant := time.Duration(req.DurationS * float64(time.Second))
+	expires := time.Now().Add(grant + udpSlack)
+	maxRate := rate*1.1 + 10
+	ses, err := refl.Open(stamp.SessionSpec{
+		Client: ip, RatePPS: maxRate, Burst: 20, Expires: expires,
+		MaxPackets: monitorBitmapPackets, DSCP: req.DSCP, ECN: req.ECN,
+	})
+	if err != nil {
+		release()
+		s.writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	us := &udpSession{release: release}
+	u.mu.Lock()
+	u.open[ses.ID] = us
+	us.timer = time.AfterFunc(time.Until(expires), func() { u.finish(ses.ID) })
+	u.mu.Unlock()
+	s.cfg.Logger.Info("udp monitor session", "id", ses.ID, "client", ip, "rate_pps", rate, "bytes", req.PacketBytes, "grant", grant, "software", req.Client)
+	writeJSON(w, http.StatusOK, stamp.SessionReply{
+		ID: ses.ID, SSID: ses.SSID, Port: int(refl.Addr().Port()), ExpiresS: time.Until(expires).Seconds(),
+		DurationS: grant.Seconds(), MaxRatePPS: maxRate, MaxPackets: monitorBitmapPackets, Clock: refl.ClockInfo(),
+	})
 }

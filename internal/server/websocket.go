@@ -12,7 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/sonde-project/sonde/internal/dscp"
+	"github.com/sonde-project/sonde/internal/dscpmark"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stream"
 )
@@ -61,7 +61,7 @@ func upgradeWebSocket(w http.ResponseWriter, r *http.Request, mark int) (*stream
 		return nil, fmt.Errorf("websocket upgrade: %w", err)
 	}
 	if mark >= 0 {
-		if err := dscp.Mark(underlying(ws.NetConn()), mark); err != nil {
+		if err := dscpmark.Conn(underlying(ws.NetConn()), mark); err != nil {
 			ws.Close()
 			return nil, err
 		}

@@ -5,8 +5,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Timestamp is a 64-bit NTP timestamp (RFC 5905): seconds since 1900 in the
@@ -63,13 +61,12 @@ func NewClock() *Clock {
 	var c Clock
 	for range 5 {
 		a := time.Now()
-		var ts unix.Timespec
-		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		mono := monotonicNs()
 		b := time.Now()
 		if d := b.Sub(a); d < best {
 			best = d
 			c.t0 = a.Add(d / 2)
-			c.mono0 = ts.Nano()
+			c.mono0 = mono
 			c.epoch = c.t0.UnixNano() - c.mono0
 		}
 	}
@@ -141,18 +138,6 @@ func BootID() string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// LocalErrorEstimate describes this host's clock for the Error Estimate
-// field: synchronised (S) when the kernel says so, with its estimated error
-// (adjtimex esterror), else unsynchronised with a 1 s error.
-func LocalErrorEstimate() ErrorEstimate {
-	var tx unix.Timex
-	state, err := unix.Adjtimex(&tx)
-	if err != nil || state == unix.TIME_ERROR || tx.Status&unix.STA_UNSYNC != 0 {
-		return NewErrorEstimate(false, 1)
-	}
-	return NewErrorEstimate(true, float64(tx.Esterror)*1e-6)
 }
 
 // String formats a timestamp as UTC with nanoseconds.

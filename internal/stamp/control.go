@@ -24,7 +24,22 @@ type SessionRequest struct {
 	// with the DSCP asked for in each probe's CoS TLV and with this ECN.
 	DSCP int `json:"dscp"`
 	ECN  int `json:"ecn"`
+	// Monitor asks for a long-lived monitor session (`sonde monitor`):
+	// granted up to MonitorMaxDurationS without a test admission, within
+	// the monitor limits below; a monitor renews it by opening the next
+	// session before this one expires.
+	Monitor bool `json:"monitor,omitempty"`
 }
+
+// Limits of a monitor session (SessionRequest.Monitor), which a server
+// grants outside its test admission because it costs little: at most
+// MonitorMaxRatePPS probes of at most MonitorMaxPacketBytes for at most
+// MonitorMaxDurationS per grant.
+const (
+	MonitorMaxRatePPS     = 100
+	MonitorMaxPacketBytes = 200
+	MonitorMaxDurationS   = 86400
+)
 
 // SessionReply describes an opened session.
 type SessionReply struct {

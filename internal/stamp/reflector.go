@@ -167,10 +167,14 @@ func (s *Session) admit(seq uint32, tos int, now time.Time) (uint32, bool) {
 		s.rep.Late++
 		return 0, false
 	}
-	if !s.last.IsZero() {
-		s.tokens = min(float64(s.spec.Burst), s.tokens+now.Sub(s.last).Seconds()*s.spec.RatePPS)
+	// Arrival times may step back a little (one probe timed by the
+	// kernel, the next by its read): the bucket never refills backwards.
+	if s.last.IsZero() {
+		s.last = now
+	} else if el := now.Sub(s.last); el > 0 {
+		s.tokens = min(float64(s.spec.Burst), s.tokens+el.Seconds()*s.spec.RatePPS)
+		s.last = now
 	}
-	s.last = now
 	if s.tokens < 1 {
 		s.rep.RateLimited++
 		return 0, false
@@ -240,7 +244,7 @@ func (r *Reflector) Serve() error {
 			r.unsolicited.Add(1)
 			continue
 		}
-		rseq, ok := s.admit(binary.BigEndian.Uint32(in[0:]), info.TOS, info.At)
+		rseq, ok := s.admit(binary.BigEndian.Uint32(in[0:]), info.TOS, arrival(info))
 		if !ok {
 			continue
 		}
@@ -256,6 +260,29 @@ func (r *Reflector) Serve() error {
 			r.reflected.Add(1)
 		}
 	}
+}
+
+// maxReadLag bounds the read lag arrival trusts; a larger one means the
+// kernel and user-space clocks disagree (a wall-clock step).
+const maxReadLag = 10 * time.Second
+
+// arrival is when a probe reached the host: the read time moved back by
+// how long it waited in the socket's queue (kernel timestamp to read, both
+// on the wall clock), keeping the read time's monotonic reading. The rate
+// limit and the expiry are judged on it, not on the read time: a
+// reflector starved of CPU reads a backlog of probes at once, and judged
+// at their read time a steady 50 probes/s would look like one burst and
+// all but the bucket's burst be dropped (under load, half a session's
+// probes were, counted as forward loss).
+func arrival(info RecvInfo) time.Time {
+	if info.KernelNs == 0 {
+		return info.At
+	}
+	lag := time.Duration(info.At.UnixNano() - info.KernelNs)
+	if lag <= 0 || lag > maxReadLag {
+		return info.At
+	}
+	return info.At.Add(-lag)
 }
 
 // ReflectInfo is what the reflector adds to a reply.

@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // SenderConfig configures an isochronous Session-Sender.
@@ -250,51 +247,6 @@ func noReplyError(cfg SenderConfig, refused bool, unparsed *Unparsed) error {
 	return fmt.Errorf("%w at %s within %v: the reflector is not running, the session expired, or UDP is blocked on the path", ErrNoReply, cfg.Conn.RemoteAddr(), cfg.NoReplyAbort)
 }
 
-// waitUntil sleeps until shortly before deadline and spins the rest, or
-// returns ctx's error. It sleeps with clock_nanosleep on an absolute
-// CLOCK_MONOTONIC deadline (the calling thread is locked and has a 1 ns
-// timer slack, see pinThread), because Go's timers can wake up to a
-// millisecond late; long waits are cut into 20 ms pieces to notice ctx.
-func waitUntil(ctx context.Context, clock *Clock, deadline time.Time, spin time.Duration) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		d := time.Until(deadline)
-		if d <= spin {
-			break
-		}
-		wake := deadline.Add(-spin)
-		if d > 20*time.Millisecond+spin {
-			wake = time.Now().Add(20 * time.Millisecond)
-		}
-		ts := unix.NsecToTimespec(clock.monoAt(wake))
-		if err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil); err != nil && err != unix.EINTR {
-			time.Sleep(time.Until(wake)) // not expected on Linux; degrade to Go's timer
-		}
-	}
-	for time.Now().Before(deadline) {
-	}
-	return ctx.Err()
-}
-
-// pinThread locks the calling goroutine to its thread and sets the
-// thread's timer slack to 1 ns, so sleeps end on time; the returned
-// function undoes both.
-func pinThread() func() {
-	runtime.LockOSThread()
-	old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
-	if err == nil {
-		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	}
-	return func() {
-		if err == nil {
-			_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0)
-		}
-		runtime.UnlockOSThread()
-	}
-}
-
 // receive records replies until the read deadline is set to the past.
 // probe is the probe template (its SSID and TLVs tell the reply formats
 // apart); sentTS the timestamps of the probes sent.
@@ -356,14 +308,4 @@ func receive(cfg SenderConfig, run *Run, probe []byte, sentTS []atomic.Uint64, r
 		r.CoS, r.HasCoS = FindCoS(p.TLVs)
 		received.Add(1)
 	}
-}
-
-// threadCPU is the CPU time (user + system) of the calling thread; the
-// sender calls it on its locked thread.
-func threadCPU() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,16 +1,11 @@
 package stamp
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"syscall"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Conn is a UDP socket that reports, with every datagram it reads, the
@@ -101,21 +96,7 @@ func NewConn(c *net.UDPConn) (*Conn, error) {
 	}
 	conn := &Conn{c: c, rc: rc}
 	var tsErr, tosErr error
-	err = rc.Control(func(fd uintptr) {
-		s := int(fd)
-		tsErr = unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-		// An IPv6 socket also carries IPv4-mapped traffic; ask for both
-		// families' reports and keep whichever the kernel accepts.
-		e4 := errors.Join(
-			unix.SetsockoptInt(s, unix.IPPROTO_IP, unix.IP_RECVTOS, 1),
-			unix.SetsockoptInt(s, unix.IPPROTO_IP, unix.IP_RECVTTL, 1))
-		e6 := errors.Join(
-			unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_RECVTCLASS, 1),
-			unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_RECVHOPLIMIT, 1))
-		if e4 != nil && e6 != nil {
-			tosErr = errors.Join(e4, e6)
-		}
-	})
+	err = rc.Control(func(fd uintptr) { tsErr, tosErr = enableReports(int(fd)) })
 	if err != nil {
 		return nil, fmt.Errorf("stamp: socket options: %w", err)
 	}
@@ -143,10 +124,7 @@ func (c *Conn) SetReadDeadline(t time.Time) error { return c.c.SetReadDeadline(t
 // wmem_max; otherwise the kernel clamps to them.
 func (c *Conn) SetBuffers(bytes int) {
 	var rerr, werr error
-	_ = c.rc.Control(func(fd uintptr) {
-		rerr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, bytes)
-		werr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, bytes)
-	})
+	_ = c.rc.Control(func(fd uintptr) { rerr, werr = forceBuffers(int(fd), bytes) })
 	if rerr != nil {
 		_ = c.c.SetReadBuffer(bytes)
 	}
@@ -154,9 +132,6 @@ func (c *Conn) SetBuffers(bytes int) {
 		_ = c.c.SetWriteBuffer(bytes)
 	}
 }
-
-// oobSpace holds a timestamp, a DS field and a TTL control message.
-var oobSpace = unix.CmsgSpace(16) + 2*unix.CmsgSpace(4) + 64
 
 // Read reads one datagram into b with its report. oob is scratch space of
 // at least OOBLen bytes (reused across calls to avoid allocation).
@@ -174,30 +149,6 @@ func (c *Conn) Read(b, oob []byte) (n int, info RecvInfo, err error) {
 
 // OOBLen is the scratch size Read needs.
 func OOBLen() int { return oobSpace }
-
-func parseOOB(oob []byte, info *RecvInfo) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return
-	}
-	for _, m := range msgs {
-		h, d := m.Header, m.Data
-		switch {
-		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(d) >= 16:
-			sec := int64(binary.NativeEndian.Uint64(d[0:]))
-			nsec := int64(binary.NativeEndian.Uint64(d[8:]))
-			info.KernelNs = sec*1e9 + nsec
-		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_TOS && len(d) >= 1:
-			info.TOS = int(d[0])
-		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_TTL && len(d) >= 4:
-			info.TTL = int(binary.NativeEndian.Uint32(d))
-		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_TCLASS && len(d) >= 4:
-			info.TOS = int(binary.NativeEndian.Uint32(d)) & 0xff
-		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_HOPLIMIT && len(d) >= 4:
-			info.TTL = int(binary.NativeEndian.Uint32(d))
-		}
-	}
-}
 
 // WriteTo sends b to dst with the DS field tos (DSCP << 2 | ECN), or the
 // socket's default marking when tos < 0.
@@ -228,20 +179,4 @@ func (c *Conn) target(dst netip.AddrPort) netip.AddrPort {
 func (c *Conn) isV6() bool {
 	a := c.LocalAddr().Addr()
 	return a.Is6() && !a.Is4In6()
-}
-
-// tosCmsg builds the control message that sets one datagram's DS field:
-// IP_TOS for IPv4 destinations (also IPv4-mapped ones on an IPv6 socket,
-// which Linux sends through its IPv4 path), IPV6_TCLASS otherwise.
-func tosCmsg(dst4 bool, tos int) []byte {
-	b := make([]byte, unix.CmsgSpace(4))
-	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
-	if dst4 {
-		h.Level, h.Type = unix.IPPROTO_IP, unix.IP_TOS
-	} else {
-		h.Level, h.Type = unix.IPPROTO_IPV6, unix.IPV6_TCLASS
-	}
-	h.SetLen(unix.CmsgLen(4))
-	binary.NativeEndian.PutUint32(b[unix.CmsgLen(0):], uint32(tos&0xff))
-	return b
 }

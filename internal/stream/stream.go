@@ -18,8 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sonde-project/sonde/internal/protocol"
 )
 
@@ -101,9 +99,7 @@ func (s *Sender) limitUnsent(n int) {
 	if s.raw == nil {
 		return
 	}
-	_ = s.raw.Control(func(fd uintptr) {
-		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, n)
-	})
+	_ = s.raw.Control(func(fd uintptr) { setNotSentLowat(fd, n) })
 }
 
 // Sent returns the payload bytes written so far.

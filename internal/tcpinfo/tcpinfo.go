@@ -1,4 +1,5 @@
-// Package tcpinfo reads Linux TCP_INFO from sockets and records it as a time
+// Package tcpinfo reads Linux TCP_INFO from sockets (tcpinfo_linux.go; on
+// other systems Read and Buffers return ErrOS) and records it as a time
 // series. It owns the translation from the kernel's struct tcp_info to
 // model.TCPSample; nothing else in sonde calls getsockopt(TCP_INFO).
 //
@@ -12,16 +13,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sonde-project/sonde/internal/model"
 )
 
 // ErrUnsupported is returned for connections that are not TCP sockets.
 var ErrUnsupported = errors.New("tcpinfo: not a TCP socket")
+
+// ErrOS is returned by Read and Buffers on an OS other than Linux, whose
+// TCP_INFO this package translates.
+var ErrOS = fmt.Errorf("tcpinfo: TCP_INFO is not supported on %s", runtime.GOOS)
 
 // RawConn returns the syscall.RawConn under c, unwrapping TLS.
 func RawConn(c net.Conn) (syscall.RawConn, error) {
@@ -35,25 +39,6 @@ func RawConn(c net.Conn) (syscall.RawConn, error) {
 	return sc.SyscallConn()
 }
 
-// Read takes one TCP_INFO reading from rc. ts is stored in the sample as
-// seconds since the caller's reference time.
-func Read(rc syscall.RawConn, ts float64) (model.TCPSample, error) {
-	var (
-		info *unix.TCPInfo
-		gerr error
-	)
-	err := rc.Control(func(fd uintptr) {
-		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	})
-	if err != nil {
-		return model.TCPSample{}, fmt.Errorf("tcpinfo: control: %w", err)
-	}
-	if gerr != nil {
-		return model.TCPSample{}, fmt.Errorf("tcpinfo: getsockopt TCP_INFO: %w", gerr)
-	}
-	return fromKernel(info, ts), nil
-}
-
 // Get reads TCP_INFO from a connection.
 func Get(c net.Conn, ts float64) (model.TCPSample, error) {
 	rc, err := RawConn(c)
@@ -61,69 +46,6 @@ func Get(c net.Conn, ts float64) (model.TCPSample, error) {
 		return model.TCPSample{}, err
 	}
 	return Read(rc, ts)
-}
-
-func fromKernel(i *unix.TCPInfo, ts float64) model.TCPSample {
-	return model.TCPSample{
-		TS:              ts,
-		State:           i.State,
-		CAState:         i.Ca_state,
-		RTTUs:           i.Rtt,
-		RTTVarUs:        i.Rttvar,
-		MinRTTUs:        i.Min_rtt,
-		SndCwnd:         i.Snd_cwnd,
-		SndSsthresh:     i.Snd_ssthresh,
-		SndMSS:          i.Snd_mss,
-		RcvMSS:          i.Rcv_mss,
-		AdvMSS:          i.Advmss,
-		PMTU:            i.Pmtu,
-		SndWnd:          i.Snd_wnd,
-		RcvSpace:        i.Rcv_space,
-		RcvWnd:          i.Rcv_wnd,
-		Unacked:         i.Unacked,
-		TotalRetrans:    i.Total_retrans,
-		BytesSent:       i.Bytes_sent,
-		BytesRetrans:    i.Bytes_retrans,
-		BytesAcked:      i.Bytes_acked,
-		BytesReceived:   i.Bytes_received,
-		DeliveryRateBps: float64(i.Delivery_rate) * 8, // kernel gives bytes/s
-		BusyTimeUs:      i.Busy_time,
-		RwndLimitedUs:   i.Rwnd_limited,
-		SndbufLimitedUs: i.Sndbuf_limited,
-		Delivered:       i.Delivered,
-		DeliveredCE:     i.Delivered_ce,
-		ReordSeen:       i.Reord_seen,
-		DsackDups:       i.Dsack_dups,
-		RcvOOOPack:      i.Rcv_ooopack,
-		RcvRTTUs:        i.Rcv_rtt,
-		NotsentBytes:    i.Notsent_bytes,
-		Lost:            i.Lost,
-		Retrans:         i.Retrans,
-	}
-}
-
-// Buffers returns SO_SNDBUF and SO_RCVBUF of the socket (the kernel's doubled
-// values, i.e. what the socket may really hold including overhead).
-func Buffers(c net.Conn) (snd, rcv int, err error) {
-	rc, err := RawConn(c)
-	if err != nil {
-		return 0, 0, err
-	}
-	var serr, rerr error
-	cerr := rc.Control(func(fd uintptr) {
-		snd, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF)
-		rcv, rerr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
-	})
-	if cerr != nil {
-		return 0, 0, fmt.Errorf("tcpinfo: control: %w", cerr)
-	}
-	if serr != nil {
-		return 0, 0, fmt.Errorf("tcpinfo: SO_SNDBUF: %w", serr)
-	}
-	if rerr != nil {
-		return 0, 0, fmt.Errorf("tcpinfo: SO_RCVBUF: %w", rerr)
-	}
-	return snd, rcv, nil
 }
 
 // Sampler records TCP_INFO of one connection at a fixed interval until

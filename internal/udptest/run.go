@@ -276,6 +276,7 @@ func measure(ctx context.Context, ctl *control, rep stamp.SessionReply, addr str
 	if so.stopSending != nil {
 		sendCtx = so.stopSending
 	}
+	dropsBefore := readUDPDrops()
 	run, err := stamp.RunSender(sendCtx, stamp.SenderConfig{
 		Conn: conn, Clock: clock, SSID: rep.SSID, Interval: so.interval, Count: so.count,
 		PacketBytes: so.bytes, DSCP: so.dscp, ECN: so.ecn, NoCoS: so.noCoS, Timeout: so.timeout,
@@ -307,6 +308,7 @@ func measure(ctx context.Context, ctl *control, rep stamp.SessionReply, addr str
 	for _, e := range errs {
 		flow.Errors = append(flow.Errors, e.Error())
 	}
+	explainLoss(&flow, report, readUDPDrops().since(dropsBefore))
 	if ctl == nil && run.Sent > 0 && flow.Replies == 0 && run.Err == nil {
 		errs = append(errs, fmt.Errorf("no reply from the STAMP reflector at %s to %d probes in time: is it running and reachable? (a sonde server's reflector answers only sessions opened through the server: use sonde udp SERVER)", addr, run.Sent))
 	}

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-project/sonde/internal/client"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/tcptest"
 	"github.com/sonde-project/sonde/internal/udptest"
 )
 
@@ -22,7 +22,15 @@ const clients = 100
 
 func startServer(t *testing.T) string {
 	t.Helper()
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", UDPAddr: "127.0.0.1:0", PerIPPerMinute: -1, Software: "sonde/load-test"})
+	return startServerWith(t, server.Config{})
+}
+
+// startServerWith starts a server on loopback with cfg's limits (addresses,
+// per-IP start rate and software name are set here).
+func startServerWith(t *testing.T, cfg server.Config) string {
+	t.Helper()
+	cfg.Addr, cfg.UDPAddr, cfg.PerIPPerMinute, cfg.Software = "127.0.0.1:0", "127.0.0.1:0", -1, "sonde/load-test"
+	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +91,7 @@ func TestConcurrentTests(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 			defer cancel()
-			res, err := client.Run(ctx, client.Config{Server: addr, Duration: time.Second, Streams: 1, BaselineSamples: 20,
+			res, err := tcptest.Run(ctx, tcptest.Config{Server: addr, Duration: time.Second, Streams: 1, BaselineSamples: 20,
 				DSCP: -1, Software: "sonde/load-test"})
 			outs[i] = judgeTest(res, err)
 		}()
@@ -128,7 +136,20 @@ func TestConcurrentUDP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
 	}
-	addr := startServer(t)
+	runConcurrentUDP(t, startServer(t))
+}
+
+// TestConcurrentUDPAllAdmitted: as TestConcurrentUDP, with 100 test slots,
+// so all 100 sessions probe the reflector at once.
+func TestConcurrentUDPAllAdmitted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test")
+	}
+	runConcurrentUDP(t, startServerWith(t, server.Config{MaxConcurrent: clients, MaxConnsPerIP: 20 * clients}))
+}
+
+func runConcurrentUDP(t *testing.T, addr string) {
+	t.Helper()
 	outs := make([]outcome, clients)
 	var wg sync.WaitGroup
 	silent := 0
@@ -171,4 +192,73 @@ func TestConcurrentUDP(t *testing.T) {
 	if silent > 0 {
 		t.Errorf("%d of %d UDP runs got no reply and give no reason", silent, clients)
 	}
+}
+
+// TestConcurrentTestsAllAdmitted: a server with 100 test slots, so all 100
+// `sonde test` runs are admitted and run their STAMP probe phases at once,
+// each beside a loaded TCP stream. No phase may be silent without a reason,
+// and a phase that lost probes must name a cause when sonde can see one
+// (the reflector's rate limit, expiry, the kernel's buffer drops). Before
+// the reflector judged its rate limit on kernel arrival times, half of
+// these probes were dropped by it and counted as forward loss.
+func TestConcurrentTestsAllAdmitted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test")
+	}
+	addr := startServerWith(t, server.Config{MaxConcurrent: clients, MaxStreams: 4, MaxConnsPerIP: 20 * clients})
+	outs := make([]outcome, clients)
+	var (
+		mu                                  sync.Mutex
+		phases, sent, replies, lossy, quiet int
+	)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+			defer cancel()
+			res, err := tcptest.Run(ctx, tcptest.Config{Server: addr, Duration: time.Second, Streams: 1, BaselineSamples: 20,
+				DSCP: -1, Software: "sonde/load-test"})
+			outs[i] = judgeTest(res, err)
+			if res == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, f := range phasesOf(res) {
+				phases++
+				sent += f.Sent
+				replies += f.Replies
+				if f.Replies < f.Sent {
+					lossy++
+					if len(f.Errors) == 0 {
+						quiet++
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	tally(t, "sonde test (100 slots)", outs)
+	t.Logf("%d UDP probe phases: %d probes sent, %d replies; %d phases lost probes, %d of them without a named cause",
+		phases, sent, replies, lossy, quiet)
+	if phases < clients {
+		t.Errorf("only %d UDP probe phases ran for %d admitted tests", phases, clients)
+	}
+}
+
+func phasesOf(res *model.Result) []*model.UDPFlow {
+	var out []*model.UDPFlow
+	for _, f := range []*model.UDPFlow{res.BaselineUDP} {
+		if f != nil {
+			out = append(out, f)
+		}
+	}
+	for _, d := range []*model.DirectionResult{res.Download, res.Upload} {
+		if d != nil && d.UDPLatency != nil {
+			out = append(out, d.UDPLatency)
+		}
+	}
+	return out
 }

@@ -1,16 +1,5 @@
-// Package forward runs the emulator's link model in real time between two
-// packet devices (TUN devices in practice): for each direction one OS
-// thread reads packets from the ingress device, stamps them with the
-// monotonic clock, feeds them to an emulator.Link, and writes each packet
-// to the egress device when the model says it is due. It writes the
-// ground truth and, optionally, pcapng captures.
-//
-// Timing: deadlines are absolute model times; the thread sleeps in ppoll
-// (high-resolution timer, timer slack set to 1 ns) until Spin before the
-// deadline, then polls the ingress device without sleeping until the
-// deadline, as long as busy-polling stays within SpinShare of its time
-// (beyond, it coalesces: see SpinShare). The Go runtime's timers are not
-// used: they round sleeps to about a millisecond.
+//go:build linux
+
 package forward
 
 import (
@@ -63,8 +52,8 @@ type Config struct {
 	// ICMPFrom4 and ICMPFrom6 are the source addresses of the ICMP errors
 	// for packets over the MTU; invalid means "send none".
 	ICMPFrom4, ICMPFrom6 netip.Addr
-	// Capture, if set, records every packet at both ends.
-	Capture *Capture
+	// Recorder, if set, records every packet at both ends (pcapng).
+	Recorder *Recorder
 	// MaxPacket sizes the packet buffers (default 65535): the largest
 	// packet the link carries. A larger one gets a buffer of its own.
 	MaxPacket int
@@ -339,7 +328,7 @@ func (d *direction) wakeUp() {
 // capture records a packet at the A or B end of the link; inbound means
 // it is entering that end's node.
 func (d *direction) capture(atB, inbound bool, at time.Duration, b []byte) {
-	if c := d.cfg.Capture; c != nil {
+	if c := d.cfg.Recorder; c != nil {
 		c.packet(atB, inbound, d.cfg.Start.Add(at), b)
 	}
 }

@@ -1,0 +1,214 @@
+package reliability
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// episode is a loaded episode of one stream being collected: a run of
+// probes sent in a saturated load state (or, without load labels, with
+// elevated delay), runs closer than GapNs joined.
+type episode struct {
+	start, lastLoaded, firstAfter int64
+	states                        [5]int
+	seq                           []int64 // RTT per probe in order, −1 lost
+	n, lost                       int
+	truncated                     bool
+}
+
+func (a *Analyzer) loaded(st *streamAcc, s model.ProbeSample) bool {
+	switch s.Load {
+	case model.LoadUp, model.LoadDown, model.LoadBoth:
+		return true
+	case model.LoadIdle:
+		return false
+	}
+	if st.baseRef == 0 {
+		return false
+	}
+	if failed(s) {
+		// A loss inside an elevated run belongs to it (drop-tail drops at
+		// the peak).
+		return st.ep != nil && st.ep.firstAfter == 0
+	}
+	return s.RTTNs > st.baseRef+a.cfg.Loaded.ElevatedNs
+}
+
+func (a *Analyzer) episodeStep(st *streamAcc, s model.ProbeSample) {
+	ep := st.ep
+	if ep != nil && ep.firstAfter != 0 && s.SentNs-ep.lastLoaded > a.cfg.Loaded.GapNs {
+		a.closeEpisode(st)
+		ep = nil
+	}
+	if !a.loaded(st, s) {
+		if ep != nil && ep.firstAfter == 0 {
+			ep.firstAfter = s.SentNs
+		}
+		return
+	}
+	if ep == nil {
+		ep = &episode{start: s.SentNs}
+		st.ep = ep
+	}
+	ep.lastLoaded, ep.firstAfter = s.SentNs, 0
+	ep.states[loadIndex(s.Load)]++
+	ep.n++
+	v := s.RTTNs
+	if failed(s) {
+		v = -1
+		ep.lost++
+	}
+	if st.epKept < a.cfg.Loaded.MaxSamples {
+		ep.seq = append(ep.seq, v)
+		st.epKept++
+	} else {
+		ep.truncated = true
+	}
+}
+
+func (a *Analyzer) closeEpisode(st *streamAcc) {
+	ep := st.ep
+	st.ep = nil
+	if ep.firstAfter == 0 {
+		ep.firstAfter = ep.lastLoaded + a.cfg.ProbeIntervalNs
+	}
+	if ep.firstAfter-ep.start < a.cfg.Loaded.MinNs {
+		st.epKept -= len(ep.seq)
+		return
+	}
+	st.episodes = append(st.episodes, ep)
+}
+
+// Grade is the bufferbloat grade of an added delay (Waveform's and
+// Crusader's scale): A+ < 5 ms, A < 30, B < 60, C < 200, D < 400, F.
+func Grade(addedNs int64) string {
+	switch {
+	case addedNs < 5*ms:
+		return "A+"
+	case addedNs < 30*ms:
+		return "A"
+	case addedNs < 60*ms:
+		return "B"
+	case addedNs < 200*ms:
+		return "C"
+	case addedNs < 400*ms:
+		return "D"
+	}
+	return "F"
+}
+
+// Queue classes of a loaded episode.
+const (
+	QueueDropTail = "drop-tail" // deep delay, probe losses at the delay peaks
+	QueueAQM      = "aqm"       // bounded added delay under load
+	QueueFQ       = "fq"        // probes barely delayed while the load runs
+	QueueBloated  = "bloated"   // deep delay, but no probe loss at the peaks to confirm drop-tail
+)
+
+func (a *Analyzer) episodeEvents(i int32, st *streamAcc) []model.MonitorEvent {
+	if st.ep != nil {
+		a.closeEpisode(st)
+	}
+	base := a.baseline(st)
+	var evs []model.MonitorEvent
+	for _, ep := range st.episodes {
+		evs = append(evs, a.episodeEvent(i, ep, base))
+	}
+	return evs
+}
+
+// episodeEvent computes an episode's figures. The added delay is the
+// loaded median (and p95, p99) minus the idle baseline; the grade is
+// that of the added median. The inferred buffer uses the loaded p99, not
+// the median: under a CUBIC sawtooth the queue spends most of its time
+// below the ceiling, so the median reads ~15 % low, while the p99 sits at
+// the ceiling the buffer sets (an earlier attempt measured 300 kbit for a
+// 301 kbit buffer this way).
+func (a *Analyzer) episodeEvent(i int32, ep *episode, base int64) model.MonitorEvent {
+	state := model.LoadUnknown
+	for _, s := range []model.LoadState{model.LoadUp, model.LoadDown, model.LoadBoth} {
+		if ep.states[s] > ep.states[state] {
+			state = s
+		}
+	}
+	ev := model.MonitorEvent{Kind: model.EventLoaded, StartNs: ep.start, EndNs: ep.firstAfter, Stream: i,
+		Detail: map[string]float64{"probes": float64(ep.n), "probes_lost": float64(ep.lost), "idle_ms": float64(base) / 1e6}}
+	dir := "elevated-delay"
+	if state != model.LoadUnknown {
+		dir = state.String()
+	}
+	ev.Flags = append(ev.Flags, dir)
+	var rtts []int64
+	for _, v := range ep.seq {
+		if v >= 0 {
+			rtts = append(rtts, v)
+		}
+	}
+	if len(rtts) == 0 || ep.truncated {
+		ev.Flags = append(ev.Flags, "no-figures")
+		ev.Text = fmt.Sprintf("loaded episode (%s) on %s: %v, %d probes, %d lost", dir, a.streams[i].Name,
+			time.Duration(ep.firstAfter-ep.start).Round(time.Millisecond), ep.n, ep.lost)
+		return ev
+	}
+	slices.Sort(rtts)
+	p50, p75, p95, p99 := nearestRank(rtts, 0.5), nearestRank(rtts, 0.75), nearestRank(rtts, 0.95), nearestRank(rtts, 0.99)
+	add50, add95, add99 := p50-base, p95-base, p99-base
+	d := ev.Detail
+	d["loaded_median_ms"], d["loaded_p99_ms"] = float64(p50)/1e6, float64(p99)/1e6
+	d["added_median_ms"], d["added_p95_ms"], d["added_p99_ms"] = float64(add50)/1e6, float64(add95)/1e6, float64(add99)/1e6
+	grade := Grade(add50)
+	// Losses at the peaks: the share of lost probes whose last answered
+	// predecessor was in the episode's top quarter of delay. Drop-tail
+	// drops only when the buffer is full, i.e. at the sawtooth's top;
+	// losses spread at random would give about 0.25.
+	atPeak, lossesJudged := 0, 0
+	prev := int64(-1)
+	for _, v := range ep.seq {
+		if v >= 0 {
+			prev = v
+			continue
+		}
+		if prev >= 0 {
+			lossesJudged++
+			if prev >= p75 {
+				atPeak++
+			}
+		}
+	}
+	peakShare := 0.0
+	if lossesJudged > 0 {
+		peakShare = float64(atPeak) / float64(lossesJudged)
+		d["loss_at_peak_share"] = peakShare
+	}
+	var class string
+	switch {
+	case add95 < a.cfg.Loaded.FQMaxNs:
+		class = QueueFQ
+	case add95 < a.cfg.Loaded.AQMMaxNs:
+		class = QueueAQM
+	case lossesJudged > 0 && peakShare >= 0.5:
+		class = QueueDropTail
+	default:
+		class = QueueBloated
+	}
+	ev.Flags = append(ev.Flags, "queue="+class, "grade="+grade)
+	var c float64
+	switch state {
+	case model.LoadUp:
+		c = a.cfg.Loaded.UpBps
+	case model.LoadDown:
+		c = a.cfg.Loaded.DownBps
+	}
+	ev.Text = fmt.Sprintf("loaded episode (%s) on %s: %v, added delay %.0f ms median, %.0f ms p99, grade %s, queue %s",
+		dir, a.streams[i].Name, time.Duration(ep.firstAfter-ep.start).Round(time.Millisecond), float64(add50)/1e6, float64(add99)/1e6, grade, class)
+	if c > 0 && base > 0 {
+		buf := c * float64(max(add99, 0)) / 1e9
+		bdp := c * float64(base) / 1e9
+		d["capacity_bps"], d["buffer_bits"], d["bdp_bits"], d["oversize"] = c, buf, bdp, buf/bdp
+		ev.Text += fmt.Sprintf(", buffer ≈ %.0f kbit = %.1f× BDP", buf/1e3, buf/bdp)
+	}
+	return ev
+}

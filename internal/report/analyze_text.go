@@ -1,0 +1,219 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// WriteSamplesCSV writes RTT samples as CSV, one line per sample
+// (`sonde analyze --csv`).
+func WriteSamplesCSV(w io.Writer, ss []model.PassiveRTT) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"t_s", "flow", "method", "rtt_ms", "valid", "flag", "true_ms"})
+	for _, s := range ss {
+		tm := ""
+		if s.TrueMs > 0 {
+			tm = strconv.FormatFloat(s.TrueMs, 'f', 6, 64)
+		}
+		_ = cw.Write([]string{strconv.FormatFloat(s.TimeS, 'f', 6, 64), s.Flow, s.Method,
+			strconv.FormatFloat(s.RTTMs, 'f', 6, 64), strconv.FormatBool(s.Valid), s.Flag, tm})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func rttCell(r model.RTTSummary) string {
+	if r.Samples == 0 {
+		return "-"
+	}
+	b := make([]byte, 0, 32)
+	b = strconv.AppendFloat(b, r.MinMs, 'f', 2, 64)
+	b = append(b, '/')
+	b = strconv.AppendFloat(b, r.MedianMs, 'f', 2, 64)
+	b = append(b, '/')
+	b = strconv.AppendFloat(b, r.MaxMs, 'f', 2, 64)
+	b = append(b, " ("...)
+	b = strconv.AppendInt(b, int64(r.Samples), 10)
+	return string(append(b, ')'))
+}
+
+// WriteAnalyzeText writes the text summary of a capture analysis (`sonde
+// analyze`): TCP connections, QUIC flows, HTTP/1.x, the error against
+// ground truth and the analyser's speed. r.Errors and r.Notes are not
+// written: the command reports them on stderr.
+func WriteAnalyzeText(w io.Writer, r *model.Analysis) error {
+	ew := &errWriter{w: w}
+	writeAnalyzeText(ew, r)
+	return ew.err
+}
+
+func writeAnalyzeText(w io.Writer, r *model.Analysis) {
+	fmt.Fprintf(w, "%d packets, %d bytes, %.3f s (%d not analysed)\n", r.Packets, r.Bytes, r.DurationS, r.Skipped)
+	if r.Filter != "" {
+		fmt.Fprintf(w, "filter %q", r.Filter)
+		if r.Live == nil {
+			fmt.Fprintf(w, ": %d packets of the files left out", r.Filtered)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, f := range r.Files {
+		if f.DamageOffset >= 0 {
+			fmt.Fprintf(w, "%s: %s, damaged at byte %d (%s): analysed up to there\n", f.Path, f.Format, f.DamageOffset, f.Damage)
+		}
+	}
+	if len(r.TCP) > 0 {
+		fmt.Fprintln(w, "\nTCP connections (RTT min/median/max ms (samples))")
+		var tb table
+		tb.row("A > B", "dir", "pkts", "data bytes", "goodput Mbit/s", "retrans", "ooo", "dupack", "zwnd", "TS side", "SEQ/ACK side", "TS full")
+		for _, c := range r.TCP {
+			for i, d := range []model.TCPDir{c.AB, c.BA} {
+				name, dir, side, sa, full := c.A+" > "+c.B, "A>B", c.TSSideB, c.SeqAckSideB, rttCell(c.TSFull)
+				if i == 1 {
+					name, dir, side, sa, full = "", "B>A", c.TSSideA, c.SeqAckSideA, ""
+				}
+				tb.row(name, dir, num(d.Packets), num(d.DataBytes), fixed(d.GoodputBps/1e6, 2), num(d.Retransmissions),
+					num(d.OutOfOrder), num(d.DupACKs), num(d.ZeroWindows), rttCell(side), rttCell(sa), full)
+			}
+		}
+		_ = tb.write(w)
+		fmt.Fprintln(w, "(TS/SEQ-ACK side of A>B: observer → B → observer; of B>A: observer → A → observer)")
+	}
+	if len(r.QUIC) > 0 {
+		fmt.Fprintln(w, "\nQUIC flows (spin RTT min/median/max ms (valid samples))")
+		var tb table
+		tb.row("client > server", "version", "pkts c>s/s>c", "spin", "edges", "glitches", "full (c>s edges)", "full (s>c edges)", "server side", "client side", "rejected")
+		for _, q := range r.QUIC {
+			var rej []string
+			for _, c := range q.Rejected {
+				rej = append(rej, fmt.Sprintf("%s %d", c.Name, c.Count))
+			}
+			tb.row(q.Client+" > "+q.Server, q.Version, num(q.Packets[0])+"/"+num(q.Packets[1]), q.Spin,
+				num(q.Edges[0])+"/"+num(q.Edges[1]), num(q.Glitches[0])+"/"+num(q.Glitches[1]),
+				rttCell(q.SpinRTT[0]), rttCell(q.SpinRTT[1]), rttCell(q.Component[0]), rttCell(q.Component[1]), strings.Join(rej, ", "))
+		}
+		_ = tb.write(w)
+	}
+	writeHTTPText(w, r)
+	if t := r.Truth; t != nil {
+		fmt.Fprintf(w, "\nError against ground truth (%s, observer at %s), |e| in %%\n", t.File, t.Observer)
+		tb := table{indent: "  ", right: []bool{true, true, true, true, true, true, true, true, true, true, true, true, true}}
+		tb.row("method", "samples", "matched", "dropped", "mean", "stddev", "median", "p90", "p99", "max", "bias", "samples/s", "true ms")
+		for _, m := range t.Methods {
+			tb.row(m.Method, num(m.Samples), num(m.Matched), num(m.Dropped), fixed(m.MeanAbsPct, 3), fixed(m.StddevPct, 3), fixed(m.MedianPct, 3),
+				fixed(m.P90Pct, 3), fixed(m.P99Pct, 3), fixed(m.MaxPct, 3), fmt.Sprintf("%+.3f", m.MeanSignedPct),
+				fixed(m.SamplesPerS, 1), fixed(m.MeanTrueMs, 2))
+		}
+		_ = tb.write(w)
+	}
+	// r.Errors and r.Notes go to stderr (analyzeStatus).
+	if len(r.Files) == 0 {
+		// Live capture: packets are analysed as they arrive, so the
+		// analyser's own speed is not measured; report the arrival rate.
+		rate := 0.0
+		if r.DurationS > 0 {
+			rate = float64(r.Packets) / r.DurationS
+		}
+		fmt.Fprintf(w, "\ncaptured %d packets in %.3f s (%.0f packets/s), peak %d live flows, %d evicted\n",
+			r.Packets, r.DurationS, rate, r.Stats.PeakLiveFlows, r.Stats.EvictedFlows)
+		if l := r.Live; l != nil {
+			fmt.Fprintf(w, "kernel on %s: %d packets received, %d dropped (sonde fell behind)\n", l.Interface, l.KernelReceived, l.KernelDropped)
+		}
+		return
+	}
+	fmt.Fprintf(w, "\nanalysed at %.2f Mpps (%.3f s), peak %d live flows, %d evicted\n",
+		r.Stats.PacketsPerS/1e6, r.Stats.WallS, r.Stats.PeakLiveFlows, r.Stats.EvictedFlows)
+}
+
+// maxHTTPTextRows bounds the request table of the text output (--json
+// has them all).
+const maxHTTPTextRows = 50
+
+// writeHTTPText prints the HTTP/1.x page loads, connections and requests.
+func writeHTTPText(w io.Writer, r *model.Analysis) {
+	var conns []*model.TCPConn
+	for i := range r.TCP {
+		if r.TCP[i].HTTP != nil {
+			conns = append(conns, &r.TCP[i])
+		}
+	}
+	if len(conns) == 0 {
+		return
+	}
+	sort.SliceStable(conns, func(i, j int) bool { return conns[i].StartS < conns[j].StartS })
+	if len(r.HTTPPages) > 0 {
+		fmt.Fprintln(w, "\nHTTP page loads (a client's exchanges less than 1 s apart)")
+		var tb table
+		tb.row("client", "start s", "completion s", "conns", "new", "max parallel", "requests", "responses", "response bytes", "mean TTFB ms", "incomplete")
+		for _, p := range r.HTTPPages {
+			tb.row(p.Client, fixed(p.StartS, 3), fixed(p.CompletionS, 3), fmt.Sprint(p.Connections), fmt.Sprint(p.NewConns),
+				fmt.Sprint(p.MaxParallel), fmt.Sprint(p.Requests), fmt.Sprint(p.Responses), fmt.Sprint(p.RespBytes),
+				fixed(p.MeanTTFBMs, 1), fmt.Sprint(p.Incomplete))
+		}
+		_ = tb.write(w)
+	}
+	fmt.Fprintln(w, "\nHTTP/1.x connections")
+	var conTable table
+	conTable.row("client > server", "version", "requests", "responses", "pipelined", "keep-alive", "closed by", "idle before close s", "incomplete")
+	for _, c := range conns {
+		h := c.HTTP
+		by := "-"
+		if h.CloseBy != "" {
+			by = h.CloseBy + " (" + h.CloseHow + ")"
+		}
+		conTable.row(c.A+" > "+c.B, h.Version, fmt.Sprint(h.Requests), fmt.Sprint(h.Responses), fmt.Sprint(h.Pipelined),
+			fmt.Sprint(h.KeepAlive), by, fixed(h.IdleBeforeCloseS, 3), httpDash(h.Incomplete))
+	}
+	_ = conTable.write(w)
+	fmt.Fprintln(w, "\nHTTP requests (TTFB: request's first byte → response's first byte at the observer)")
+	var reqTable table
+	reqTable.row("client", "at s", "method", "host", "path", "status", "response bytes", "TTFB ms", "complete ms", "keep-alive")
+	n, total := 0, 0
+	for _, c := range conns {
+		for _, x := range c.HTTP.Exchanges {
+			total++
+			if n >= maxHTTPTextRows {
+				continue
+			}
+			n++
+			path := x.Path
+			if len(path) > 60 {
+				path = path[:57] + "..."
+			}
+			reqTable.row(c.A, fixed(x.RequestS, 3), x.Method, httpDash(x.Host), strings.ReplaceAll(path, "\t", " "),
+				fmt.Sprint(x.Status), fmt.Sprint(x.RespBytes), fixed(x.TTFBMs, 1), fixed(x.CompleteMs, 1), fmt.Sprint(x.KeepAlive))
+		}
+	}
+	_ = reqTable.write(w)
+	if total > n {
+		fmt.Fprintf(w, "(first %d of %d requests; --json has them all)\n", n, total)
+	}
+}
+
+func httpDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// errWriter keeps the first write error, so that a long run of Fprintf
+// calls is checked once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}

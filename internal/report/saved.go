@@ -1,0 +1,193 @@
+package report
+
+import (
+	"encoding/json"
+
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// MaxSavedBytes bounds a saved result that Load reads: the largest
+// analysis of a long capture with every sample is far smaller, and a
+// bigger file is refused before anything is read.
+const MaxSavedBytes = 256 << 20
+
+// InputError is an error of the input: a saved result that cannot be
+// used (missing, too big, not JSON, an unknown schema) or results that
+// cannot be compared. The command reports it as a usage error.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErrorf(format string, a ...any) error { return &InputError{fmt.Errorf(format, a...)} }
+
+// Saved is one saved result (`--json` of sonde test, udp or analyze),
+// decoded by the schema it names.
+type Saved struct {
+	Name string // where it was read from, for headings
+	kind *kind
+	v    any // *model.Result, *model.UDPResult or *model.Analysis
+}
+
+// Schema names the result's schema.
+func (s *Saved) Schema() string { return s.kind.schema }
+
+// kind is what the report knows of one schema: how to decode, render and
+// compare it. A new result kind (monitor, mbm) is one more entry in kinds.
+type kind struct {
+	schema    string
+	decode    func([]byte) (any, error)
+	text      func(io.Writer, any) error
+	html      func(io.Writer, any) error
+	describe  func(any) string     // one line naming the run
+	headlines func(any) []headline // the figures a comparison shows
+}
+
+// kinds are the schemas sonde report reads.
+var kinds = []*kind{
+	{
+		schema: model.SchemaVersion,
+		decode: decodeAs[model.Result],
+		text:   func(w io.Writer, v any) error { return WriteText(w, v.(*model.Result)) },
+		html:   func(w io.Writer, v any) error { return WriteHTML(w, v.(*model.Result)) },
+		describe: func(v any) string {
+			r := v.(*model.Result)
+			server := r.Server.Address
+			if server == "" {
+				server = r.Config.Server
+			}
+			return describeRun("sonde test", server, r.Start)
+		},
+		headlines: func(v any) []headline { return resultHeadlines(v.(*model.Result)) },
+	},
+	{
+		schema: model.UDPSchemaVersion,
+		decode: decodeAs[model.UDPResult],
+		text:   func(w io.Writer, v any) error { return WriteUDPText(w, v.(*model.UDPResult)) },
+		html:   func(w io.Writer, v any) error { return WriteUDPHTML(w, v.(*model.UDPResult)) },
+		describe: func(v any) string {
+			r := v.(*model.UDPResult)
+			return describeRun("sonde udp", r.Config.Server, r.Start)
+		},
+		headlines: func(v any) []headline { return udpHeadlines(v.(*model.UDPResult)) },
+	},
+	{
+		schema: model.AnalyzeSchema,
+		decode: decodeAs[model.Analysis],
+		text:   func(w io.Writer, v any) error { return WriteAnalyzeText(w, v.(*model.Analysis)) },
+		html: func(w io.Writer, v any) error {
+			r := v.(*model.Analysis)
+			return WriteAnalyzeHTML(w, r, r.Samples, AnalyzeOptions{})
+		},
+		describe: func(v any) string {
+			var names []string
+			for _, f := range v.(*model.Analysis).Files {
+				names = append(names, f.Path)
+			}
+			if len(names) == 0 {
+				return "sonde capture"
+			}
+			return "sonde analyze " + strings.Join(names, " ")
+		},
+		headlines: func(v any) []headline { return analyzeHeadlines(v.(*model.Analysis)) },
+	},
+}
+
+func describeRun(cmd, server string, start time.Time) string {
+	s := cmd
+	if server != "" {
+		s += " " + server
+	}
+	if !start.IsZero() {
+		s += " at " + start.Format(time.RFC3339)
+	}
+	return s
+}
+
+func decodeAs[T any](b []byte) (any, error) {
+	v := new(T)
+	if err := json.Unmarshal(b, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Schemas lists the schemas Decode reads.
+func Schemas() []string {
+	var s []string
+	for _, k := range kinds {
+		s = append(s, k.schema)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// Load reads a saved result, refusing a file over MaxSavedBytes before
+// reading it. Every error is an *InputError naming the file.
+func Load(path string) (*Saved, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, inputErrorf("%w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, inputErrorf("%w", err)
+	}
+	if fi.IsDir() {
+		return nil, inputErrorf("%s: is a directory", path)
+	}
+	if fi.Size() > MaxSavedBytes {
+		return nil, inputErrorf("%s: %d bytes, more than the %d MiB a saved result may have", path, fi.Size(), MaxSavedBytes>>20)
+	}
+	// The file may grow after Stat: read one byte more than allowed.
+	b, err := io.ReadAll(io.LimitReader(f, MaxSavedBytes+1))
+	if err != nil {
+		return nil, inputErrorf("%s: %w", path, err)
+	}
+	if len(b) > MaxSavedBytes {
+		return nil, inputErrorf("%s: more than the %d MiB a saved result may have", path, MaxSavedBytes>>20)
+	}
+	return Decode(path, b)
+}
+
+// Decode reads a saved result from b, dispatching on its "schema" field.
+// name is used in errors and headings. Every error is an *InputError.
+func Decode(name string, b []byte) (*Saved, error) {
+	if len(b) > MaxSavedBytes {
+		return nil, inputErrorf("%s: more than the %d MiB a saved result may have", name, MaxSavedBytes>>20)
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, inputErrorf("%s: not a saved sonde result: %w", name, err)
+	}
+	for _, k := range kinds {
+		if k.schema != head.Schema {
+			continue
+		}
+		v, err := k.decode(b)
+		if err != nil {
+			return nil, inputErrorf("%s: %s: %w", name, k.schema, err)
+		}
+		return &Saved{Name: name, kind: k, v: v}, nil
+	}
+	if head.Schema == "" {
+		return nil, inputErrorf("%s: no \"schema\" field: not a saved sonde result (want one of %s)", name, strings.Join(Schemas(), ", "))
+	}
+	return nil, inputErrorf("%s: unknown schema %q (want one of %s)", name, head.Schema, strings.Join(Schemas(), ", "))
+}
+
+// WriteText re-renders the result as the command that made it printed it.
+func (s *Saved) WriteText(w io.Writer) error { return s.kind.text(w, s.v) }
+
+// WriteHTML re-renders the result's HTML report.
+func (s *Saved) WriteHTML(w io.Writer) error { return s.kind.html(w, s.v) }

@@ -1,0 +1,85 @@
+package report
+
+import (
+	"encoding/csv"
+	"io"
+	"strconv"
+	"unicode/utf8"
+)
+
+// table is the one text table of every report: columns sized to their
+// widest cell, two spaces apart, each left-aligned or right-aligned
+// (numbers), trailing blanks trimmed. It builds lines in a byte buffer
+// rather than using text/tabwriter, which pads cell by cell: a capture of
+// tens of thousands of connections spent more time there than in reading
+// the capture. The same rows give CSV.
+type table struct {
+	indent string // before every line
+	right  []bool // right-aligned columns; columns past its end are left-aligned
+	rows   [][]string
+	width  []int
+}
+
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		if i >= len(t.width) {
+			t.width = append(t.width, 0)
+		}
+		t.width[i] = max(t.width[i], utf8.RuneCountInString(c))
+	}
+	t.rows = append(t.rows, cells)
+}
+
+func (t *table) isRight(i int) bool { return i < len(t.right) && t.right[i] }
+
+func (t *table) write(w io.Writer) error {
+	var line []byte
+	for _, r := range t.rows {
+		line = append(line[:0], t.indent...)
+		for i, c := range r {
+			if i > 0 {
+				line = append(line, ' ', ' ')
+			}
+			pad := t.width[i] - utf8.RuneCountInString(c)
+			if t.isRight(i) {
+				line = appendSpaces(line, pad)
+				line = append(line, c...)
+				continue
+			}
+			line = append(line, c...)
+			if i < len(r)-1 {
+				line = appendSpaces(line, pad)
+			}
+		}
+		for len(line) > len(t.indent) && line[len(line)-1] == ' ' {
+			line = line[:len(line)-1]
+		}
+		line = append(line, '\n')
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeCSV writes the rows as CSV (RFC 4180), the first row being the head.
+func (t *table) writeCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.WriteAll(t.rows); err != nil {
+		return err
+	}
+	return cw.Error()
+}
+
+func appendSpaces(b []byte, n int) []byte {
+	for ; n > 0; n-- {
+		b = append(b, ' ')
+	}
+	return b
+}
+
+// num formats a count cell.
+func num[T int | uint64](v T) string { return strconv.FormatInt(int64(v), 10) }
+
+// fixed formats a float cell with prec decimals.
+func fixed(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }

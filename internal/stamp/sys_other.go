@@ -1,0 +1,59 @@
+//go:build !linux
+
+package stamp
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"time"
+)
+
+// Elsewhere than Linux stamp runs without the kernel's help: no receive
+// timestamps (KernelTimestamps is false), no DS field or TTL reports
+// (RecvInfo.TOS and TTL stay -1), the default marking, Go's timers.
+
+func monotonicNs() int64 { return time.Now().UnixNano() }
+
+// LocalErrorEstimate says unsynchronised, with a 1 s error: the clock's
+// state is not read here.
+func LocalErrorEstimate() ErrorEstimate { return NewErrorEstimate(false, 1) }
+
+func enableReports(int) (tsErr, tosErr error) { return errNoKernelTimestamps, nil }
+
+// errNoKernelTimestamps marks KernelTimestamps false.
+var errNoKernelTimestamps = errors.New("stamp: no kernel timestamps on " + runtime.GOOS)
+
+// forceBuffers fails, so SetBuffers falls back to the plain sizes.
+func forceBuffers(int, int) (rerr, werr error) { return errNoKernelTimestamps, errNoKernelTimestamps }
+
+// oobSpace: no control messages are asked for.
+var oobSpace = 64
+
+func parseOOB([]byte, *RecvInfo) {}
+
+// tosCmsg: per-datagram marking is Linux's; nil keeps the default.
+func tosCmsg(bool, int) []byte { return nil }
+
+func waitUntil(ctx context.Context, _ *Clock, deadline time.Time, spin time.Duration) error {
+	if d := time.Until(deadline) - spin; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	for time.Now().Before(deadline) {
+	}
+	return ctx.Err()
+}
+
+func pinThread() func() {
+	runtime.LockOSThread()
+	return runtime.UnlockOSThread
+}
+
+// threadCPU is not measured outside Linux (no RUSAGE_THREAD): 0.
+func threadCPU() time.Duration { return 0 }
