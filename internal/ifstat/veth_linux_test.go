@@ -164,7 +164,9 @@ func TestVethRate(t *testing.T) {
 	if !near(got, want, 0.03) {
 		t.Errorf("counter rate %.3f Mbit/s; sender's %.3f Mbit/s: more than 3 %% apart", got/1e6, want/1e6)
 	}
-	for at := from; at <= to; at += int64(300 * time.Millisecond) {
+	// A state needs its whole 1 s window inside the send, and the
+	// window's first sample may be one 100 ms read before it: 1.2 s in.
+	for at := start.Add(1200 * time.Millisecond).UnixNano(); at <= to; at += int64(300 * time.Millisecond) {
 		if s := tr.Classify(at); s != model.LoadUp {
 			t.Errorf("%.1f s into the send: %v; want up-saturated (8 of 8.5 Mbit/s)", float64(at-start.UnixNano())/1e9, s)
 		}
