@@ -21,11 +21,11 @@ type connLimiter struct {
 	perIP, max int
 	log        *slog.Logger
 
-	mu      sync.Mutex
-	conns   map[net.Conn]string // counted connections and their client IP
-	byIP    map[string]int
-	refused int64 // connections closed at accept for a cap
-	// refusedBy splits refused by the cap that closed them (/metrics).
+	mu    sync.Mutex
+	conns map[net.Conn]string // counted connections and their client IP
+	byIP  map[string]int
+	// refusedBy counts the connections closed at accept, by the cap that
+	// closed them (/metrics).
 	refusedBy [numCaps]int64
 	logged    time.Time // last log line about refusals
 }
@@ -76,7 +76,6 @@ func (l *connLimiter) admit(c net.Conn) bool {
 	over := overTotal || l.byIP[ip] >= l.perIP
 	var logNow bool
 	if over {
-		l.refused++
 		// The total cap is named first: a client under its own cap
 		// was refused for everyone's connections.
 		if overTotal {
@@ -92,7 +91,7 @@ func (l *connLimiter) admit(c net.Conn) bool {
 		l.conns[c] = ip
 		l.byIP[ip]++
 	}
-	fromIP, total, refused := l.byIP[ip], len(l.conns), l.refused
+	fromIP, total, refused := l.byIP[ip], len(l.conns), l.refusedBy[capTotal]+l.refusedBy[capPerIP]
 	l.mu.Unlock()
 	if logNow {
 		l.log.Warn("refusing connections over the cap", "client", ip, "from_client", fromIP,
@@ -143,12 +142,11 @@ func refuseConn(c net.Conn) {
 	_, _ = io.CopyN(io.Discard, c, 8<<10)
 }
 
-// counts returns the connections held, from ip and in all, and how many
-// were refused so far.
-func (l *connLimiter) counts(ip string) (fromIP, total int, refused int64) {
+// counts returns the connections held, from ip and in all.
+func (l *connLimiter) counts(ip string) (fromIP, total int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.byIP[ip], len(l.conns), l.refused
+	return l.byIP[ip], len(l.conns)
 }
 
 // refusedByCap counts the connections refused by one cap (capTotal or capPerIP).

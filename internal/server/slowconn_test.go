@@ -57,7 +57,7 @@ func waitConns(t *testing.T, s *Server, ip string, want int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n, _, _ := s.conns.counts(ip)
+		n, _ := s.conns.counts(ip)
 		if n == want {
 			return
 		}
@@ -128,7 +128,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 		}
 		conns = append(conns, held{"half-sent request", c, time.Now()})
 	}
-	heldIP, heldAll, _ := s.conns.counts("127.0.0.1")
+	heldIP, heldAll := s.conns.counts("127.0.0.1")
 	fdHeld := openFDs(t)
 
 	// The server still answers a fresh client while they are open.
