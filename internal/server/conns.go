@@ -28,7 +28,15 @@ type connLimiter struct {
 	// closed them (/metrics).
 	refusedBy [numCaps]int64
 	logged    time.Time // last log line about refusals
+	// refusing holds a slot per refusal being answered (refuseConn).
+	refusing chan struct{}
 }
+
+// maxRefusing bounds the refused connections answered at once: each holds
+// its descriptor for up to a second, so under a flood the answers alone
+// could use up what the caps protect. Past it, a refused connection is
+// closed without an answer.
+const maxRefusing = 64
 
 // The connection caps, as counted on /metrics (label reason).
 const (
@@ -40,7 +48,8 @@ const (
 var capNames = [numCaps]string{capTotal: "total_cap", capPerIP: "per_ip_cap"}
 
 func newConnLimiter(perIP, max int, log *slog.Logger) *connLimiter {
-	return &connLimiter{perIP: perIP, max: max, log: log, conns: map[net.Conn]string{}, byIP: map[string]int{}}
+	return &connLimiter{perIP: perIP, max: max, log: log, conns: map[net.Conn]string{}, byIP: map[string]int{},
+		refusing: make(chan struct{}, maxRefusing)}
 }
 
 // listener wraps ln (outermost, after TLS, so the connections it returns
@@ -64,7 +73,15 @@ func (cl capListener) Accept() (net.Conn, error) {
 		if cl.l.admit(c) {
 			return c, nil
 		}
-		go refuseConn(c)
+		select {
+		case cl.l.refusing <- struct{}{}:
+			go func() {
+				defer func() { <-cl.l.refusing }()
+				refuseConn(c)
+			}()
+		default:
+			c.Close()
+		}
 	}
 }
 
