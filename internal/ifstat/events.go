@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // add queues an event for delivery once Observe drops its lock.
@@ -68,7 +69,7 @@ func (t *Tracker) noteChanges(nowNs int64, chRx, chTx change, oldRx, newRx, oldT
 			d := detail()
 			d["suppressed"] = float64(t.quietJumps)
 			d["max_bps"] = t.cfg.MaxBps
-			t.add(t.event(nowNs, fmt.Sprintf("%s: byte counters jumped faster than %s; the jump is not counted", t.name(), bps(t.cfg.MaxBps)), "jump", d))
+			t.add(t.event(nowNs, fmt.Sprintf("%s: byte counters jumped faster than %s; the jump is not counted", t.name(), units.FormatRate(t.cfg.MaxBps)), "jump", d))
 			t.lastJumpEv, t.quietJumps = nowNs, 0
 		} else {
 			t.quietJumps++
@@ -86,14 +87,4 @@ func (t *Tracker) noteResolution(nowNs, oldRes int64) {
 		return
 	}
 	t.add(t.event(nowNs, fmt.Sprintf("%s: counters change at every %v read again", t.name(), res), "fresh", d))
-}
-
-func bps(v float64) string {
-	switch {
-	case v >= 1e9:
-		return fmt.Sprintf("%.3g Gbit/s", v/1e9)
-	case v >= 1e6:
-		return fmt.Sprintf("%.3g Mbit/s", v/1e6)
-	}
-	return fmt.Sprintf("%.3g kbit/s", v/1e3)
 }

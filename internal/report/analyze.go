@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // AnalyzeOptions tune the `sonde analyze --html` report.
@@ -158,7 +159,7 @@ func tcpTables(p *analyzePage, r *model.Analysis, maxRows int) {
 				row = []string{"", "B→A", "", ""}
 				side, sa, full, closed, httpCell = c.TSSideA, c.SeqAckSideA, "", "", ""
 			}
-			row = append(row, strconv.FormatUint(d.Packets, 10), FormatBytes(float64(d.DataBytes)), FormatRate(d.GoodputBps),
+			row = append(row, strconv.FormatUint(d.Packets, 10), units.FormatBytes(float64(d.DataBytes)), units.FormatRate(d.GoodputBps),
 				strconv.FormatUint(d.Retransmissions, 10), strconv.FormatUint(d.OutOfOrder, 10), strconv.FormatUint(d.DupACKs, 10),
 				strconv.FormatUint(d.ZeroWindows, 10), rttShort(side), rttShort(sa), full, closed, httpCell)
 			p.TCP = append(p.TCP, row)
@@ -381,7 +382,7 @@ func httpTables(p *analyzePage, r *model.Analysis, maxRows int) {
 		}
 		p.Pages = append(p.Pages, []string{g.Client, FormatDuration(g.StartS), FormatDuration(g.CompletionS),
 			strconv.Itoa(g.Connections), strconv.Itoa(g.NewConns), strconv.Itoa(g.MaxParallel), strconv.Itoa(g.Requests),
-			strconv.Itoa(g.Responses), FormatBytes(float64(g.RespBytes)), FormatMs(g.MeanTTFBMs), strconv.Itoa(g.Incomplete),
+			strconv.Itoa(g.Responses), units.FormatBytes(float64(g.RespBytes)), FormatMs(g.MeanTTFBMs), strconv.Itoa(g.Incomplete),
 			strings.Join(g.Hosts, " ")})
 	}
 	p.HTTPHead = []string{"client > server", "version", "requests", "responses", "pipelined", "keep-alive", "closed by",
@@ -423,7 +424,7 @@ func httpTables(p *analyzePage, r *model.Analysis, maxRows int) {
 				st = strconv.Itoa(x.Status)
 			}
 			p.Reqs = append(p.Reqs, []string{c.A, FormatDuration(x.RequestS), x.Method, x.Host, x.Path, x.Version, st,
-				FormatBytes(float64(x.ReqBytes)), FormatBytes(float64(x.RespBytes)), msOrDash(x.TTFBMs), msOrDash(x.CompleteMs),
+				units.FormatBytes(float64(x.ReqBytes)), units.FormatBytes(float64(x.RespBytes)), msOrDash(x.TTFBMs), msOrDash(x.CompleteMs),
 				yesNo(x.KeepAlive)})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // headline is one figure a comparison shows, in its unit.
@@ -22,13 +23,13 @@ type headline struct {
 func formatValue(unit string, v float64) string {
 	switch unit {
 	case "bit/s":
-		return FormatRate(v)
+		return units.FormatRate(v)
 	case "ms":
 		return FormatMs(v)
 	case "%":
 		return FormatPct(v, 2)
 	case "B":
-		return FormatBytes(v)
+		return units.FormatBytes(v)
 	case "s":
 		return FormatDuration(v)
 	case "RPM":

@@ -15,10 +15,6 @@ func finite(v float64) bool {
 
 const na = units.NA
 
-// FormatRate prints a rate in bit/s: units.FormatRate, the one rate
-// formatter ("941.3 Mbit/s"), under the name the report's code uses.
-func FormatRate(bps float64) string { return units.FormatRate(bps) }
-
 // FormatMs prints a time in milliseconds with about three significant
 // digits: "0.031 ms", "4.25 ms", "19.2 ms", "1250 ms".
 func FormatMs(ms float64) string {
@@ -83,13 +79,9 @@ func FormatDuration(s float64) string {
 	return fmt.Sprintf("%s%d h %02d min", sign, total/3600, (total%3600)/60)
 }
 
-// FormatBytes prints a size with IEC prefixes: units.FormatBytes
-// ("64.0 KiB").
-func FormatBytes(b float64) string { return units.FormatBytes(b) }
-
 // FormatBits prints an amount of bits with SI prefixes: "19.3 Mbit".
 func FormatBits(bits float64) string {
-	s := FormatRate(bits)
+	s := units.FormatRate(bits)
 	if s == na {
 		return s
 	}

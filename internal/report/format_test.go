@@ -5,40 +5,6 @@ import (
 	"testing"
 )
 
-func TestFormatRate(t *testing.T) {
-	tests := []struct {
-		bps  float64
-		want string
-	}{
-		{941.3e6, "941.3 Mbit/s"},
-		{941.26e6, "941.3 Mbit/s"},
-		{12e3, "12.0 kbit/s"},
-		{1.2e9, "1.20 Gbit/s"},
-		{949.28e6, "949.3 Mbit/s"},
-		{999.96e6, "1.00 Gbit/s"}, // rounds up into the next unit
-		{999.94e6, "999.9 Mbit/s"},
-		{999.96e3, "1.0 Mbit/s"},
-		{1e6, "1.0 Mbit/s"},
-		{700e3, "700.0 kbit/s"},
-		{950, "950 bit/s"},
-		{999.6, "1.0 kbit/s"},
-		{0, "0 bit/s"},
-		{0.3, "0 bit/s"},
-		{-0.3, "0 bit/s"},
-		{-20e6, "-20.0 Mbit/s"},
-		{40e9, "40.00 Gbit/s"},
-		{1.5e12, "1.50 Tbit/s"},
-		{math.NaN(), "n/a"},
-		{math.Inf(1), "n/a"},
-		{math.Inf(-1), "n/a"},
-	}
-	for _, tc := range tests {
-		if got := FormatRate(tc.bps); got != tc.want {
-			t.Errorf("FormatRate(%g) = %q, want %q", tc.bps, got, tc.want)
-		}
-	}
-}
-
 func TestFormatMs(t *testing.T) {
 	tests := []struct {
 		ms   float64
@@ -89,24 +55,7 @@ func TestFormatDuration(t *testing.T) {
 	}
 }
 
-func TestFormatBytes(t *testing.T) {
-	tests := []struct {
-		b    float64
-		want string
-	}{
-		{0, "0 B"},
-		{1460, "1.4 KiB"},
-		{1023, "1023 B"},
-		{64 << 10, "64.0 KiB"},
-		{3 << 20, "3.0 MiB"},
-		{1.17e9, "1.09 GiB"},
-		{math.Inf(1), "n/a"},
-	}
-	for _, tc := range tests {
-		if got := FormatBytes(tc.b); got != tc.want {
-			t.Errorf("FormatBytes(%g) = %q, want %q", tc.b, got, tc.want)
-		}
-	}
+func TestFormatBits(t *testing.T) {
 	if got := FormatBits(19.3e6); got != "19.3 Mbit" {
 		t.Errorf("FormatBits(19.3e6) = %q", got)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // figure is one chart with its caption.
@@ -90,12 +91,12 @@ func cards(r *model.Result) []card {
 	var cs []card
 	for _, d := range directions(r) {
 		key, title := directionTitle(d)
-		c := card{Label: title, Value: FormatRate(d.GoodputBps)}
+		c := card{Label: title, Value: units.FormatRate(d.GoodputBps)}
 		if f := d.RFC6349; f != nil && f.DurationS > 0 {
-			c.Sub = "steady state " + FormatRate(f.GoodputBps)
+			c.Sub = "steady state " + units.FormatRate(f.GoodputBps)
 		}
 		if tr := truthRate(r.Truth, key); tr > 0 {
-			c.Sub = joinNotes(c.Sub, "configured "+FormatRate(tr))
+			c.Sub = joinNotes(c.Sub, "configured "+units.FormatRate(tr))
 		}
 		cs = append(cs, c)
 	}

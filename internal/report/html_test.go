@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // wellFormed parses doc as strict XML: every element closed and nested
@@ -157,7 +158,7 @@ func TestWriteHTMLFull(t *testing.T) {
 		`<meta name="viewport"`,
 		"Goodput per flow and in total", "RTT under load (probe flow)", "Congestion window",
 		"flow 4 (server)", "all flows", "idle median", "configured rate", "steady state", "BDP",
-		FormatRate(r.Download.GoodputBps), FormatRate(r.Upload.GoodputBps),
+		units.FormatRate(r.Download.GoodputBps), units.FormatRate(r.Upload.GoodputBps),
 		"upload adds " + FormatMs(r.Upload.Latency.RTTMs.P50-r.Baseline.RTTMs.P50) + " of queueing delay: bufferbloat",
 		`class="verdict bad"`, `class="verdict ok"`,
 		"needs --link-rate", "receiver window", "AF41", "changed",

@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/json"
-
 	"fmt"
 	"io"
 	"os"
@@ -147,13 +146,11 @@ func Load(path string) (*Saved, error) {
 	if fi.Size() > MaxSavedBytes {
 		return nil, inputErrorf("%s: %d bytes, more than the %d MiB a saved result may have", path, fi.Size(), MaxSavedBytes>>20)
 	}
-	// The file may grow after Stat: read one byte more than allowed.
+	// The file may grow after Stat: read one byte more than allowed, which
+	// Decode refuses.
 	b, err := io.ReadAll(io.LimitReader(f, MaxSavedBytes+1))
 	if err != nil {
 		return nil, inputErrorf("%s: %w", path, err)
-	}
-	if len(b) > MaxSavedBytes {
-		return nil, inputErrorf("%s: more than the %d MiB a saved result may have", path, MaxSavedBytes>>20)
 	}
 	return Decode(path, b)
 }

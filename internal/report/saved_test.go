@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // udpFixture is a two-direction UDP result of one flow.
@@ -130,8 +131,8 @@ func TestCompare(t *testing.T) {
 		}
 	}
 	dl := lineWith(out, "download goodput")
-	if dl == "" || !strings.Contains(dl, FormatRate(a.Download.GoodputBps)) || !strings.Contains(dl, FormatRate(b.Download.GoodputBps)) ||
-		!strings.Contains(dl, "-"+FormatRate(a.Download.GoodputBps/2)+" (-50 %)") {
+	if dl == "" || !strings.Contains(dl, units.FormatRate(a.Download.GoodputBps)) || !strings.Contains(dl, units.FormatRate(b.Download.GoodputBps)) ||
+		!strings.Contains(dl, "-"+units.FormatRate(a.Download.GoodputBps/2)+" (-50 %)") {
 		t.Errorf("download row: %q", dl)
 	}
 	// The upload is in the first result only: a dash for the second and

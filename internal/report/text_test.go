@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 func renderText(t *testing.T, r *model.Result) string {
@@ -60,9 +61,9 @@ func TestWriteTextFull(t *testing.T) {
 		{"RTT", "min " + msNumber(r.Baseline.RTTMs.Min), "median " + msNumber(idle), "p90 "},
 		{"n=100", "configured 20.0 ms"},
 		{"TCP_INFO", "min_rtt client " + FormatMs(r.Baseline.ClientMinRTTMs)},
-		{"goodput", FormatRate(r.Download.GoodputBps), "over 10.0 s"},
+		{"goodput", units.FormatRate(r.Download.GoodputBps), "over 10.0 s"},
 		{"configured 100.0 Mbit/s"},
-		{"steady state", FormatRate(r.Download.RFC6349.GoodputBps), "over 3.0-11.0 s"},
+		{"steady state", units.FormatRate(r.Download.RFC6349.GoodputBps), "over 3.0-11.0 s"},
 		{"streams", "4 (auto)"},
 		{"streams", "1 (fixed)"},
 		{"RTT loaded", "median " + msNumber(r.Upload.Latency.RTTMs.P50), "p99 " + msNumber(r.Upload.Latency.RTTMs.P99)},
@@ -78,10 +79,10 @@ func TestWriteTextFull(t *testing.T) {
 		{"efficiency", "99.80 %"},
 		{"configured loss 0.10 %"},
 		{"max windows", "snd_wnd 3.0 MiB"},
-		{"window limit", FormatRate(r.Download.RFC6349.MaxAchievableBps)},
+		{"window limit", units.FormatRate(r.Download.RFC6349.MaxAchievableBps)},
 		{"bottleneck", "network", "flows: network 3, receiver window 1"},
 		{"flow", "goodput", "warm-up", "limit"},
-		{"4", FormatRate(r.Download.Flows[3].GoodputBps), "receiver window"},
+		{"4", units.FormatRate(r.Download.Flows[3].GoodputBps), "receiver window"},
 		{"QoS classes (5.0 s)"},
 		{"EF", "upload", "46", "2.1 Mbit/s", "21.2 ms", "ok"},
 		{"AF41", "34", "380.0 ms", "changed"},
@@ -214,7 +215,7 @@ func TestPartialResults(t *testing.T) {
 func TestPartialKeepsMeasured(t *testing.T) {
 	r := partialResults()["upload bare"]
 	out := renderText(t, r)
-	if lineWith(out, "goodput", FormatRate(r.Upload.GoodputBps)) == "" {
+	if lineWith(out, "goodput", units.FormatRate(r.Upload.GoodputBps)) == "" {
 		t.Errorf("measured upload goodput missing:\n%s", out)
 	}
 	if lineWith(out, "RTT", "median "+msNumber(r.Baseline.RTTMs.P50)) == "" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // row is one labelled figure. Note carries context printed next to the
@@ -177,7 +178,7 @@ func configSummary(c model.TestConfig) string {
 		parts = append(parts, "DSCP "+strconv.Itoa(c.DSCP))
 	}
 	if c.LinkRateBps > 0 {
-		parts = append(parts, "link rate "+FormatRate(c.LinkRateBps))
+		parts = append(parts, "link rate "+units.FormatRate(c.LinkRateBps))
 	}
 	if len(c.Classes) > 0 {
 		var names []string
@@ -233,17 +234,17 @@ func truthSummary(t *model.GroundTruth) string {
 		parts = append(parts, "RTT "+FormatMs(t.BaseRTTMs))
 	}
 	if t.DownRateBps > 0 {
-		parts = append(parts, "down "+FormatRate(t.DownRateBps))
+		parts = append(parts, "down "+units.FormatRate(t.DownRateBps))
 	}
 	if t.UpRateBps > 0 {
-		parts = append(parts, "up "+FormatRate(t.UpRateBps))
+		parts = append(parts, "up "+units.FormatRate(t.UpRateBps))
 	}
 	if t.DownLoss > 0 || t.UpLoss > 0 {
 		parts = append(parts, "loss "+lossPct(t.DownLoss)+" down, "+lossPct(t.UpLoss)+" up")
 	}
 	if t.DownQueueBytes > 0 || t.UpQueueBytes > 0 {
-		parts = append(parts, "queue "+FormatBytes(float64(t.DownQueueBytes))+" down, "+
-			FormatBytes(float64(t.UpQueueBytes))+" up")
+		parts = append(parts, "queue "+units.FormatBytes(float64(t.DownQueueBytes))+" down, "+
+			units.FormatBytes(float64(t.UpQueueBytes))+" up")
 	}
 	if t.MTU > 0 {
 		parts = append(parts, "MTU "+strconv.Itoa(t.MTU))
@@ -443,20 +444,20 @@ func buildDirection(r *model.Result, d *model.DirectionResult) directionView {
 	dv := directionView{Key: key, Title: title, d: d}
 	tr := truthRate(r.Truth, key)
 
-	gp := row{Label: "goodput", Value: FormatRate(d.GoodputBps)}
+	gp := row{Label: "goodput", Value: units.FormatRate(d.GoodputBps)}
 	if d.DurationS > 0 {
 		gp.Value += " over " + FormatDuration(d.DurationS)
 	}
 	if d.Bytes > 0 {
-		gp.Value += " (" + FormatBytes(float64(d.Bytes)) + ")"
+		gp.Value += " (" + units.FormatBytes(float64(d.Bytes)) + ")"
 	}
 	if tr > 0 {
-		gp.Note = "configured " + FormatRate(tr) + ", " + FormatPct(100*d.GoodputBps/tr, 1) + " of it"
+		gp.Note = "configured " + units.FormatRate(tr) + ", " + FormatPct(100*d.GoodputBps/tr, 1) + " of it"
 	}
 	dv.Summary = append(dv.Summary, gp)
 	if f := d.RFC6349; f != nil && f.DurationS > 0 {
 		ss := row{Label: "steady state",
-			Value: FormatRate(f.GoodputBps) + " over " + timeRange(f.WindowStartS, f.WindowEndS)}
+			Value: units.FormatRate(f.GoodputBps) + " over " + timeRange(f.WindowStartS, f.WindowEndS)}
 		if tr > 0 {
 			ss.Note = FormatPct(100*f.GoodputBps/tr, 1) + " of configured"
 		}
@@ -488,7 +489,7 @@ func buildDirection(r *model.Result, d *model.DirectionResult) directionView {
 			added := l.RTTMs.P50 - idle
 			ar := row{Label: "under load", Value: FormatDeltaMs(added) + " median RTT"}
 			if q := truthQueue(r.Truth, key); q > 0 && tr > 0 {
-				ar.Note = "lab queue " + FormatBytes(float64(q)) + " drains in " +
+				ar.Note = "lab queue " + units.FormatBytes(float64(q)) + " drains in " +
 					FormatMs(float64(q)*8/tr*1000)
 			}
 			dv.Verdict, dv.VerdictLevel = queueingVerdict(key, added)
@@ -546,13 +547,13 @@ func rfcRows(r *model.Result, key string, d *model.DirectionResult, f *model.RFC
 	var rows []row
 	win := timeRange(f.WindowStartS, f.WindowEndS) + " (" + FormatDuration(f.DurationS)
 	if f.Bytes > 0 {
-		win += ", " + FormatBytes(float64(f.Bytes))
+		win += ", " + units.FormatBytes(float64(f.Bytes))
 	}
 	rows = append(rows, row{Label: "window", Value: win + ")"})
 
-	gp := row{Label: "goodput", Value: FormatRate(f.GoodputBps)}
+	gp := row{Label: "goodput", Value: units.FormatRate(f.GoodputBps)}
 	if f.MaxGoodputBps > 0 {
-		gp.Note = "max TCP goodput " + FormatRate(f.MaxGoodputBps) + " at link " + FormatRate(f.LinkRateBps)
+		gp.Note = "max TCP goodput " + units.FormatRate(f.MaxGoodputBps) + " at link " + units.FormatRate(f.LinkRateBps)
 	}
 	rows = append(rows, gp)
 
@@ -576,7 +577,7 @@ func rfcRows(r *model.Result, key string, d *model.DirectionResult, f *model.RFC
 
 	eff := row{Label: "efficiency", Value: FormatPct(f.EfficiencyPct, 2)}
 	if f.BytesSent > 0 {
-		eff.Value += " (" + FormatBytes(float64(f.BytesRetrans)) + " resent of " + FormatBytes(float64(f.BytesSent)) + ")"
+		eff.Value += " (" + units.FormatBytes(float64(f.BytesRetrans)) + " resent of " + units.FormatBytes(float64(f.BytesSent)) + ")"
 	}
 	if loss, ok := truthLoss(r.Truth, key); ok {
 		eff.Note = "configured loss " + lossPct(loss)
@@ -591,7 +592,7 @@ func rfcRows(r *model.Result, key string, d *model.DirectionResult, f *model.RFC
 
 	bdp := row{Label: "BDP"}
 	if f.BDPBits > 0 {
-		bdp.Value = FormatBytes(f.BDPBits/8) + " (" + FormatBits(f.BDPBits) + ")"
+		bdp.Value = units.FormatBytes(f.BDPBits/8) + " (" + FormatBits(f.BDPBits) + ")"
 	} else {
 		bdp.Value = "needs --link-rate"
 	}
@@ -599,29 +600,29 @@ func rfcRows(r *model.Result, key string, d *model.DirectionResult, f *model.RFC
 
 	wins := []string{}
 	if f.MaxCwndBytes > 0 {
-		wins = append(wins, "cwnd "+FormatBytes(float64(f.MaxCwndBytes)))
+		wins = append(wins, "cwnd "+units.FormatBytes(float64(f.MaxCwndBytes)))
 	}
 	if f.MaxSndWndBytes > 0 {
-		wins = append(wins, "snd_wnd "+FormatBytes(float64(f.MaxSndWndBytes)))
+		wins = append(wins, "snd_wnd "+units.FormatBytes(float64(f.MaxSndWndBytes)))
 	}
 	if f.MaxRcvSpaceBytes > 0 {
-		wins = append(wins, "rcv_space "+FormatBytes(float64(f.MaxRcvSpaceBytes)))
+		wins = append(wins, "rcv_space "+units.FormatBytes(float64(f.MaxRcvSpaceBytes)))
 	}
 	if len(wins) > 0 {
 		rows = append(rows, row{Label: "max windows", Value: strings.Join(wins, ", ")})
 	}
 	var bufs []string
 	if f.SndBufBytes > 0 {
-		bufs = append(bufs, "sndbuf "+FormatBytes(float64(f.SndBufBytes)))
+		bufs = append(bufs, "sndbuf "+units.FormatBytes(float64(f.SndBufBytes)))
 	}
 	if f.RcvBufBytes > 0 {
-		bufs = append(bufs, "rcvbuf "+FormatBytes(float64(f.RcvBufBytes)))
+		bufs = append(bufs, "rcvbuf "+units.FormatBytes(float64(f.RcvBufBytes)))
 	}
 	if len(bufs) > 0 {
 		rows = append(rows, row{Label: "buffers", Value: strings.Join(bufs, ", ")})
 	}
 	if f.MaxAchievableBps > 0 {
-		rows = append(rows, row{Label: "window limit", Value: FormatRate(f.MaxAchievableBps),
+		rows = append(rows, row{Label: "window limit", Value: units.FormatRate(f.MaxAchievableBps),
 			Note: "max achievable with the observed window and RTT"})
 	}
 	bn := row{Label: "bottleneck", Value: f.Bottleneck, Note: flowVerdicts(d.Flows)}
@@ -677,10 +678,10 @@ func flowVerdicts(flows []model.Flow) string {
 func buildFlowRow(f *model.Flow) flowRow {
 	fr := flowRow{
 		ID:         strconv.Itoa(f.ID),
-		Goodput:    FormatRate(f.GoodputBps),
-		Bytes:      FormatBytes(float64(f.Bytes)),
+		Goodput:    units.FormatRate(f.GoodputBps),
+		Bytes:      units.FormatBytes(float64(f.Bytes)),
 		Efficiency: FormatPct(f.EfficiencyPct, 2),
-		Retrans:    FormatBytes(float64(f.BytesRetrans)),
+		Retrans:    units.FormatBytes(float64(f.BytesRetrans)),
 		Rwnd:       FormatPct(f.Bottleneck.RwndLimitedPct, 1),
 		Sndbuf:     FormatPct(f.Bottleneck.SndbufLimitedPct, 1),
 		Verdict:    f.Bottleneck.Verdict,
@@ -697,7 +698,7 @@ func buildFlowRow(f *model.Flow) flowRow {
 		fr.Warmup = "none"
 	}
 	if f.MaxAchievableBps > 0 {
-		fr.MaxAchievable = FormatRate(f.MaxAchievableBps)
+		fr.MaxAchievable = units.FormatRate(f.MaxAchievableBps)
 	} else {
 		fr.MaxAchievable = na
 	}
@@ -712,7 +713,7 @@ func buildClassRow(cf model.ClassFlow) classRow {
 		Name:      cf.Class.Name,
 		Direction: cf.Direction,
 		DSCP:      strconv.Itoa(cf.Class.DSCP),
-		Goodput:   FormatRate(cf.GoodputBps),
+		Goodput:   units.FormatRate(cf.GoodputBps),
 		RTTMedian: "-",
 		RTTP90:    "-",
 		RxDSCP:    "-",

@@ -21,14 +21,22 @@ type connLimiter struct {
 	perIP, max int
 	log        *slog.Logger
 
-	mu      sync.Mutex
-	conns   map[net.Conn]string // counted connections and their client IP
-	byIP    map[string]int
-	refused int64 // connections closed at accept for a cap
-	// refusedBy splits refused by the cap that closed them (/metrics).
+	mu    sync.Mutex
+	conns map[net.Conn]string // counted connections and their client IP
+	byIP  map[string]int
+	// refusedBy counts the connections closed at accept, by the cap that
+	// closed them (/metrics).
 	refusedBy [numCaps]int64
 	logged    time.Time // last log line about refusals
+	// refusing holds a slot per refusal being answered (refuseConn).
+	refusing chan struct{}
 }
+
+// maxRefusing bounds the refused connections answered at once: each holds
+// its descriptor for up to a second, so under a flood the answers alone
+// could use up what the caps protect. Past it, a refused connection is
+// closed without an answer.
+const maxRefusing = 64
 
 // The connection caps, as counted on /metrics (label reason).
 const (
@@ -40,7 +48,8 @@ const (
 var capNames = [numCaps]string{capTotal: "total_cap", capPerIP: "per_ip_cap"}
 
 func newConnLimiter(perIP, max int, log *slog.Logger) *connLimiter {
-	return &connLimiter{perIP: perIP, max: max, log: log, conns: map[net.Conn]string{}, byIP: map[string]int{}}
+	return &connLimiter{perIP: perIP, max: max, log: log, conns: map[net.Conn]string{}, byIP: map[string]int{},
+		refusing: make(chan struct{}, maxRefusing)}
 }
 
 // listener wraps ln (outermost, after TLS, so the connections it returns
@@ -64,7 +73,15 @@ func (cl capListener) Accept() (net.Conn, error) {
 		if cl.l.admit(c) {
 			return c, nil
 		}
-		go refuseConn(c)
+		select {
+		case cl.l.refusing <- struct{}{}:
+			go func() {
+				defer func() { <-cl.l.refusing }()
+				refuseConn(c)
+			}()
+		default:
+			c.Close()
+		}
 	}
 }
 
@@ -76,7 +93,6 @@ func (l *connLimiter) admit(c net.Conn) bool {
 	over := overTotal || l.byIP[ip] >= l.perIP
 	var logNow bool
 	if over {
-		l.refused++
 		// The total cap is named first: a client under its own cap
 		// was refused for everyone's connections.
 		if overTotal {
@@ -92,7 +108,7 @@ func (l *connLimiter) admit(c net.Conn) bool {
 		l.conns[c] = ip
 		l.byIP[ip]++
 	}
-	fromIP, total, refused := l.byIP[ip], len(l.conns), l.refused
+	fromIP, total, refused := l.byIP[ip], len(l.conns), l.refusedBy[capTotal]+l.refusedBy[capPerIP]
 	l.mu.Unlock()
 	if logNow {
 		l.log.Warn("refusing connections over the cap", "client", ip, "from_client", fromIP,
@@ -143,12 +159,11 @@ func refuseConn(c net.Conn) {
 	_, _ = io.CopyN(io.Discard, c, 8<<10)
 }
 
-// counts returns the connections held, from ip and in all, and how many
-// were refused so far.
-func (l *connLimiter) counts(ip string) (fromIP, total int, refused int64) {
+// counts returns the connections held, from ip and in all.
+func (l *connLimiter) counts(ip string) (fromIP, total int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.byIP[ip], len(l.conns), l.refused
+	return l.byIP[ip], len(l.conns)
 }
 
 // refusedByCap counts the connections refused by one cap (capTotal or capPerIP).

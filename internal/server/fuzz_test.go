@@ -194,6 +194,9 @@ func FuzzUDPSessionCreate(f *testing.F) {
 		`{"duration_s":1,"interval_us":1e300,"packet_bytes":64}`,
 		`{"duration_s":1,"interval_us":100,"packet_bytes":9000}`,
 		`{"duration_s":1,"interval_us":1000,"packet_bytes":64,"test_session":"nope"}`,
+		`{"duration_s":86400,"interval_us":100000,"packet_bytes":44,"monitor":true}`,
+		`{"duration_s":86401,"interval_us":100000,"packet_bytes":44,"monitor":true}`,
+		`{"duration_s":60,"interval_us":5000,"packet_bytes":201,"monitor":true,"test_session":"x"}`,
 		`{"duration_s":-1}`, `{`, ``,
 	} {
 		f.Add([]byte(seed))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -57,7 +58,7 @@ func waitConns(t *testing.T, s *Server, ip string, want int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n, _, _ := s.conns.counts(ip)
+		n, _ := s.conns.counts(ip)
 		if n == want {
 			return
 		}
@@ -128,7 +129,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 		}
 		conns = append(conns, held{"half-sent request", c, time.Now()})
 	}
-	heldIP, heldAll, _ := s.conns.counts("127.0.0.1")
+	heldIP, heldAll := s.conns.counts("127.0.0.1")
 	fdHeld := openFDs(t)
 
 	// The server still answers a fresh client while they are open.
@@ -533,5 +534,44 @@ func TestConnConfigValidate(t *testing.T) {
 	}
 	if lim, ok := fdLimit(); ok && s.cfg.MaxConns+s.cfg.MaxConcurrent*s.cfg.MaxStreams+fdReserve > lim {
 		t.Errorf("default max conns %d overflow the fd limit %d", s.cfg.MaxConns, lim)
+	}
+}
+
+// TestRefusalsBounded: while maxRefusing refusals are being answered, a
+// further refused connection is closed at once without an answer, so a
+// flood cannot hold more descriptors than the caps allow; with a slot free,
+// the refusal is answered with its 503.
+func TestRefusalsBounded(t *testing.T) {
+	l := newConnLimiter(0, 0, slog.New(slog.DiscardHandler)) // every connection over the cap
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := l.listener(ln)
+	defer cl.Close()
+	go func() { _, _ = cl.Accept() }() // returns when cl closes
+	read := func() string {
+		t.Helper()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		got, err := io.ReadAll(c)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("refused connection neither answered nor closed: %q", got)
+		}
+		return string(got)
+	}
+	for range maxRefusing {
+		l.refusing <- struct{}{}
+	}
+	if got := read(); got != "" {
+		t.Fatalf("with %d refusals in flight: read %q, want a bare close", maxRefusing, got)
+	}
+	<-l.refusing
+	if got := read(); !strings.HasPrefix(got, "HTTP/1.1 503 ") {
+		t.Fatalf("with a refusal slot free: read %q, want the 503", got)
 	}
 }

@@ -232,21 +232,29 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	maxPackets := int(math.Ceil(time.Until(expires).Seconds()*rate)) + 16
+	// The burst is one second of probes: a sender starved of CPU catches
+	// up on its missed deadlines in one burst, which is not a reason to
+	// count them lost. Replies are never larger than probes, so the burst
+	// amplifies nothing, and the rate still bounds the session.
+	u.grant(w, "udp session", req, grant, release, stamp.SessionSpec{
+		Client: ip, RatePPS: rate*1.1 + 10, Burst: max(50, int(min(rate, maxPPS))),
+		Expires: expires, MaxPackets: maxPackets, DSCP: req.DSCP, ECN: req.ECN,
+	})
+}
+
+// grant opens spec on the reflector, ends it at spec.Expires, and replies
+// with the session granted for grant. release frees what admitted the
+// session: when it ends, or now if it cannot open.
+func (u *udpService) grant(w http.ResponseWriter, kind string, req stamp.SessionRequest, grant time.Duration, release func(), spec stamp.SessionSpec) {
+	s := u.s
 	refl, err := u.reflector()
 	if err != nil {
 		release()
 		s.writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	maxPackets := int(math.Ceil(time.Until(expires).Seconds()*rate)) + 16
-	// The burst is one second of probes: a sender starved of CPU catches
-	// up on its missed deadlines in one burst, which is not a reason to
-	// count them lost. Replies are never larger than probes, so the burst
-	// amplifies nothing, and the rate still bounds the session.
-	ses, err := refl.Open(stamp.SessionSpec{
-		Client: ip, RatePPS: rate*1.1 + 10, Burst: max(50, int(min(rate, maxPPS))),
-		Expires: expires, MaxPackets: maxPackets, DSCP: req.DSCP, ECN: req.ECN,
-	})
+	ses, err := refl.Open(spec)
 	if err != nil {
 		release()
 		s.writeError(w, http.StatusServiceUnavailable, err.Error())
@@ -255,13 +263,12 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 	us := &udpSession{release: release}
 	u.mu.Lock()
 	u.open[ses.ID] = us
-	us.timer = time.AfterFunc(time.Until(expires), func() { u.finish(ses.ID) })
+	us.timer = time.AfterFunc(time.Until(spec.Expires), func() { u.finish(ses.ID) })
 	u.mu.Unlock()
-	s.cfg.Logger.Info("udp session", "id", ses.ID, "client", ip, "rate_pps", rate, "bytes", req.PacketBytes, "software", req.Client)
+	s.cfg.Logger.Info(kind, "id", ses.ID, "client", spec.Client, "rate_pps", 1e6/req.IntervalUs, "bytes", req.PacketBytes, "grant", grant, "software", req.Client)
 	writeJSON(w, http.StatusOK, stamp.SessionReply{
-		ID: ses.ID, SSID: ses.SSID, Port: int(refl.Addr().Port()), ExpiresS: time.Until(expires).Seconds(),
-		DurationS:  grant.Seconds(),
-		MaxRatePPS: rate*1.1 + 10, MaxPackets: maxPackets, Clock: refl.ClockInfo(),
+		ID: ses.ID, SSID: ses.SSID, Port: int(refl.Addr().Port()), ExpiresS: time.Until(spec.Expires).Seconds(),
+		DurationS: grant.Seconds(), MaxRatePPS: spec.RatePPS, MaxPackets: spec.MaxPackets, Clock: refl.ClockInfo(),
 	})
 }
 
@@ -358,32 +365,9 @@ func (u *udpService) openMonitor(w http.ResponseWriter, req stamp.SessionRequest
 			u.monMu.Unlock()
 		})
 	}
-	refl, err := u.reflector()
-	if err != nil {
-		release()
-		s.writeError(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
 	grant := time.Duration(req.DurationS * float64(time.Second))
-	expires := time.Now().Add(grant + udpSlack)
-	maxRate := rate*1.1 + 10
-	ses, err := refl.Open(stamp.SessionSpec{
-		Client: ip, RatePPS: maxRate, Burst: 20, Expires: expires,
+	u.grant(w, "udp monitor session", req, grant, release, stamp.SessionSpec{
+		Client: ip, RatePPS: rate*1.1 + 10, Burst: 20, Expires: time.Now().Add(grant + udpSlack),
 		MaxPackets: monitorBitmapPackets, DSCP: req.DSCP, ECN: req.ECN,
-	})
-	if err != nil {
-		release()
-		s.writeError(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	us := &udpSession{release: release}
-	u.mu.Lock()
-	u.open[ses.ID] = us
-	us.timer = time.AfterFunc(time.Until(expires), func() { u.finish(ses.ID) })
-	u.mu.Unlock()
-	s.cfg.Logger.Info("udp monitor session", "id", ses.ID, "client", ip, "rate_pps", rate, "bytes", req.PacketBytes, "grant", grant, "software", req.Client)
-	writeJSON(w, http.StatusOK, stamp.SessionReply{
-		ID: ses.ID, SSID: ses.SSID, Port: int(refl.Addr().Port()), ExpiresS: time.Until(expires).Seconds(),
-		DurationS: grant.Seconds(), MaxRatePPS: maxRate, MaxPackets: monitorBitmapPackets, Clock: refl.ClockInfo(),
 	})
 }

@@ -392,9 +392,10 @@ func checkLines(name string, v []string) error {
 	return nil
 }
 
-// inRange: v is a finite number in [lo, hi] (NaN fails both comparisons).
+// inRange: v is a finite number in [lo, hi], as finiteIn checks it, or
+// an error naming the field.
 func inRange(name string, v, lo, hi float64) error {
-	if !(v >= lo && v <= hi) {
+	if !finiteIn(v, lo, hi) {
 		return fmt.Errorf("%s: %g is not within %g–%g", name, v, lo, hi)
 	}
 	return nil

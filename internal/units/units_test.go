@@ -87,10 +87,12 @@ func TestFormatRate(t *testing.T) {
 		bps  float64
 		want string
 	}{
-		{941.3e6, "941.3 Mbit/s"}, {12e3, "12.0 kbit/s"}, {1.2e9, "1.20 Gbit/s"},
-		{999.96e6, "1.00 Gbit/s"}, {999.94e6, "999.9 Mbit/s"}, {950, "950 bit/s"},
-		{0, "0 bit/s"}, {-0.3, "0 bit/s"}, {-20e6, "-20.0 Mbit/s"}, {1.5e12, "1.50 Tbit/s"},
-		{math.NaN(), "n/a"}, {math.Inf(1), "n/a"},
+		{941.3e6, "941.3 Mbit/s"}, {941.26e6, "941.3 Mbit/s"}, {12e3, "12.0 kbit/s"}, {1.2e9, "1.20 Gbit/s"},
+		{949.28e6, "949.3 Mbit/s"}, {999.96e6, "1.00 Gbit/s"}, {999.94e6, "999.9 Mbit/s"},
+		{999.96e3, "1.0 Mbit/s"}, {1e6, "1.0 Mbit/s"}, {700e3, "700.0 kbit/s"}, {950, "950 bit/s"},
+		{999.6, "1.0 kbit/s"}, {0, "0 bit/s"}, {0.3, "0 bit/s"}, {-0.3, "0 bit/s"}, {-20e6, "-20.0 Mbit/s"},
+		{40e9, "40.00 Gbit/s"}, {1.5e12, "1.50 Tbit/s"},
+		{math.NaN(), "n/a"}, {math.Inf(1), "n/a"}, {math.Inf(-1), "n/a"},
 	}
 	for _, tc := range tests {
 		if got := FormatRate(tc.bps); got != tc.want {
@@ -106,7 +108,10 @@ func TestFormatRate(t *testing.T) {
 }
 
 func TestFormatBytes(t *testing.T) {
-	for b, want := range map[float64]string{512: "512 B", 65536: "64.0 KiB", 3.2 * (1 << 20): "3.2 MiB", 1.09 * (1 << 30): "1.09 GiB"} {
+	for b, want := range map[float64]string{
+		512: "512 B", 65536: "64.0 KiB", 3.2 * (1 << 20): "3.2 MiB", 1.09 * (1 << 30): "1.09 GiB",
+		0: "0 B", 1460: "1.4 KiB", 1023: "1023 B", 3 << 20: "3.0 MiB", 1.17e9: "1.09 GiB", math.Inf(1): "n/a",
+	} {
 		if got := FormatBytes(b); got != want {
 			t.Errorf("FormatBytes(%g) = %q, want %q", b, got, want)
 		}

@@ -6,7 +6,6 @@ package load
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/server/servertest"
 	"github.com/sonde-project/sonde/internal/tcptest"
 	"github.com/sonde-project/sonde/internal/udptest"
 )
@@ -25,27 +25,12 @@ func startServer(t *testing.T) string {
 	return startServerWith(t, server.Config{})
 }
 
-// startServerWith starts a server on loopback with cfg's limits (addresses,
-// per-IP start rate and software name are set here).
+// startServerWith starts a server on loopback with cfg's limits (the UDP
+// address, per-IP start rate and software name are set here).
 func startServerWith(t *testing.T, cfg server.Config) string {
 	t.Helper()
-	cfg.Addr, cfg.UDPAddr, cfg.PerIPPerMinute, cfg.Software = "127.0.0.1:0", "127.0.0.1:0", -1, "sonde/load-test"
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ctx, []net.Listener{ln}, nil)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return "http://" + ln.Addr().String()
+	cfg.UDPAddr, cfg.PerIPPerMinute, cfg.Software = "127.0.0.1:0", -1, "sonde/load-test"
+	return "http://" + servertest.Start(t, cfg)
 }
 
 // outcome is one run's verdict: ok, or the reason it gave.
@@ -82,7 +67,13 @@ func TestConcurrentTests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
 	}
-	addr := startServer(t)
+	tally(t, "sonde test", runConcurrentTests(startServer(t), func(*model.Result) {}))
+}
+
+// runConcurrentTests runs `sonde test` from clients goroutines at once (1 s
+// phases, one stream, with their STAMP probes), judges each run and hands
+// each result that came back to seen, from the run's goroutine.
+func runConcurrentTests(addr string, seen func(*model.Result)) []outcome {
 	outs := make([]outcome, clients)
 	var wg sync.WaitGroup
 	for i := range clients {
@@ -94,10 +85,13 @@ func TestConcurrentTests(t *testing.T) {
 			res, err := tcptest.Run(ctx, tcptest.Config{Server: addr, Duration: time.Second, Streams: 1, BaselineSamples: 20,
 				DSCP: -1, Software: "sonde/load-test"})
 			outs[i] = judgeTest(res, err)
+			if res != nil {
+				seen(res)
+			}
 		}()
 	}
 	wg.Wait()
-	tally(t, "sonde test", outs)
+	return outs
 }
 
 func judgeTest(res *model.Result, err error) outcome {
@@ -110,14 +104,8 @@ func judgeTest(res *model.Result, err error) outcome {
 	}
 	why = append(why, res.Errors...)
 	// A UDP probe phase that sent and heard nothing must say why.
-	flows := []*model.UDPFlow{res.BaselineUDP}
-	for _, d := range []*model.DirectionResult{res.Download, res.Upload} {
-		if d != nil {
-			flows = append(flows, d.UDPLatency)
-		}
-	}
-	for _, f := range flows {
-		if f != nil && f.Sent > 0 && f.Replies == 0 {
+	for _, f := range phasesOf(res) {
+		if f.Sent > 0 && f.Replies == 0 {
 			if len(f.Errors) == 0 && len(why) == 0 {
 				return outcome{reason: ""} // silence: tally flags it
 			}
@@ -206,40 +194,25 @@ func TestConcurrentTestsAllAdmitted(t *testing.T) {
 		t.Skip("load test")
 	}
 	addr := startServerWith(t, server.Config{MaxConcurrent: clients, MaxStreams: 4, MaxConnsPerIP: 20 * clients})
-	outs := make([]outcome, clients)
 	var (
 		mu                                  sync.Mutex
 		phases, sent, replies, lossy, quiet int
 	)
-	var wg sync.WaitGroup
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-			defer cancel()
-			res, err := tcptest.Run(ctx, tcptest.Config{Server: addr, Duration: time.Second, Streams: 1, BaselineSamples: 20,
-				DSCP: -1, Software: "sonde/load-test"})
-			outs[i] = judgeTest(res, err)
-			if res == nil {
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, f := range phasesOf(res) {
-				phases++
-				sent += f.Sent
-				replies += f.Replies
-				if f.Replies < f.Sent {
-					lossy++
-					if len(f.Errors) == 0 {
-						quiet++
-					}
+	outs := runConcurrentTests(addr, func(res *model.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, f := range phasesOf(res) {
+			phases++
+			sent += f.Sent
+			replies += f.Replies
+			if f.Replies < f.Sent {
+				lossy++
+				if len(f.Errors) == 0 {
+					quiet++
 				}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	tally(t, "sonde test (100 slots)", outs)
 	t.Logf("%d UDP probe phases: %d probes sent, %d replies; %d phases lost probes, %d of them without a named cause",
 		phases, sent, replies, lossy, quiet)
@@ -248,12 +221,11 @@ func TestConcurrentTestsAllAdmitted(t *testing.T) {
 	}
 }
 
+// phasesOf returns a result's STAMP probe phases that ran.
 func phasesOf(res *model.Result) []*model.UDPFlow {
 	var out []*model.UDPFlow
-	for _, f := range []*model.UDPFlow{res.BaselineUDP} {
-		if f != nil {
-			out = append(out, f)
-		}
+	if res.BaselineUDP != nil {
+		out = append(out, res.BaselineUDP)
 	}
 	for _, d := range []*model.DirectionResult{res.Download, res.Upload} {
 		if d != nil && d.UDPLatency != nil {
