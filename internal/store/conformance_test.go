@@ -48,6 +48,7 @@ func TestConformance(t *testing.T) {
 		{"monitor-identity", testIdentity},
 		{"monitor-rows", testMonitorRows},
 		{"batch-atomic-and-bounded", testBatchAtomic},
+		{"late-replaces-lost", testLateReplacesLost},
 		{"retention", testRetention},
 		{"newer-schema", testNewerSchema},
 		{"migrate-twice", testMigrateTwice},
@@ -474,5 +475,45 @@ func testMigrateTwice(t *testing.T, url string) {
 		if err != nil || v != SchemaVersion() || v < 1 {
 			t.Fatalf("Migrate: version %d, %v; want %d", v, err, SchemaVersion())
 		}
+	}
+}
+
+// testLateReplacesLost: the prober reports a probe lost at its timeout and
+// again, late with its RTT, when the reply comes; the late row replaces
+// the lost one whether it comes in a later batch or the same one, and
+// nothing else replaces a stored row.
+func testLateReplacesLost(t *testing.T, url string) {
+	s := open(t, url, Options{})
+	ctx := context.Background()
+	mid, _ := monitor(t, s, "m")
+	lost := func(seq uint32) model.ProbeSample {
+		return model.ProbeSample{Stream: 0, Seq: seq, SentNs: t0 + int64(seq)*100e6, LatenessNs: 7, RTTNs: -1, Lost: true, Load: model.LoadUp}
+	}
+	late := func(seq uint32) model.ProbeSample {
+		p := lost(seq)
+		p.RTTNs, p.FwdNs, p.RevNs, p.Late = 2500e6+int64(seq), 1200e6, 1300e6, true
+		return p
+	}
+	ok := func(seq uint32) model.ProbeSample {
+		p := lost(seq)
+		p.RTTNs, p.Lost = 20e6, false
+		return p
+	}
+	// Batch 1: probe 0 lost, 1 answered, 2 lost then late in the same batch.
+	if err := s.Write(ctx, mid, &Batch{Probes: []model.ProbeSample{lost(0), ok(1), lost(2), late(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	// Batch 2: probe 0's late reply; a late sample for the answered probe 1
+	// and a lost one for the late probe 2 (neither may replace anything).
+	if err := s.Write(ctx, mid, &Batch{Probes: []model.ProbeSample{late(0), late(1), lost(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []model.ProbeSample
+	if err := s.Probes(ctx, mid, t0, t0+1e12, func(p model.ProbeSample) error { p.Stream = 0; got = append(got, p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := []model.ProbeSample{late(0), ok(1), late(2)}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("probes after late replies:\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -162,7 +162,7 @@ func (s *sqlStore) Write(ctx context.Context, monitor int64, b *Batch) error {
 	defer tx.Rollback()
 
 	ins := inserter{s: s, tx: tx, ctx: ctx}
-	for _, p := range b.Probes {
+	for _, p := range lateWins(b.Probes) {
 		id, err := sid(p.Stream)
 		if err != nil {
 			return err
@@ -174,7 +174,7 @@ func (s *sqlStore) Write(ctx context.Context, monitor int64, b *Batch) error {
 		if p.Late {
 			fl |= flagLate
 		}
-		ins.add("probes (sid, sent_ns, seq, lateness_ns, rtt_ns, fwd_ns, rev_ns, flags, load)", 9,
+		ins.add(probeTable, 9,
 			id, p.SentNs, int64(p.Seq), int64(p.LatenessNs), p.RTTNs, p.FwdNs, p.RevNs, fl, int(p.Load))
 	}
 	ins.flush()
@@ -221,6 +221,41 @@ func (s *sqlStore) Write(ctx context.Context, monitor int64, b *Batch) error {
 	return nil
 }
 
+// probeTable names the probe columns an insert fills.
+const probeTable = "probes (sid, sent_ns, seq, lateness_ns, rtt_ns, fwd_ns, rev_ns, flags, load)"
+
+// probeConflict: a probe row already stored stays as it is (a replayed
+// batch is harmless), except that a late reply replaces the lost row of
+// the same probe: the prober reports a probe lost at its timeout and,
+// when the reply comes later, again as late with its RTT, and the two
+// may land in different batches. Same SQL on both engines; 1 is flagLost,
+// 3 flagLost|flagLate.
+const probeConflict = ` ON CONFLICT (sid, sent_ns) DO UPDATE SET rtt_ns = excluded.rtt_ns, fwd_ns = excluded.fwd_ns,
+	rev_ns = excluded.rev_ns, flags = excluded.flags WHERE probes.flags = 1 AND excluded.flags = 3`
+
+// lateWins drops, within one batch, the lost sample of a probe whose late
+// sample is in the same batch (PostgreSQL refuses an upsert that touches a
+// row twice). Batches without a late sample, nearly all, are not copied.
+func lateWins(ps []model.ProbeSample) []model.ProbeSample {
+	late := map[[2]int64]bool{}
+	for _, p := range ps {
+		if p.Late {
+			late[[2]int64{int64(p.Stream), p.SentNs}] = true
+		}
+	}
+	if len(late) == 0 {
+		return ps
+	}
+	out := make([]model.ProbeSample, 0, len(ps))
+	for _, p := range ps {
+		if !p.Late && late[[2]int64{int64(p.Stream), p.SentNs}] {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // inserter collects rows of one table into multi-row INSERTs that skip
 // rows already stored (ON CONFLICT DO NOTHING: both engines).
 type inserter struct {
@@ -251,7 +286,11 @@ func (in *inserter) flush() {
 	}
 	n := len(in.args) / in.cols
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", in.cols), ", ") + ")"
-	q := "INSERT INTO " + in.table + " VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + " ON CONFLICT DO NOTHING"
+	conflict := " ON CONFLICT DO NOTHING"
+	if in.table == probeTable {
+		conflict = probeConflict
+	}
+	q := "INSERT INTO " + in.table + " VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + conflict
 	if _, err := in.tx.ExecContext(in.ctx, in.s.q(q), in.args...); err != nil {
 		in.err = fmt.Errorf("store: insert into %s: %w", strings.Fields(in.table)[0], err)
 	}

@@ -52,7 +52,9 @@ type Monitors interface {
 	// ListStreams returns a monitor's streams by store ID.
 	ListStreams(ctx context.Context, monitor int64) (map[int32]model.MonitorStream, error)
 	// Write stores a batch in one transaction; a row already stored (same
-	// stream and time) is left as it is, so a replayed batch is harmless.
+	// stream and time) is left as it is, so a replayed batch is harmless,
+	// except a lost probe, which a late sample of it (Lost and Late, with
+	// its RTT) replaces.
 	Write(ctx context.Context, monitor int64, b *Batch) error
 	// Probes calls fn for the monitor's probes sent in [from, to), by
 	// stream then time; Stream is the store's stream ID.

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/monitor"
+	"github.com/sonde-project/sonde/internal/store"
+)
+
+func newMonitorCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "monitor",
+		Short: "Long-term monitoring of a path: latency reliability R(L) against requirements",
+		Long: `sonde monitor probes one or more targets continuously (STAMP to a sonde
+server or any RFC 8762 reflector, optionally ICMP and TCP connect), labels
+each probe with the access link's load state, and keeps every probe,
+per-minute rollups and events (outages, baseline steps, loaded episodes)
+in a store (docs/monitor.md).`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newMonitorRunCmd(), newMonitorStatusCmd())
+	return cmd
+}
+
+func newMonitorRunCmd() *cobra.Command {
+	var (
+		cfg      monitor.Config
+		cfgFile  string
+		timeout  time.Duration
+		keepRaw  string
+		keepRoll string
+		labels   []string
+	)
+	cmd := &cobra.Command{
+		Use:   "run --target SERVER [--target …]",
+		Short: "Run the monitoring daemon",
+		Long: `Run the monitoring daemon until SIGINT or SIGTERM. Each target is a sonde
+server (host:port or URL: probed through its monitor sessions) or
+stamp://host[:port] (any RFC 8762 / TWAMP-Light reflector); --icmp and
+--tcp PORT add probe kinds to the same hosts, --dscp one stream per class.
+An unreachable target is not an error: probing goes on and records the
+loss. The store defaults to /var/lib/sonde/monitor.db as root, else
+./sonde-monitor.db. --config FILE takes the same settings as JSON
+(contrib/monitor.sample.json); flags override it.`,
+		Example: `  sonde monitor run --target sonde.example.net:8080 --interface eth0 --up 20M --down 100M
+  sonde monitor run --target stamp://192.0.2.1 --target stamp://198.51.100.7:862 --icmp --dscp ef,be
+  sonde monitor run --config /etc/sonde/monitor.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			c := cfg
+			if cfgFile != "" {
+				fc, err := monitor.LoadConfig(cfgFile)
+				if err != nil {
+					return usageErr(err)
+				}
+				// Flags given override the file.
+				over := func(name string, apply func()) {
+					if f.Changed(name) {
+						apply()
+					}
+				}
+				over("target", func() { fc.Targets = cfg.Targets })
+				over("rate", func() { fc.Rate = cfg.Rate })
+				over("icmp", func() { fc.ICMP = cfg.ICMP })
+				over("tcp", func() { fc.TCPPort = cfg.TCPPort })
+				over("dscp", func() { fc.DSCP = cfg.DSCP })
+				over("interface", func() { fc.Interface = cfg.Interface })
+				over("up", func() { fc.Up = cfg.Up })
+				over("down", func() { fc.Down = cfg.Down })
+				over("store", func() { fc.Store = cfg.Store })
+				over("listen", func() { fc.Listen = cfg.Listen })
+				over("name", func() { fc.Name = cfg.Name })
+				over("profiles", func() { fc.Profiles = cfg.Profiles })
+				over("token", func() { fc.Token = cfg.Token })
+				c = fc
+			}
+			if f.Changed("timeout") {
+				c.Timeout = monitor.Duration(timeout)
+			}
+			for _, kv := range []struct {
+				flag string
+				dst  *monitor.Duration
+				val  string
+			}{{"keep-raw", &c.KeepRaw, keepRaw}, {"keep-rollups", &c.KeepRoll, keepRoll}} {
+				if f.Changed(kv.flag) {
+					d, err := monitor.ParseAge(kv.val)
+					if err != nil {
+						return usagef("--%s: %s", kv.flag, err)
+					}
+					*kv.dst = monitor.Duration(d)
+				}
+			}
+			if f.Changed("label") {
+				c.Labels = map[string]string{}
+				for _, l := range labels {
+					k, v, ok := strings.Cut(l, "=")
+					if !ok || k == "" {
+						return usagef("--label %q: want key=value", l)
+					}
+					c.Labels[k] = v
+				}
+			}
+			c.Defaults()
+			plan, err := c.Validate()
+			if err != nil {
+				return usageErr(err)
+			}
+			return runMonitor(cmd.Context(), cmd.ErrOrStderr(), plan)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfgFile, "config", "", "read the settings from a JSON `FILE` (flags override it)")
+	f.StringArrayVar(&cfg.Targets, "target", nil, "a sonde server (host:port or URL) or stamp://host[:port] reflector to probe (repeat, up to 8)")
+	f.Float64Var(&cfg.Rate, "rate", 10, "probes per second per stream (1-100)")
+	f.DurationVar(&timeout, "timeout", 2*time.Second, "a probe unanswered after this is lost (a later reply is kept as late)")
+	f.BoolVar(&cfg.ICMP, "icmp", false, "also probe each target's host with ICMP echo (needs CAP_NET_RAW or ping_group_range)")
+	f.IntVar(&cfg.TCPPort, "tcp", 0, "also probe each target's host with TCP connects to `PORT`")
+	f.StringSliceVar(&cfg.DSCP, "dscp", nil, "DSCP classes probed side by side, e.g. ef,be (default be)")
+	f.StringVar(&cfg.Interface, "interface", "", "access interface `IF` whose counters label each probe's load state")
+	f.StringVar(&cfg.Up, "up", "", "uplink capacity of --interface, e.g. 20M (default: learnt)")
+	f.StringVar(&cfg.Down, "down", "", "downlink capacity of --interface, e.g. 100M (default: learnt)")
+	f.StringVar(&cfg.Store, "store", "", "`URL` of the store: a SQLite path or postgres://… (default /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db)")
+	f.StringVar(&keepRaw, "keep-raw", "30d", "keep raw probes and counters this long (forever: never delete)")
+	f.StringVar(&keepRoll, "keep-rollups", "5y", "keep per-minute rollups this long (events are kept forever)")
+	f.StringVar(&cfg.Listen, "listen", monitor.DefaultListen, "`ADDR` of /metrics, /status and /healthz (off: none)")
+	f.StringVar(&cfg.Name, "name", "", "the monitor's name in the store (default the host name)")
+	f.StringArrayVar(&labels, "label", nil, "a `key=value` label of the monitor (repeat), e.g. isp=example")
+	f.StringVar(&cfg.Profiles, "profiles", "", "requirement profile `FILE` (JSON; default the smart-grid table)")
+	f.StringVar(&cfg.Token, "token", "", "bearer token for private sonde servers")
+	return cmd
+}
+
+// runMonitor opens the store and runs the daemon until ctx ends.
+func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan) error {
+	loc, _ := store.ParseURL(plan.Store)
+	if loc.Backend == store.SQLite && loc.Path != store.Memory && os.Geteuid() == 0 && plan.Store == monitor.DefaultStore() {
+		// The default state directory (systemd's StateDirectory makes it too).
+		if err := os.MkdirAll(filepath.Dir(loc.Path), 0o750); err != nil {
+			return usagef("--store: %w", err)
+		}
+	}
+	octx, cancel := context.WithTimeout(ctx, time.Minute)
+	st, err := store.Open(octx, plan.Store, store.Options{})
+	cancel()
+	if err != nil {
+		return usageErr(err)
+	}
+	defer st.Close()
+	d, err := monitor.New(ctx, plan, monitor.Options{Store: st, Log: logw, Version: version})
+	if err != nil {
+		return usageErr(err)
+	}
+	if a := d.Addr(); a != nil {
+		fmt.Fprintf(logw, "monitor: serving /metrics, /status and /healthz on http://%s\n", a)
+	}
+	return d.Run(ctx)
+}
+
+func newMonitorStatusCmd() *cobra.Command {
+	var (
+		listen string
+		out    outputs
+	)
+	cmd := &cobra.Command{
+		Use:   "status [--listen ADDR]",
+		Short: "Print a running monitor's status (its /status endpoint)",
+		Long: `Print the status of the monitor daemon serving at --listen: each stream's
+counters, last RTT and loss over the last minute, the load state, the
+store's health and the last events. Exit status 1 when it does not answer.`,
+		Example: `  sonde monitor status
+  sonde monitor status --listen 127.0.0.1:9851 --json -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput("--json", out.json); err != nil {
+				return err
+			}
+			if _, _, err := net.SplitHostPort(listen); err != nil {
+				return usagef("--listen %q: want host:port", listen)
+			}
+			return monitorStatus(cmd.Context(), cmd.OutOrStdout(), listen, out.json)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", monitor.DefaultListen, "`ADDR` the daemon serves on")
+	f.StringVar(&out.json, "json", "", "write the status as JSON to `FILE`, - for stdout (no text then)")
+	return cmd
+}
+
+func monitorStatus(ctx context.Context, stdout io.Writer, listen, jsonOut string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/status", nil)
+	if err != nil {
+		return usageErr(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("no monitor answers at %s: %w", listen, errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("monitor at %s: %s", listen, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("monitor at %s: %w", listen, err)
+	}
+	var st monitor.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return fmt.Errorf("monitor at %s: its status does not parse: %w", listen, err)
+	}
+	if jsonOut != "" {
+		return writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { _, err := w.Write(body); return err })
+	}
+	printStatus(stdout, &st)
+	return nil
+}
+
+func printStatus(w io.Writer, st *monitor.Status) {
+	up := time.Duration(st.NowNs - st.StartedNs).Round(time.Second)
+	fmt.Fprintf(w, "monitor %s, up %v\n", st.Name, up)
+	for _, s := range st.Streams {
+		rtt, loss := "-", "-"
+		if s.LastRTTMs >= 0 {
+			rtt = fmt.Sprintf("%.2f ms", s.LastRTTMs)
+		}
+		if s.LossLastMinute >= 0 {
+			loss = fmt.Sprintf("%.2f %%", 100*s.LossLastMinute)
+		}
+		fmt.Fprintf(w, "  %-40s sent %d lost %d late %d  last RTT %s  loss (last min) %s\n", s.Name, s.Sent, s.Lost, s.Late, rtt, loss)
+		if s.Problem != "" {
+			fmt.Fprintf(w, "    problem: %s\n", s.Problem)
+		}
+	}
+	if l := st.Load; l != nil {
+		fmt.Fprintf(w, "  load on %s: %s (up %.0f / %.0f bit/s, down %.0f / %.0f bit/s; counters every %.0f ms%s)\n",
+			l.Interface, l.State, l.UpRateBps, l.UpBps, l.DownRateBps, l.DownBps, l.ResolutionMs, map[bool]string{true: ", stale driver", false: ""}[l.Stale])
+	}
+	health := "ok"
+	if !st.Store.Healthy {
+		health = "FAILING: " + st.Store.LastError
+	}
+	fmt.Fprintf(w, "  store %s: %s (backlog %d rows, %d dropped)\n", st.Store.Location, health, st.Store.BacklogRows, st.Store.DroppedRows)
+	for _, e := range st.LastEvents {
+		fmt.Fprintf(w, "  %s  %-13s %s\n", time.Unix(0, e.StartNs).UTC().Format(time.RFC3339), e.Kind, e.Text)
+	}
+}

@@ -1,0 +1,147 @@
+package monitor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSampleConfigLoads(t *testing.T) {
+	c, err := LoadConfig(filepath.Join("..", "..", "contrib", "monitor.sample.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Defaults()
+	p, err := c.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Streams) == 0 || p.KeepRaw != Duration(30*24*time.Hour) {
+		t.Fatalf("plan %+v", p)
+	}
+}
+
+func TestConfigDefaultsAndStreams(t *testing.T) {
+	c := Config{Targets: []string{"sonde.example:8080", "stamp://192.0.2.1"}, ICMP: true, TCPPort: 443, DSCP: []string{"ef", "be"}, Store: ":memory:", Name: "m"}
+	c.Defaults()
+	p, err := c.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Streams) != 2*3*2 {
+		t.Fatalf("%d streams, want 12", len(p.Streams))
+	}
+	want := []string{"sonde.example:8080/stamp/ef", "sonde.example:8080/stamp/be", "sonde.example/icmp/ef"}
+	for i, w := range want {
+		if p.Streams[i].Name != w {
+			t.Errorf("stream %d %q, want %q", i, p.Streams[i].Name, w)
+		}
+	}
+	if p.Servers[0] != "sonde.example:8080" || p.Probes[0].Target != "" {
+		t.Errorf("a sonde server's STAMP stream goes through its sessions: %+v %q", p.Probes[0], p.Servers[0])
+	}
+	if s := p.Probes[6]; s.Target != "192.0.2.1:862" || p.Servers[6] != "" {
+		t.Errorf("stamp:// target: %+v", s)
+	}
+	if p.Rate != 10 || time.Duration(p.Timeout) != 2*time.Second || p.Listen != DefaultListen {
+		t.Errorf("defaults %+v", p.Config)
+	}
+}
+
+// TestConfigErrors: every bad input is one line naming what is wrong.
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	badProfiles := filepath.Join(dir, "p.json")
+	os.WriteFile(badProfiles, []byte(`{"profiles":[{"name":"x","latency":"-5ms","reliability":2}]}`), 0o644)
+	ok := func() Config { return Config{Targets: []string{"stamp://127.0.0.1"}, Store: ":memory:", Name: "m"} }
+	cases := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"no target", func(c *Config) { c.Targets = nil }, "--target"},
+		{"nine targets", func(c *Config) { c.Targets = strings.Split("a,b,c,d,e,f,g,h,i", ",") }, "at most 8"},
+		{"rate", func(c *Config) { c.Rate = 101 }, "--rate"},
+		{"timeout", func(c *Config) { c.Timeout = Duration(time.Hour) }, "--timeout"},
+		{"dscp", func(c *Config) { c.DSCP = []string{"ef", "nope"} }, "--dscp"},
+		{"dscp twice", func(c *Config) { c.DSCP = []string{"ef", "46"} }, "twice"},
+		{"up without interface", func(c *Config) { c.Up = "10M" }, "--up"},
+		{"bad up", func(c *Config) { c.Interface, c.Up = "eth0", "fast" }, "--up"},
+		{"bad interface", func(c *Config) { c.Interface = "../etc" }, "--interface"},
+		{"bad store", func(c *Config) { c.Store = "mysql://x" }, "--store"},
+		{"short keep", func(c *Config) { c.KeepRaw = Duration(time.Minute) }, "--keep-raw"},
+		{"listen", func(c *Config) { c.Listen = "9851" }, "--listen"},
+		{"label", func(c *Config) { c.Labels = map[string]string{"": "x"} }, "--label"},
+		{"profiles missing", func(c *Config) { c.Profiles = filepath.Join(dir, "none.json") }, "--profiles"},
+		{"profiles bad", func(c *Config) { c.Profiles = badProfiles }, "--profiles"},
+		{"target scheme", func(c *Config) { c.Targets = []string{"ftp://x"} }, "--target"},
+		{"target port", func(c *Config) { c.Targets = []string{"stamp://h:99999"} }, "--target"},
+		{"tcp port", func(c *Config) { c.TCPPort = 70000 }, "--tcp"},
+		{"too many streams", func(c *Config) {
+			c.Targets = strings.Split("a,b,c,d,e,f,g,h", ",")
+			c.ICMP, c.TCPPort, c.DSCP = true, 80, []string{"ef", "be"}
+		}, "at most 32"},
+		{"duplicate stream", func(c *Config) { c.Targets = []string{"stamp://h", "stamp://h:862"} }, "twice"},
+	}
+	for _, tc := range cases {
+		c := ok()
+		tc.mod(&c)
+		c.Defaults()
+		_, err := c.Validate()
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %q, want one line with %q", tc.name, err, tc.want)
+		}
+	}
+	c := ok()
+	c.Defaults()
+	if _, err := c.Validate(); err != nil {
+		t.Fatalf("the base config: %v", err)
+	}
+}
+
+func TestParseConfigStrict(t *testing.T) {
+	for _, in := range []string{
+		`{"targets": ["a"], "rat": 5}`,
+		`{"targets": ["a"]} {}`,
+		`{"targets": "a"}`,
+		`{"timeout": 5}`,
+		`{"keep_raw": "30 days"}`,
+		`{"timeout": "-1s"}`,
+		`{`,
+		`{"name": "` + strings.Repeat("x", MaxConfigBytes) + `"}`,
+	} {
+		if _, err := ParseConfig(strings.NewReader(in)); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%.60s: error %v, want one line", in, err)
+		}
+	}
+	c, err := ParseConfig(strings.NewReader(`{"targets": ["a"], "keep_raw": "7d", "keep_rollups": "forever", "timeout": "500ms"}`))
+	if err != nil || c.KeepRaw != Duration(7*24*time.Hour) || c.KeepRoll != Forever || c.Timeout != Duration(500*time.Millisecond) {
+		t.Fatalf("%+v %v", c, err)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add(`{"targets": ["stamp://127.0.0.1"], "rate": 10, "dscp": ["ef"], "keep_raw": "30d"}`)
+	f.Add(`{"targets": ["http://[::1]:8080"], "labels": {"isp": "x"}, "tcp_port": 443, "icmp": true}`)
+	f.Add(`{"timeout": "1y"}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseConfig(strings.NewReader(s))
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error %q", err)
+			}
+			return
+		}
+		c.Profiles = "" // no file reads from fuzzed input
+		c.Defaults()
+		if p, err := c.Validate(); err == nil && len(p.Streams) > 32 {
+			t.Fatalf("%d streams", len(p.Streams))
+		}
+	})
+}

@@ -1,0 +1,256 @@
+// Package monitor is the `sonde monitor run` daemon: it runs the probers
+// (internal/monitor/probe) and the interface counter reader
+// (internal/ifstat), and once a second drains the probes, labels each with
+// its load state, and writes one store batch (probes, counters, events);
+// it rolls each minute up once its late replies can no longer come, runs
+// the event detectors (internal/reliability) over the last minutes, holds
+// a bounded backlog in memory while the store fails, and serves /metrics,
+// /status and /healthz (docs/monitor.md, "The daemon").
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/ifstat"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/monitor/probe"
+	"github.com/sonde-project/sonde/internal/reliability"
+	"github.com/sonde-project/sonde/internal/store"
+)
+
+// Timings of the loop.
+const (
+	tick = time.Second
+	// eventEvery is how often the detectors run over the recent window;
+	// recentSpan is that window (a baseline step needs 5 steady minutes
+	// on each side).
+	eventEvery = 10 * time.Second
+	recentSpan = 15 * time.Minute
+	// maxRecent bounds the samples kept for the detectors (about 20 MB).
+	maxRecent = 400_000
+	// retryEvery is how often a failing store is tried again; backlogSpan
+	// how much is held in memory meanwhile (at most maxBacklogRows).
+	retryEvery     = 5 * time.Second
+	backlogSpan    = 10 * time.Minute
+	maxBacklogRows = 2_000_000
+	retainEvery    = time.Hour
+	// settle: an event ending this close to the newest final probe may
+	// still grow, so it waits for the next pass.
+	settle = 5 * time.Second
+)
+
+// Daemon is a running monitor.
+type Daemon struct {
+	plan    *Plan
+	st      store.Store
+	mid     int64
+	prober  *probe.Prober
+	tracker *ifstat.Tracker
+	src     *ifstat.Sysfs
+	ln      net.Listener
+	log     *log.Logger
+	version string
+	core    *core
+}
+
+// Options are what the caller provides beside the plan.
+type Options struct {
+	Store   store.Store // open store (the caller closes it)
+	Log     io.Writer   // one line per notable thing (default: discard)
+	Version string      // sonde's version, recorded with each restart
+}
+
+// New opens everything the plan names: the interface counters, the
+// monitor's identity and streams in the store, the probe sockets and
+// monitor sessions, and the HTTP listener. Each error is one line; an
+// unreachable target is not one (probing goes on and records loss).
+func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
+	logw := opt.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	d := &Daemon{plan: plan, st: opt.Store, log: log.New(logw, "monitor: ", log.LstdFlags), version: opt.Version}
+	ok := false
+	defer func() {
+		if !ok {
+			d.closeAll()
+		}
+	}()
+	var ifEvents *eventQueue
+	if plan.Interface != "" {
+		src, err := ifstat.Open(plan.Interface)
+		if err != nil {
+			return nil, fmt.Errorf("--interface: %w", err)
+		}
+		d.src = src
+		ifEvents = &eventQueue{}
+		t, err := ifstat.NewTracker(ifstat.Config{Name: plan.Interface, UpBps: plan.UpBps, DownBps: plan.DownBps,
+			MaxBps: max(src.SpeedBps(), 0), OnEvent: ifEvents.add})
+		if err != nil {
+			return nil, fmt.Errorf("--interface: %w", err)
+		}
+		d.tracker = t
+	}
+	mid, err := d.st.Monitor(ctx, store.Identity{Name: plan.Name, Labels: plan.Labels})
+	if err != nil {
+		return nil, err
+	}
+	d.mid = mid
+	if _, err := d.st.Streams(ctx, mid, plan.Streams); err != nil {
+		return nil, err
+	}
+	cfgs := make([]probe.StreamConfig, len(plan.Probes))
+	copy(cfgs, plan.Probes)
+	sessions := map[string]probe.SessionOpener{}
+	for i, server := range plan.Servers {
+		if server == "" {
+			continue
+		}
+		if sessions[server] == nil {
+			op, err := probe.HTTPSessions(server, plan.Token, nil)
+			if err != nil {
+				return nil, fmt.Errorf("--target %s: %w", server, err)
+			}
+			sessions[server] = op
+		}
+		cfgs[i].Sessions = sessions[server]
+	}
+	d.prober, err = probe.New(ctx, probe.Config{Streams: cfgs})
+	if err != nil {
+		return nil, err
+	}
+	if plan.Listen != "off" {
+		if d.ln, err = net.Listen("tcp", plan.Listen); err != nil {
+			return nil, fmt.Errorf("--listen: %w", err)
+		}
+	}
+	d.core = newCore(plan, d.st, mid, d.prober.Ring(), d.log)
+	d.core.tracker = d.tracker
+	d.core.ifEvents = ifEvents
+	d.core.stats = d.prober.Stats
+	d.core.version = opt.Version
+	ok = true
+	return d, nil
+}
+
+// Addr is the HTTP endpoints' address (nil with --listen off).
+func (d *Daemon) Addr() net.Addr {
+	if d.ln == nil {
+		return nil
+	}
+	return d.ln.Addr()
+}
+
+func (d *Daemon) closeAll() {
+	if d.prober != nil {
+		d.prober.Close()
+	}
+	if d.src != nil {
+		d.src.Close()
+	}
+	if d.ln != nil {
+		d.ln.Close()
+	}
+}
+
+// Run records the restart, starts probing and runs the loop until ctx
+// ends; then it stops the probers, writes what is left (rolling up every
+// open minute) and returns. It returns an error only when the store
+// refuses the restart record at the start.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer d.closeAll()
+	c := d.core
+	now := d.prober.Clock().Now()
+	if err := c.restart(ctx, now); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	ictx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); wg.Wait() }()
+	if d.tracker != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = ifstat.Run(ictx, d.src, d.tracker) }()
+	}
+	var srv *http.Server
+	if d.ln != nil {
+		srv = &http.Server{Handler: c.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = srv.Serve(d.ln) }()
+	}
+	d.prober.Start()
+	d.log.Printf("probing %d streams of %d targets at %g/s; store %s", len(d.plan.Streams), len(d.plan.Targets), d.plan.Rate, d.st.Location())
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			d.prober.Close()
+			// The last second's samples, every open minute rolled up: a
+			// stop loses nothing measured (a late reply still on its way
+			// is counted lost).
+			wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			c.step(wctx, d.prober.Clock().Now(), true)
+			wcancel()
+			if srv != nil {
+				sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+				_ = srv.Shutdown(sctx)
+				scancel()
+			}
+			return nil
+		case <-t.C:
+			c.step(ctx, d.prober.Clock().Now(), false)
+		}
+	}
+}
+
+// eventQueue collects events from other goroutines (ifstat's reader) for
+// the next batch; bounded, the oldest kept.
+type eventQueue struct {
+	mu  sync.Mutex
+	evs []model.MonitorEvent
+}
+
+func (q *eventQueue) add(e model.MonitorEvent) {
+	q.mu.Lock()
+	if len(q.evs) < 1000 {
+		q.evs = append(q.evs, e)
+	}
+	q.mu.Unlock()
+}
+
+func (q *eventQueue) take() []model.MonitorEvent {
+	if q == nil {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e := q.evs
+	q.evs = nil
+	return e
+}
+
+// errPermanent tells a batch the store will never take (bad input) from
+// a failing store.
+func errPermanent(err error) bool {
+	return errors.Is(err, store.ErrBadInput) || errors.Is(err, store.ErrUnknownStream)
+}
+
+// reliabilityConfig is the detectors' configuration for the plan.
+func reliabilityConfig(p *Plan, upBps, downBps float64) reliability.Config {
+	var rc reliability.Config
+	rc.Profiles = p.Profiles
+	rc.ProbeIntervalNs = int64(float64(time.Second) / p.Rate)
+	rc.Loaded.UpBps, rc.Loaded.DownBps = upBps, downBps
+	rc.ExactLimit = maxRecent
+	rc.Loaded.MaxSamples = maxRecent
+	return rc
+}
