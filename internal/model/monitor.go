@@ -265,4 +265,65 @@ type MonitorReport struct {
 	Stats    []StreamReport       `json:"stats"`
 	Profiles []RequirementProfile `json:"profiles,omitempty"`
 	Events   []MonitorEvent       `json:"events,omitempty"`
+	// Monitor names the monitor the report read (`sonde monitor report`).
+	Monitor string `json:"monitor,omitempty"`
+	// RawFromNs is where raw samples begin: minutes before it were read
+	// from rollups (equal to FromNs: raw throughout; ToNs: rollups only).
+	RawFromNs int64 `json:"raw_from_ns,omitempty"`
+	// Daily is seed 001's Table 19 per stream and UTC day.
+	Daily []DailyStats `json:"daily,omitempty"`
+	// Series is the time series the HTML report plots, per stream.
+	Series []MonitorSeries `json:"series,omitempty"`
+	// CDFs are RTT distributions per stream (Load "all") and per load
+	// state (raw samples only: rollups keep no histogram per state).
+	CDFs []MonitorCDF `json:"cdfs,omitempty"`
+}
+
+// DailyStats is one stream's UTC day: seed 001's Table 19 (sent, dropped,
+// median, SD, variance) with R(L) at the report's thresholds.
+type DailyStats struct {
+	Stream      int32         `json:"stream"`
+	DayNs       int64         `json:"day_ns"` // start of the UTC day, Unix ns
+	Sent        uint64        `json:"sent"`
+	Lost        uint64        `json:"lost"` // includes the late ones
+	Late        uint64        `json:"late"`
+	MeanNs      float64       `json:"mean_ns"`
+	SDNs        float64       `json:"sd_ns"`
+	P50Ns       int64         `json:"p50_ns"` // from 2 %-wide histogram bins (within 1 %)
+	P99Ns       int64         `json:"p99_ns"`
+	Reliability []Reliability `json:"reliability"`
+}
+
+// MonitorSeries is one stream's per-bucket delay and loss over the range:
+// buckets of whole minutes, as many minutes as keep the series under a
+// couple of thousand points.
+type MonitorSeries struct {
+	Stream   int32         `json:"stream"`
+	BucketNs int64         `json:"bucket_ns"`
+	Points   []SeriesPoint `json:"points"`
+}
+
+// SeriesPoint is one bucket: probes sent and lost, and the p50 and p99 of
+// the answered ones (histogram bins, within 1 %; 0 when none answered).
+type SeriesPoint struct {
+	StartNs int64  `json:"start_ns"`
+	Sent    uint32 `json:"sent"`
+	Lost    uint32 `json:"lost"`
+	P50Ns   int64  `json:"p50_ns"`
+	P99Ns   int64  `json:"p99_ns"`
+}
+
+// MonitorCDF is an empirical RTT distribution: points (RTT, fraction of
+// answered probes at or below it) at histogram bin edges.
+type MonitorCDF struct {
+	Stream int32      `json:"stream"`
+	Load   string     `json:"load"` // "all" or a load state's name
+	N      uint64     `json:"n"`
+	Points []CDFPoint `json:"points"`
+}
+
+// CDFPoint is one point of a MonitorCDF.
+type CDFPoint struct {
+	RTTNs    int64   `json:"rtt_ns"`
+	Fraction float64 `json:"fraction"`
 }

@@ -97,6 +97,21 @@ var kinds = []*kind{
 		},
 		headlines: func(v any) []headline { return analyzeHeadlines(v.(*model.Analysis)) },
 	},
+	{
+		schema: model.MonitorSchema,
+		decode: decodeAs[model.MonitorReport],
+		text:   func(w io.Writer, v any) error { return WriteMonitorText(w, v.(*model.MonitorReport)) },
+		html:   func(w io.Writer, v any) error { return WriteMonitorHTML(w, v.(*model.MonitorReport)) },
+		describe: func(v any) string {
+			r := v.(*model.MonitorReport)
+			s := "sonde monitor report"
+			if r.Monitor != "" {
+				s += " " + r.Monitor
+			}
+			return s + " " + time.Unix(0, r.FromNs).UTC().Format(time.RFC3339) + " to " + time.Unix(0, r.ToNs).UTC().Format(time.RFC3339)
+		},
+		headlines: func(v any) []headline { return monitorHeadlines(v.(*model.MonitorReport)) },
+	},
 }
 
 func describeRun(cmd, server string, start time.Time) string {

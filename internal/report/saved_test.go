@@ -229,6 +229,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encode(f, small))
 	f.Add(encode(f, udpFixture(1)))
 	f.Add(encode(f, analysisFixture(2)))
+	f.Add(encode(f, monitorFixture(0.9)))
+	f.Add([]byte(`{"schema":"sonde.monitor/v1","stats":[{"stream":9,"reliability":[{}],"by_load":[{"reliability":[]}]}],"daily":[{"stream":-3}],"events":[{"stream":-1}]}`))
 	f.Add([]byte(`{"schema":"sonde.result/v1","download":{"direction":"download","goodput_bps":1e308,"flows":[{}]}}`))
 	f.Add([]byte(`{"schema":"sonde.udp/v1","flows":[{"rtt_histogram":[{"lo":1,"hi":0,"count":-5}]}]}`))
 	f.Add([]byte(`{"schema":"sonde.analyze/v1","tcp":[{"http":{"exchanges":[{}]}}],"quic":[{}]}`))

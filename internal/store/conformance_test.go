@@ -345,6 +345,15 @@ func testMonitorRows(t *testing.T, url string) {
 	if _, ok, _ := s.LastSample(ctx, other); ok {
 		t.Error("LastSample of a monitor without probes: ok")
 	}
+	if first, ok, err := s.FirstSample(ctx, mid); err != nil || !ok || first != t0 {
+		t.Errorf("FirstSample %d %v %v, want %d", first, ok, err, t0)
+	}
+	if _, ok, _ := s.FirstSample(ctx, other); ok {
+		t.Error("FirstSample of a monitor without probes: ok")
+	}
+	if ms, err := s.ListMonitors(ctx); err != nil || len(ms) != 2 || ms["m"] != mid || ms["other"] != other {
+		t.Errorf("ListMonitors: %v, %v", ms, err)
+	}
 	if err := s.Restart(ctx, mid, RestartRow{TimeNs: t0 + 100e9, LastNs: last, Version: "test"}); err != nil {
 		t.Fatal(err)
 	}

@@ -440,3 +440,34 @@ func (s *sqlStore) LastSample(ctx context.Context, monitor int64) (int64, bool, 
 	}
 	return ns.Int64, ns.Valid, nil
 }
+
+func (s *sqlStore) FirstSample(ctx context.Context, monitor int64) (int64, bool, error) {
+	var ns sql.NullInt64
+	// Per stream, the oldest row is the start of its primary key: one seek each.
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT MIN((SELECT MIN(sent_ns) FROM probes WHERE sid = s.id))
+		FROM streams s WHERE s.monitor_id = ?`), monitor).Scan(&ns)
+	if err != nil {
+		return 0, false, fmt.Errorf("store: first sample: %w", err)
+	}
+	return ns.Int64, ns.Valid, nil
+}
+
+func (s *sqlStore) ListMonitors(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, name FROM monitors ORDER BY id LIMIT ?`), MaxListLimit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list monitors: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var (
+			id   int64
+			name string
+		)
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, fmt.Errorf("store: list monitors: %w", err)
+		}
+		out[name] = id
+	}
+	return out, rows.Err()
+}

@@ -70,6 +70,13 @@ type Monitors interface {
 	Restarts(ctx context.Context, monitor int64, from, to int64) ([]RestartRow, error)
 	// LastSample is the send time of the monitor's newest probe (ok false: none).
 	LastSample(ctx context.Context, monitor int64) (ns int64, ok bool, err error)
+	// FirstSample is the send time of the monitor's oldest probe still
+	// stored (ok false: none): where retention left raw samples, so a
+	// report reads rollups before it and raw samples after.
+	FirstSample(ctx context.Context, monitor int64) (ns int64, ok bool, err error)
+	// ListMonitors returns the monitors' IDs by name, without registering
+	// any (a report must not write).
+	ListMonitors(ctx context.Context) (map[string]int64, error)
 	// Retain deletes what is older than the retention allows, in batches.
 	Retain(ctx context.Context, r Retention, nowNs int64) (Deleted, error)
 }

@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/monitor/query"
+	"github.com/sonde-project/sonde/internal/reliability"
+	"github.com/sonde-project/sonde/internal/report"
+	"github.com/sonde-project/sonde/internal/store"
+)
+
+// maxReportRange is the longest range a report covers.
+const maxReportRange = time.Duration(query.MaxRangeNs)
+
+// newMonitorReportCmd is `sonde monitor report`; the integrator registers
+// it under `sonde monitor`.
+func newMonitorReportCmd() *cobra.Command {
+	var (
+		url, name, since, from, to string
+		thresholds, profile        string
+		csvSeries                  string
+		timeout                    time.Duration
+		out                        outputs
+	)
+	cmd := &cobra.Command{
+		Use:   "report [--store URL] [--name MONITOR] [--since 24h | --from TIME --to TIME]",
+		Short: "Report a monitor's latency reliability over a time range",
+		Long: `Read a monitor's samples from its store for a time range and print seed
+001's tables per stream: probes sent, lost and late, RTT (and one-way
+delay) statistics, R(L) for each latency requirement with its 95 %
+interval, the worst sliding windows (1 min, 10 min, 1 h), R(L) per load
+state, requirement profile verdicts, a table per day, and the events
+(outages, baseline steps, loaded episodes with grade, inferred buffer and
+queue class; restarts). Where retention has removed the raw samples the
+report reads per-minute rollups and says so (docs/monitor.md, "Reports").
+
+--since takes a duration with units up to days (7d, 36h, 90m); --from and
+--to take RFC 3339 times (2026-05-16T00:00:00Z) or dates (2026-05-16,
+midnight UTC); --to defaults to now. A range is at most 10 years.
+--threshold lists the requirements L (e.g. 30ms,100ms,200ms,1.2s);
+--profile reads requirement profiles from a JSON file (default: seed
+001's smart-grid table).`,
+		Example: `  sonde monitor report --store /var/lib/sonde/monitor.db --since 24h
+  sonde monitor report --store m.db --from 2026-05-16 --to 2026-05-17 --threshold 30ms,100ms,200ms,500ms,1.2s,1.6s
+  sonde monitor report --store m.db --since 7d --html week.html --json week.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			now := time.Now()
+			if url == "" {
+				return usagef("--store: give the monitor's store (a SQLite path or postgres://…)")
+			}
+			loc, err := store.ParseURL(url)
+			if err != nil {
+				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+			}
+			fromT, toT, err := reportRange(since, from, to, now)
+			if err != nil {
+				return err
+			}
+			cfg := reliability.Config{}
+			if thresholds != "" {
+				if cfg.ThresholdsNs, err = parseThresholds(thresholds); err != nil {
+					return usagef("--threshold: %w", err)
+				}
+			}
+			if profile != "" {
+				if cfg.Profiles, err = readProfiles(profile); err != nil {
+					return usagef("--profile %s: %w", profile, err)
+				}
+			}
+			if _, err := reliability.New(cfg, nil); err != nil {
+				return usagef("%w", err)
+			}
+			if err := checkDuration("--timeout", timeout, time.Second, time.Hour); err != nil {
+				return err
+			}
+			if err := out.check(); err != nil {
+				return err
+			}
+			if csvSeries == "-" && out.toStdout() {
+				return usagef("only one output (--json, --html, --csv, --csv-series) can go to stdout (-)")
+			}
+			if err := checkOutput("--csv-series", csvSeries); err != nil {
+				return err
+			}
+			if loc.Backend == store.SQLite && loc.Path != store.Memory {
+				// Opening would create an empty file and migrate it: a report
+				// must find the store, not make one.
+				if _, err := os.Stat(loc.Path); err != nil {
+					return fmt.Errorf("--store %s: %w", loc, errors.Unwrap(err))
+				}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			st, err := store.OpenLocation(ctx, loc, store.Options{})
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			rep, err := query.Run(ctx, st, query.Request{Name: name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Config: cfg})
+			if errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("%s: the report took longer than --timeout %s", loc, timeout)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %s", loc, strings.TrimSuffix(err.Error(), ": "+query.ErrNoData.Error()))
+			}
+			return writeMonitorReport(cmd.OutOrStdout(), cmd.ErrOrStderr(), &out, csvSeries, rep)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&url, "store", "", "`URL` of the monitor's store: a SQLite path, sqlite:PATH or postgres://…")
+	f.StringVar(&name, "name", "", "the `MONITOR` to report (default: the store's only monitor)")
+	f.StringVar(&since, "since", "", "report the last `DURATION` up to now (e.g. 24h, 7d); default 24h without --from")
+	f.StringVar(&from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")
+	f.StringVar(&to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")
+	f.StringVar(&thresholds, "threshold", "", "latency requirements L of R(L), a comma-separated `LIST` of durations (default 50ms,100ms,200ms,500ms,1s,5s)")
+	f.StringVar(&profile, "profile", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table)")
+	f.StringVar(&csvSeries, "csv-series", "", "write the delay and loss time series as CSV to `FILE`, - for stdout")
+	f.DurationVar(&timeout, "timeout", 10*time.Minute, "longest the report may take (reading the store included)")
+	out.register(cmd, "the report (schema sonde.monitor/v1)", false)
+	f.StringVar(&out.csv, "csv", "", "write R(L) per stream and threshold as CSV to `FILE`, - for stdout (no text summary then)")
+	return cmd
+}
+
+// writeMonitorReport writes every output asked for; the text summary goes
+// where outputs say, and to stderr if a file output failed, so the
+// report is not lost.
+func writeMonitorReport(stdout, stderr io.Writer, out *outputs, csvSeries string, rep *model.MonitorReport) error {
+	var errs []error
+	if out.json != "" {
+		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return writeMonitorJSON(w, rep) }))
+	}
+	if out.html != "" {
+		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteMonitorHTML(w, rep) }))
+	}
+	if out.csv != "" {
+		errs = append(errs, writeOutput("--csv", out.csv, stdout, func(w io.Writer) error { return report.WriteMonitorCSV(w, rep) }))
+	}
+	if csvSeries != "" {
+		errs = append(errs, writeOutput("--csv-series", csvSeries, stdout, func(w io.Writer) error { return report.WriteMonitorSeriesCSV(w, rep) }))
+	}
+	err := errors.Join(errs...)
+	toStdout := out.toStdout() || csvSeries == "-"
+	var w io.Writer
+	switch {
+	case toStdout && err != nil:
+		w = stderr
+	case toStdout, out.quiet && err == nil:
+	default:
+		w = stdout
+	}
+	if w != nil {
+		if terr := report.WriteMonitorText(w, rep); terr != nil {
+			err = errors.Join(err, terr)
+		}
+	}
+	return err
+}
+
+func writeMonitorJSON(w io.Writer, rep *model.MonitorReport) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// reportRange resolves --since, --from and --to against now into a range
+// of at most 10 years with from < to. Every error is a usage error.
+func reportRange(since, from, to string, now time.Time) (time.Time, time.Time, error) {
+	if since != "" && from != "" {
+		return time.Time{}, time.Time{}, usagef("--since and --from: give one (--since counts back from --to or now)")
+	}
+	end := now
+	if to != "" {
+		t, err := parseTimeFlag(to)
+		if err != nil {
+			return time.Time{}, time.Time{}, usagef("--to: %w", err)
+		}
+		end = t
+	}
+	var start time.Time
+	switch {
+	case from != "":
+		t, err := parseTimeFlag(from)
+		if err != nil {
+			return time.Time{}, time.Time{}, usagef("--from: %w", err)
+		}
+		start = t
+	default:
+		d := 24 * time.Hour
+		if since != "" {
+			var err error
+			if d, err = parseSince(since); err != nil {
+				return time.Time{}, time.Time{}, usagef("--since: %w", err)
+			}
+		}
+		start = end.Add(-d)
+	}
+	if !start.Before(end) {
+		return time.Time{}, time.Time{}, usagef("the range is empty: it starts at %s, not before its end %s", start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
+	}
+	if end.Sub(start) > maxReportRange || end.Sub(start) < 0 {
+		return time.Time{}, time.Time{}, usagef("a range of %s: at most 10 years", end.Sub(start).Round(time.Hour))
+	}
+	return start, end, nil
+}
+
+// parseSince reads a positive duration of at most 10 years; besides Go's
+// units it takes whole or decimal days ("7d", "1.5d") and combinations
+// ("1d12h").
+func parseSince(s string) (time.Duration, error) {
+	if len(s) > 64 {
+		return 0, fmt.Errorf("%.20q…: too long for a duration", s)
+	}
+	var days float64
+	rest := s
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		v, err := strconv.ParseFloat(s[:i], 64)
+		if err != nil || v < 0 || v > 3660 || v != v {
+			return 0, fmt.Errorf("%q: want a duration like 24h, 7d or 1d12h", s)
+		}
+		days, rest = v, s[i+1:]
+	}
+	var d time.Duration
+	if rest != "" {
+		var err error
+		if d, err = time.ParseDuration(rest); err != nil || d < 0 {
+			return 0, fmt.Errorf("%q: want a duration like 24h, 7d or 1d12h", s)
+		}
+	}
+	total := float64(d) + days*24*float64(time.Hour)
+	if total <= 0 {
+		return 0, fmt.Errorf("%q: want a positive duration", s)
+	}
+	if total > float64(maxReportRange) {
+		return 0, fmt.Errorf("%q: at most 10 years", s)
+	}
+	return time.Duration(total), nil
+}
+
+// parseTimeFlag reads an RFC 3339 time, or a date (midnight UTC), or a
+// date and minute without zone (UTC).
+func parseTimeFlag(s string) (time.Time, error) {
+	if len(s) > 64 {
+		return time.Time{}, fmt.Errorf("%.20q…: too long for a time", s)
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02", "2006-01-02T15:04", "2006-01-02 15:04"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			if t.Year() < 1970 || t.Year() > 2200 {
+				return time.Time{}, fmt.Errorf("%q: want a year from 1970 to 2200", s)
+			}
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time (2026-05-16T08:00:00Z) or a date (2026-05-16)", s)
+}
+
+// parseThresholds reads a comma-separated list of durations; the analysis
+// bounds their number and values.
+func parseThresholds(s string) ([]int64, error) {
+	if len(s) > 1024 {
+		return nil, fmt.Errorf("a list of %d bytes: too long", len(s))
+	}
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%q: want positive durations like 100ms,1.2s", strings.TrimSpace(f))
+		}
+		out = append(out, int64(d))
+	}
+	return out, nil
+}
+
+// readProfiles reads a profile file, refusing one over the limit before
+// reading it all.
+func readProfiles(path string) ([]model.RequirementProfile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errors.Unwrap(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, reliability.MaxProfileFile+1))
+	if err != nil {
+		return nil, err
+	}
+	p, err := reliability.ParseProfiles(b)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "profiles: "))
+	}
+	return p, nil
+}

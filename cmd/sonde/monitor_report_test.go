@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/report"
+	"github.com/sonde-project/sonde/internal/store"
+)
+
+const mrT0 = int64(1_767_225_600_000_000_000) // 2026-01-01 00:00 UTC
+
+// monitorStore writes a monitor "home" with one stream and one known
+// minute: per 100 probes 88 answered in 20 ms, 10 in 300 ms, one lost,
+// one late.
+func monitorStore(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.db")
+	ctx := context.Background()
+	st, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	mid, err := st.Monitor(ctx, store.Identity{Name: "home"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Streams(ctx, mid, []model.MonitorStream{{Target: "198.18.0.2:862", Kind: model.ProbeSTAMP, Name: "198.18.0.2:862/stamp"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := &store.Batch{}
+	for i := range 600 {
+		p := model.ProbeSample{Seq: uint32(i), SentNs: mrT0 + int64(i)*100e6, RTTNs: 20e6, Load: model.LoadIdle}
+		switch {
+		case i%100 == 50:
+			p.RTTNs, p.Lost = -1, true
+		case i%100 == 51:
+			p.RTTNs, p.Lost, p.Late = 2500e6, true, true
+		case i%10 == 9:
+			p.RTTNs = 300e6
+		}
+		b.Probes = append(b.Probes, p)
+	}
+	if err := st.Write(ctx, mid, b); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runMonitorReport(args ...string) (string, string, int) {
+	cmd := newMonitorReportCmd()
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	if err != nil {
+		errb.WriteString(oneLine(err))
+	}
+	return out.String(), errb.String(), exitCode(err)
+}
+
+func TestMonitorReportKnownFigures(t *testing.T) {
+	db := monitorStore(t)
+	dir := t.TempDir()
+	js := filepath.Join(dir, "r.json")
+	csvPath := filepath.Join(dir, "r.csv")
+	text, stderr, code := runMonitorReport("--store", db, "--from", "2026-01-01", "--to", "2026-01-01T00:10:00Z",
+		"--threshold", "30ms,200ms,500ms", "--json", js, "--csv", csvPath, "--html", filepath.Join(dir, "r.html"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`sonde monitor report: home`, `probes sent\s+600\n`, `probes lost\s+12\n`, `of them late\s+6\n`,
+		`median RTT\s+20\.0 ms`, `source\s+raw \(`, `Stream 198\.18\.0\.2:862/stamp`} {
+		if !regexpLine(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	// Table 20: R(200 ms) = 528/600 = 88.00 %, R(500 ms) = 588/600 = 98.00 %.
+	if !regexpLine(text, `\n\s+200 ms\s+88\.00\s`) || !regexpLine(text, `\n\s+500 ms\s+98\.00\s`) {
+		t.Errorf("reliability rows missing:\n%s", text)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep model.MonitorReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Schema != model.MonitorSchema || len(rep.Stats) != 1 || rep.Stats[0].Sent != 600 || rep.Stats[0].Lost != 12 || rep.Stats[0].RTT.P50Ns != 20e6 {
+		t.Fatalf("json: %+v", rep.Stats)
+	}
+	for _, r := range rep.Stats[0].Reliability {
+		want := map[int64]uint64{30e6: 528, 200e6: 528, 500e6: 588}[r.LNs]
+		if want != 0 && r.OK != want {
+			t.Errorf("R(%d ms): %d ok, want %d", r.LNs/1e6, r.OK, want)
+		}
+	}
+	// The saved JSON re-renders identically through sonde report.
+	saved, err := report.Load(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again bytes.Buffer
+	if err := saved.WriteText(&again); err != nil {
+		t.Fatal(err)
+	}
+	if again.String() != text {
+		t.Errorf("sonde report of the saved JSON differs:\n%s\n---\n%s", again.String(), text)
+	}
+	c, _ := os.ReadFile(csvPath)
+	if !strings.Contains(string(c), "198.18.0.2:862/stamp,198.18.0.2:862,stamp,0,200.000,600,12,6,528,0.880000,") {
+		t.Errorf("csv:\n%s", c)
+	}
+}
+
+func regexpLine(s, re string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+func TestMonitorReportErrors(t *testing.T) {
+	db := monitorStore(t)
+	usage := [][]string{
+		{"--since", "24h"}, // no --store
+		{"--store", db, "--since", "0s"},
+		{"--store", db, "--since", "11y"},
+		{"--store", db, "--since", "4000d"},
+		{"--store", db, "--since", "1d", "--from", "2026-01-01"},
+		{"--store", db, "--from", "2026-01-02", "--to", "2026-01-01"},
+		{"--store", db, "--from", "2000-01-01", "--to", "2026-01-01"},
+		{"--store", db, "--from", "yesterday"},
+		{"--store", db, "--threshold", "fast"},
+		{"--store", db, "--threshold", "0ms"},
+		{"--store", db, "--threshold", "2000s"},
+		{"--store", db, "--profile", filepath.Join(t.TempDir(), "none.json")},
+		{"--store", db, "--json", "-", "--html", "-"},
+		{"--store", db, "--bogus"},
+		{"--store", db, "extra"},
+	}
+	for _, a := range usage {
+		if _, stderr, code := runMonitorReport(a...); code != exitUsage || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%q: exit %d, %q; want 2 and one line", a, code, stderr)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "p.json")
+	os.WriteFile(bad, []byte(`{"profiles":[{"name":"x","latency":"1s","reliability":1.5}]}`), 0o644)
+	if _, stderr, code := runMonitorReport("--store", db, "--profile", bad); code != exitUsage || !strings.Contains(stderr, "reliability") {
+		t.Errorf("bad profile: exit %d, %q", code, stderr)
+	}
+	for name, a := range map[string][]string{
+		"no monitor": {"--store", db, "--name", "nope", "--from", "2026-01-01", "--to", "2026-01-02"},
+		"no data":    {"--store", db, "--from", "2025-01-01", "--to", "2025-01-02"},
+		"no store":   {"--store", filepath.Join(t.TempDir(), "none.db"), "--since", "1h"},
+	} {
+		_, stderr, code := runMonitorReport(a...)
+		if code != exitFailure || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || stderr == "" {
+			t.Errorf("%s: exit %d, %q; want 1 and one line", name, code, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(t.TempDir(), "none.db")); err == nil {
+		t.Error("a report created a store")
+	}
+}
+
+func TestParseSince(t *testing.T) {
+	for in, want := range map[string]time.Duration{"24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, "1.5d": 36 * time.Hour, "90m": 90 * time.Minute} {
+		if got, err := parseSince(in); err != nil || got != want {
+			t.Errorf("parseSince(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
+
+// FuzzMonitorReportFlags checks the time and threshold parsers never
+// panic and never return a range the report refuses.
+func FuzzMonitorReportFlags(f *testing.F) {
+	for _, s := range []string{"24h", "7d", "1d12h", "-1d", "d", "1e308d", "NaNd", "2026-05-16", "2026-05-16T08:00:00Z", "30ms,100ms", ",", "9999999h"} {
+		f.Add(s)
+	}
+	now := time.Unix(0, mrT0)
+	f.Fuzz(func(t *testing.T, s string) {
+		if d, err := parseSince(s); err == nil && (d <= 0 || d > maxReportRange) {
+			t.Fatalf("parseSince(%q) = %v", s, d)
+		}
+		if tm, err := parseTimeFlag(s); err == nil && (tm.Year() < 1970 || tm.Year() > 2200) {
+			t.Fatalf("parseTimeFlag(%q) = %v", s, tm)
+		}
+		if ls, err := parseThresholds(s); err == nil {
+			for _, l := range ls {
+				if l <= 0 {
+					t.Fatalf("parseThresholds(%q) = %v", s, ls)
+				}
+			}
+		}
+		for _, args := range [][3]string{{s, "", ""}, {"", s, ""}, {"", "2026-01-01", s}} {
+			from, to, err := reportRange(args[0], args[1], args[2], now)
+			if err == nil && (!from.Before(to) || to.Sub(from) > maxReportRange) {
+				t.Fatalf("reportRange(%q) = %v, %v", args, from, to)
+			}
+		}
+	})
+}
