@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/monitor"
 	"github.com/sonde-project/sonde/internal/monitor/query"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/report"
@@ -58,7 +59,7 @@ midnight UTC); --to defaults to now. A range is at most 10 years.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			now := time.Now()
 			if url == "" {
-				return usagef("--store: give the monitor's store (a SQLite path or postgres://…)")
+				url = monitor.DefaultStore() // where `monitor run` writes by default
 			}
 			loc, err := store.ParseURL(url)
 			if err != nil {
@@ -119,7 +120,7 @@ midnight UTC); --to defaults to now. A range is at most 10 years.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&url, "store", "", "`URL` of the monitor's store: a SQLite path, sqlite:PATH or postgres://…")
+	f.StringVar(&url, "store", "", "`URL` of the monitor's store: a SQLite path, sqlite:PATH or postgres://… (default: where monitor run writes, /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db)")
 	f.StringVar(&name, "name", "", "the `MONITOR` to report (default: the store's only monitor)")
 	f.StringVar(&since, "since", "", "report the last `DURATION` up to now (e.g. 24h, 7d); default 24h without --from")
 	f.StringVar(&from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")

@@ -133,7 +133,6 @@ func regexpLine(s, re string) bool { return regexp.MustCompile(re).MatchString(s
 func TestMonitorReportErrors(t *testing.T) {
 	db := monitorStore(t)
 	usage := [][]string{
-		{"--since", "24h"}, // no --store
 		{"--store", db, "--since", "0s"},
 		{"--store", db, "--since", "11y"},
 		{"--store", db, "--since", "4000d"},
