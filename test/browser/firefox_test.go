@@ -1,10 +1,12 @@
 package browser
 
 import (
+	"errors"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/server/servertest"
@@ -88,5 +90,34 @@ func TestPageFirefox(t *testing.T) {
 		if v := run.Figures[k]; v == "" || strings.HasPrefix(v, "–") {
 			t.Errorf("figure %s shown as %q", k, v)
 		}
+	}
+}
+
+// TestFirefoxCrashFailsFast kills Firefox's main process mid-run (test hook
+// SONDE_TEST_KILL_BROWSER_S): the pending BiDi calls must fail at once
+// with the exit status, and run.mjs must report a crash (exit 3, "FIREFOX
+// CRASHED") instead of hanging until the test's limit or exiting 13 with
+// nothing said.
+func TestFirefoxCrashFailsFast(t *testing.T) {
+	prerequisites(t)
+	if _, err := os.Stat(firefox); err != nil {
+		t.Skipf("no %s (make apt-deps installs firefox-esr): %v", firefox, err)
+	}
+	start := time.Now()
+	_, err := pageAttempt(t, serve(t), "/?duration=4&rtc_duration=1", "", []string{"SONDE_BROWSER=firefox", "SONDE_TEST_KILL_BROWSER_S=3"}, "", nil)
+	took := time.Since(start)
+	var crash *browserCrash
+	if !errors.As(err, &crash) {
+		t.Fatalf("a killed Firefox was not reported as a crash: %v", err)
+	}
+	msg := err.Error()
+	t.Logf("after %.1f s: %.400s", took.Seconds(), msg)
+	if !strings.Contains(msg, "FIREFOX CRASHED") || !strings.Contains(msg, "signal SIGKILL") || !strings.Contains(msg, "firefox stderr:") {
+		t.Errorf("crash report lacks the marker, the exit status or Firefox's stderr: %s", msg)
+	}
+	// Launch takes seconds, the kill comes 3 s into the run; a hang would
+	// last until run.mjs's own limit (170 s).
+	if took > 90*time.Second {
+		t.Errorf("run.mjs took %.0f s to notice the crash", took.Seconds())
 	}
 }

@@ -13,6 +13,9 @@
 //   SONDE_RUN_TIMEOUT_S  give up (and close the browser) after this many
 //                     seconds, default 170: under the Go test's own limit,
 //                     so a stuck run ends with a message, not a kill
+//   SONDE_TEST_KILL_BROWSER_S  tests only: SIGKILL the browser's main
+//                     process this many seconds into the page run, as a
+//                     crash would end it
 // Exit status: 0 done, 1 failed, 3 Firefox crashed (its main process
 // ended unasked; the test may run the page once more), 2 usage.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -69,6 +72,8 @@ process.exit();
 async function drive() {
   b = firefox ? await Firefox.launch() : await Browser.launch();
   lastStep = "the page run";
+  const killAfter = Number(process.env.SONDE_TEST_KILL_BROWSER_S || 0);
+  if (killAfter > 0) setTimeout(() => b.child.kill("SIGKILL"), killAfter * 1000).unref();
   await b.navigate(url);
   await b.eval(`document.getElementById("start").click()`);
   if (process.env.SONDE_MARK) {
