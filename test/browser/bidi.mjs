@@ -55,8 +55,9 @@ export class Firefox {
     try {
       await f.connect(Date.now() + timeoutMs);
     } catch (e) {
+      const crashed = f.crashed;
       await f.close();
-      throw e;
+      throw Object.assign(e, { firefoxCrashed: crashed });
     }
     return f;
   }
@@ -67,23 +68,58 @@ export class Firefox {
     this.size = { width, height };
     this.stderr = "";
     this.id = 0;
-    this.pending = new Map();
+    this.pending = new Map(); // id -> { method, ok, fail, timer }
+    this.gone = null; // the Error every call fails with once Firefox or its socket is gone
+    this.closing = false; // close() started: an exit from here on is ours, not a crash
+    this.crashed = false; // Firefox's main process ended before close() asked it to
     child.stderr.on("data", (d) => { this.stderr = (this.stderr + d).slice(-8000); });
+    // Without this, a call pending when Firefox dies never settles: node
+    // then exits 13 ("unsettled top-level await") with nothing printed, or,
+    // with a timer alive, waits until the test harness kills it.
+    child.once("exit", (code, signal) => {
+      if (!this.closing) this.crashed = true;
+      this.failAll(`firefox exited (${signal ? `signal ${signal}` : `code ${code}`})${this.closing ? "" : " before it was closed"}`);
+    });
+  }
+
+  /** stderrTail is the end of Firefox's stderr, for error messages. */
+  stderrTail(n = 1500) {
+    const t = this.stderr.trim();
+    return t ? (t.length > n ? "…" + t.slice(-n) : t) : "(nothing)";
+  }
+
+  /** failAll makes every pending and every later call fail with why. */
+  failAll(why) {
+    if (!this.gone) this.gone = new Error(`${why}; firefox stderr: ${this.stderrTail()}`);
+    for (const [, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.fail(new Error(`${p.method}: ${this.gone.message}`));
+    }
+    this.pending.clear();
   }
 
   async connect(deadline) {
     let m;
     while (!(m = /WebDriver BiDi listening on (ws:\/\/\S+)/.exec(this.stderr))) {
-      if (Date.now() > deadline || this.child.exitCode !== null) throw new Error(`firefox did not start: ${this.stderr}`);
+      if (Date.now() > deadline || this.child.exitCode !== null) throw new Error(`firefox did not start: ${this.stderrTail()}`);
       await sleep(100);
     }
     this.ws = new WebSocket(m[1] + "/session");
     await new Promise((ok, fail) => { this.ws.onopen = ok; this.ws.onerror = () => fail(new Error("BiDi socket failed")); });
+    this.ws.onerror = null; // onclose follows and says it
+    this.ws.onclose = (ev) => {
+      // Give the child's exit event a moment to name the status first.
+      setTimeout(() => this.failAll(`BiDi socket closed (code ${ev.code})` +
+        (this.child.exitCode !== null || this.child.signalCode ? `, firefox exited (${this.child.signalCode ?? `code ${this.child.exitCode}`})` : "")), 200);
+    };
     this.ws.onmessage = (ev) => {
       const msg = JSON.parse(ev.data);
-      if (msg.id && this.pending.has(msg.id)) {
-        this.pending.get(msg.id)(msg);
+      const p = msg.id && this.pending.get(msg.id);
+      if (p) {
         this.pending.delete(msg.id);
+        clearTimeout(p.timer);
+        if (msg.type === "error") p.fail(new Error(`${p.method}: ${msg.error}: ${msg.message}`));
+        else p.ok(msg.result);
       }
     };
     await this.call("session.new", { capabilities: {} });
@@ -92,11 +128,27 @@ export class Firefox {
     await this.viewport(this.size.width, this.size.height);
   }
 
-  call(method, params = {}) {
+  /**
+   * call sends one BiDi command. It fails, never hangs: on an error answer,
+   * when Firefox exits or its socket closes (with the exit status and the
+   * end of its stderr), or after timeoutMs without an answer.
+   */
+  call(method, params = {}, timeoutMs = 60_000) {
     return new Promise((ok, fail) => {
+      if (this.gone) return fail(new Error(`${method}: ${this.gone.message}`));
       const i = ++this.id;
-      this.pending.set(i, (m) => (m.type === "error" ? fail(new Error(`${method}: ${m.error}: ${m.message}`)) : ok(m.result)));
-      this.ws.send(JSON.stringify({ id: i, method, params }));
+      const timer = setTimeout(() => {
+        this.pending.delete(i);
+        fail(new Error(`${method}: no answer from firefox within ${timeoutMs / 1000} s; firefox stderr: ${this.stderrTail()}`));
+      }, timeoutMs);
+      this.pending.set(i, { method, ok, fail, timer });
+      try {
+        this.ws.send(JSON.stringify({ id: i, method, params }));
+      } catch (e) {
+        this.pending.delete(i);
+        clearTimeout(timer);
+        fail(new Error(`${method}: send: ${e.message}`));
+      }
     });
   }
 
@@ -135,13 +187,15 @@ export class Firefox {
   }
 
   async close() {
+    this.closing = true;
     try {
-      if (this.ws?.readyState === WebSocket.OPEN) await Promise.race([this.call("browser.close", {}), sleep(2000)]);
+      if (this.ws?.readyState === WebSocket.OPEN) await Promise.race([this.call("browser.close", {}, 2000), sleep(2000)]);
     } catch { /* already going */ }
     try { this.ws?.close(); } catch { /* already gone */ }
-    await Promise.race([new Promise((r) => (this.child.exitCode !== null ? r() : this.child.once("exit", r))), sleep(3000)]);
+    await Promise.race([new Promise((r) => (this.child.exitCode !== null || this.child.signalCode !== null ? r() : this.child.once("exit", r))), sleep(3000)]);
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
     try { process.kill(-this.child.pid, "SIGKILL"); } catch { /* the group is gone */ }
+    this.failAll("firefox closed");
     try {
       rmSync(this.dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     } catch (e) {

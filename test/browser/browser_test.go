@@ -7,11 +7,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,9 +75,51 @@ type pageRun struct {
 	Result     model.Result      `json:"result"`
 }
 
-// runPage opens base+query in Chromium, clicks Start and returns what the
-// page showed. onMark, if set, runs when the page's status starts with mark.
+// runPage opens base+query in Chromium (or the browser env names), clicks
+// Start and returns what the page showed. onMark, if set, runs when the
+// page's status starts with mark. A failed run fails the test.
 func runPage(t *testing.T, base, query, shot string, env []string, mark string, onMark func()) pageRun {
+	t.Helper()
+	run, err := pageAttempt(t, base, query, shot, env, mark, onMark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// runPageRetryCrash is runPage with one more run if the browser crashed
+// (run.mjs exits 3: Firefox's main process ended unasked). Any other
+// failure, or a second crash, fails the test.
+func runPageRetryCrash(t *testing.T, base, query, shot string, env []string) pageRun {
+	t.Helper()
+	run, err := pageAttempt(t, base, query, shot, env, "", nil)
+	var crash *browserCrash
+	if errors.As(err, &crash) {
+		t.Logf("FIREFOX CRASHED; running the page once more. %v", err)
+		run, err = pageAttempt(t, base, query, shot, env, "", nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// crashExit is run.mjs's exit status when the browser crashed.
+const crashExit = 3
+
+// browserCrash is a page run that ended because the browser crashed.
+type browserCrash struct{ err error }
+
+func (c *browserCrash) Error() string { return c.err.Error() }
+func (c *browserCrash) Unwrap() error { return c.err }
+
+// pageRunLimit bounds one page run. run.mjs gives up 10 s earlier
+// (SONDE_RUN_TIMEOUT_S) and says where it was stuck; if even that fails,
+// node gets SIGTERM (it closes the browser, which runs in its own process
+// group and would outlive a SIGKILL of node) and, 15 s later, SIGKILL.
+const pageRunLimit = 180 * time.Second
+
+func pageAttempt(t *testing.T, base, query, shot string, env []string, mark string, onMark func()) (pageRun, error) {
 	t.Helper()
 	node, _ := prerequisites(t)
 	dir := t.TempDir()
@@ -82,12 +127,15 @@ func runPage(t *testing.T, base, query, shot string, env []string, mark string, 
 	if shot == "" {
 		shot = filepath.Join(dir, "page.png")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), pageRunLimit)
 	defer cancel()
 	// run.mjs drives Chromium over a bare DevTools socket (cdp.mjs says
 	// why not playwright for a measuring run).
 	cmd := exec.CommandContext(ctx, node, "--no-warnings", "--experimental-websocket", "run.mjs", base+query, shot, out)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 15 * time.Second
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(cmd.Env, fmt.Sprintf("SONDE_RUN_TIMEOUT_S=%d", int((pageRunLimit-10*time.Second)/time.Second)))
 	if mark != "" {
 		cmd.Env = append(cmd.Env, "SONDE_MARK="+mark)
 	}
@@ -95,10 +143,11 @@ func runPage(t *testing.T, base, query, shot string, env []string, mark string, 
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return pageRun{}, err
 	}
+	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return pageRun{}, err
 	}
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
@@ -107,21 +156,26 @@ func runPage(t *testing.T, base, query, shot string, env []string, mark string, 
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("page run: %v\n%s", err, stderr.String())
+		err = fmt.Errorf("page run (%.0f s): %w\n%s", time.Since(start).Seconds(), err, stderr.String())
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() == crashExit {
+			return pageRun{}, &browserCrash{err}
+		}
+		return pageRun{}, err
 	}
+	t.Logf("page run took %.1f s", time.Since(start).Seconds())
 	raw, err := os.ReadFile(out)
 	if err != nil {
-		t.Fatal(err)
+		return pageRun{}, err
 	}
 	var run pageRun
 	if err := json.Unmarshal(raw, &run); err != nil {
-		t.Fatal(err)
+		return pageRun{}, fmt.Errorf("%s: %w", out, err)
 	}
 	if st, err := os.Stat(shot); err != nil || st.Size() < 1000 {
 		t.Errorf("screenshot %s missing or empty: %v", shot, err)
 	}
 	t.Logf("status %q; summary: %s; errors: %s", run.Status, run.Summary, run.Errors)
-	return run
+	return run, nil
 }
 
 // TestPageFullRun runs the whole test from the page and checks that every

@@ -1,26 +1,46 @@
 package browser
 
 import (
+	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/server/servertest"
 )
 
 const firefox = "/usr/bin/firefox-esr"
 
+// firefoxPaceBps caps each server connection's send rate in the Firefox
+// test. Firefox queues incoming WebSocket messages without bound: an
+// unpaced loopback download (2.4-2.7 Gbit/s here) grew its parent
+// process by ~3 GB in 4 s, and draining that made later BiDi calls, the
+// upload's handshakes and the whole run wait, on a loaded machine past
+// the test's time limit (docs/browser.md, "Firefox"). 300 Mbit/s per
+// stream is well above the test's 50 Mbit/s floor and well below what
+// Firefox drains on a busy 2-core machine.
+const firefoxPaceBps = 300e6
+
 // TestPageFirefox runs the whole test from the page in headless Firefox
-// (Debian's firefox-esr over WebDriver BiDi, bidi.mjs) and checks that
-// every figure is there and plausible for loopback. Firefox's loaded RTT
-// is not checked against the path: Firefox queues incoming WebSocket
-// messages without bound, so on a fast download the page's own probes wait
-// in the browser (docs/browser.md, "Firefox").
+// (Debian's firefox-esr over WebDriver BiDi, bidi.mjs) against a server
+// that paces its connections (firefoxPaceBps) and checks that every figure
+// is there and plausible for loopback. A Firefox crash gets one more page
+// run, logged as "FIREFOX CRASHED"; any other failure fails.
 func TestPageFirefox(t *testing.T) {
 	prerequisites(t)
 	if _, err := os.Stat(firefox); err != nil {
 		t.Skipf("no %s (make apt-deps installs firefox-esr): %v", firefox, err)
 	}
-	run := runPage(t, serve(t), "/?duration=4&rtc_duration=1", os.Getenv("SONDE_FIREFOX_SCREENSHOT"),
-		[]string{"SONDE_BROWSER=firefox"}, "", nil)
+	if runtime.GOOS != "linux" {
+		t.Skip("the paced server needs Linux (SO_MAX_PACING_RATE)")
+	}
+	base := "http://" + servertest.Serve(t, server.Config{Software: "sonde/browser-test", PerIPPerMinute: -1, UDPAddr: "off"},
+		servertest.Options{PaceBps: firefoxPaceBps})
+	run := runPageRetryCrash(t, base, "/?duration=4&rtc_duration=1", os.Getenv("SONDE_FIREFOX_SCREENSHOT"),
+		[]string{"SONDE_BROWSER=firefox"})
 	res := run.Result
 	if !strings.HasPrefix(run.Status, "Done") || len(res.Errors) > 0 {
 		t.Errorf("status %q, errors %q", run.Status, res.Errors)
@@ -70,5 +90,34 @@ func TestPageFirefox(t *testing.T) {
 		if v := run.Figures[k]; v == "" || strings.HasPrefix(v, "–") {
 			t.Errorf("figure %s shown as %q", k, v)
 		}
+	}
+}
+
+// TestFirefoxCrashFailsFast kills Firefox's main process mid-run (test hook
+// SONDE_TEST_KILL_BROWSER_S): the pending BiDi calls must fail at once
+// with the exit status, and run.mjs must report a crash (exit 3, "FIREFOX
+// CRASHED") instead of hanging until the test's limit or exiting 13 with
+// nothing said.
+func TestFirefoxCrashFailsFast(t *testing.T) {
+	prerequisites(t)
+	if _, err := os.Stat(firefox); err != nil {
+		t.Skipf("no %s (make apt-deps installs firefox-esr): %v", firefox, err)
+	}
+	start := time.Now()
+	_, err := pageAttempt(t, serve(t), "/?duration=4&rtc_duration=1", "", []string{"SONDE_BROWSER=firefox", "SONDE_TEST_KILL_BROWSER_S=3"}, "", nil)
+	took := time.Since(start)
+	var crash *browserCrash
+	if !errors.As(err, &crash) {
+		t.Fatalf("a killed Firefox was not reported as a crash: %v", err)
+	}
+	msg := err.Error()
+	t.Logf("after %.1f s: %.400s", took.Seconds(), msg)
+	if !strings.Contains(msg, "FIREFOX CRASHED") || !strings.Contains(msg, "signal SIGKILL") || !strings.Contains(msg, "firefox stderr:") {
+		t.Errorf("crash report lacks the marker, the exit status or Firefox's stderr: %s", msg)
+	}
+	// Launch takes seconds, the kill comes 3 s into the run; a hang would
+	// last until run.mjs's own limit (170 s).
+	if took > 90*time.Second {
+		t.Errorf("run.mjs took %.0f s to notice the crash", took.Seconds())
 	}
 }
