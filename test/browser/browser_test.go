@@ -35,14 +35,14 @@ func repoRoot(t *testing.T) string {
 }
 
 // prerequisites skips the test, with the reason, when the browser or the
-// node modules are missing (`make web-deps` installs them).
+// node modules are missing (`make node-deps` installs them).
 func prerequisites(t *testing.T) (node, playwright string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("browser end-to-end test skipped in -short mode")
 	}
 	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("no %s (apt-get install chromium, or make web-deps): %v", chromium, err)
+		t.Skipf("no %s (apt-get install chromium, or make node-deps): %v", chromium, err)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
