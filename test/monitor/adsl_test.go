@@ -5,6 +5,8 @@ package monitor
 import (
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,15 +15,16 @@ import (
 )
 
 // The adsl scenario's schedule, from the lab's start (its schedules' time
-// 0): idle, a CUBIC upload, idle, a CUBIC download, idle, the link down
-// (both directions lose every packet, a lab schedule step), idle.
+// 0), in units of the scale (see scale): idle, a CUBIC upload, idle, a
+// CUBIC download, idle, the link down for 30 s (both directions lose
+// every packet, a lab schedule step), idle.
 const (
 	upAt      = 13 * time.Second
 	upFor     = 20 * time.Second
 	downAt    = 44 * time.Second
 	downFor   = 15 * time.Second
 	outageAt  = 70 * time.Second
-	outageFor = 30 * time.Second
+	outageFor = 30 * time.Second // never scaled: the issue's 30 s
 	endAt     = 112 * time.Second
 	// settle: a saturating CUBIC flow needs a few seconds (slow start, its
 	// first overshoot) before its sawtooth holds the buffer near full;
@@ -30,6 +33,23 @@ const (
 	settle = 4 * time.Second
 	drain  = 2 * time.Second
 )
+
+// scale stretches the phases: SONDE_MONITOR_LAB_SCALE (1 to 10, default
+// 1), which bench/monitor_lab.sh sets. Above 1 the idle times before and
+// after the outage are 6 minutes, more than the 5 steady minutes the
+// baseline-step detector needs on each side, so "no step after the
+// outage" is the detector's own verdict and not only the level check.
+func scale(t *testing.T) time.Duration {
+	v := os.Getenv("SONDE_MONITOR_LAB_SCALE")
+	if v == "" {
+		return 1
+	}
+	k, err := strconv.Atoi(v)
+	if err != nil || k < 1 || k > 10 {
+		t.Fatalf("SONDE_MONITOR_LAB_SCALE=%q: want an integer 1 to 10", v)
+	}
+	return time.Duration(k)
+}
 
 // profileWithSchedule returns a built-in profile with schedule steps added
 // to every link (both directions).
@@ -59,6 +79,16 @@ func profileWithSchedule(t *testing.T, name string, steps ...string) lab.Profile
 // --up/--down, and the stored probes are checked against the profile.
 func TestMonitorADSL(t *testing.T) {
 	needLab(t)
+	k := scale(t)
+	preIdle, tail := outageAt-downAt-downFor, endAt-outageAt-outageFor
+	if k > 1 {
+		// Steady idle minutes on both sides of the outage: the step
+		// detector compares 5 minutes before with 5 after.
+		preIdle, tail = 6*time.Minute, 6*time.Minute
+	}
+	upAt, upFor, downAt, downFor := k*upAt, k*upFor, k*downAt, k*downFor
+	outageAt := downAt + downFor + preIdle
+	endAt := outageAt + outageFor + tail
 	p := profileWithSchedule(t, "adsl",
 		fmt.Sprintf("%s:loss=1", outageAt), fmt.Sprintf("%s:loss=0", outageAt+outageFor))
 	r := startRig(t, p)

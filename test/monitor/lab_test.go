@@ -19,7 +19,6 @@ import (
 
 	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/model"
-	"github.com/sonde-project/sonde/internal/monitor/query"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/stamp"
 	"github.com/sonde-project/sonde/internal/store"
@@ -272,7 +271,11 @@ func (r *rig) config() reliability.Config {
 	return c
 }
 
-// report analyses the stored probes sent in [from, to).
+// report analyses the stored raw probes sent in [from, to) with the
+// reliability analysis (what `monitor report` runs). It reads the raw
+// rows itself: query.Run reads whole-minute rollups up to the first full
+// minute of raw samples (where retention may have cut), so a phase of a
+// few seconds in the run's first minute would read that whole minute.
 func (r *rig) report(from, to time.Time) *model.MonitorReport {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -282,12 +285,47 @@ func (r *rig) report(from, to time.Time) *model.MonitorReport {
 		r.t.Fatal(err)
 	}
 	defer st.Close()
-	rep, err := query.Run(ctx, st, query.Request{Name: "lab", FromNs: from.UnixNano(), ToNs: to.UnixNano(), Config: r.config()})
+	ids, err := st.ListMonitors(ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	mid, ok := ids["lab"]
+	if !ok {
+		r.t.Fatalf("store: no monitor \"lab\" (have %v)", ids)
+	}
+	byID, err := st.ListStreams(ctx, mid)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if len(byID) != 1 {
+		r.t.Fatalf("store: %d streams, want 1", len(byID))
+	}
+	var streams []model.MonitorStream
+	for _, s := range byID {
+		streams = append(streams, s)
+	}
+	an, err := reliability.New(r.config(), streams)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	err = st.Probes(ctx, mid, from.UnixNano(), to.UnixNano(), func(p model.ProbeSample) error {
+		p.Stream = 0
+		return an.AddSample(p)
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	rep, err := an.Report(from.UnixNano(), to.UnixNano())
 	if err != nil {
 		r.t.Fatalf("report [%v, %v): %v", from.Sub(r.started), to.Sub(r.started), err)
 	}
 	if len(rep.Stats) != 1 {
 		r.t.Fatalf("report: %d streams, want 1", len(rep.Stats))
+	}
+	for _, e := range rep.Events {
+		if e.Kind == model.EventLoaded {
+			r.t.Logf("episode: %s %v %v", e.Text, e.Flags, e.Detail)
+		}
 	}
 	return rep
 }
