@@ -80,6 +80,27 @@ var builtin = []Scenario{
 		}},
 	},
 	{
+		Name: "adsl-codel",
+		Description: "the adsl line with CoDel (target 5 ms, interval 100 ms) on the uplink instead of drop-tail: " +
+			"same rates, delays and buffer limits",
+		Source: "seed 001's line (profile adsl) with the AQM the issue's lab proof asks for (sonde issue 13: " +
+			"\"the same scenario with CoDel or FQ-CoDel on the link must be classed AQM/FQ\")",
+		Links: []ScenarioLink{{
+			Up:   "rate=0.7Mbit delay=9.5ms limit=301kbit qdisc=codel",
+			Down: "rate=8Mbit delay=9.5ms limit=263000B",
+		}},
+	},
+	{
+		Name: "adsl-fqcodel",
+		Description: "the adsl line with FQ-CoDel (1024 flow queues, CoDel per queue) on the uplink instead of drop-tail: " +
+			"same rates, delays and buffer limits",
+		Source: "seed 001's line (profile adsl) with the flow-queueing AQM the issue's lab proof asks for (sonde issue 13)",
+		Links: []ScenarioLink{{
+			Up:   "rate=0.7Mbit delay=9.5ms limit=301kbit qdisc=fq_codel",
+			Down: "rate=8Mbit delay=9.5ms limit=263000B",
+		}},
+	},
+	{
 		Name:        "ftth",
 		Description: "fibre to the home, 60/60 Mbit/s, 9 ms base RTT, buffer ≈ 1 BDP (no bufferbloat found)",
 		Source: "seed 001 (NTE \"Internet 120\", Tistelvegen 24): 60/60 Mbit/s plan; ping to NIX Oslo 9 ms; " +

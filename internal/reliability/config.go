@@ -74,6 +74,10 @@ type LoadedConfig struct {
 	// FQMaxNs, AQMMaxNs: added p95 delay under which an episode's queue is
 	// classed FQ (default 10 ms) or AQM (default 50 ms).
 	FQMaxNs, AQMMaxNs int64
+	// MTUBytes is the size of the load's packets (default 1500): with the
+	// capacity known, the FQ bound grows by one MTU's serialisation time
+	// and the AQM bound by two (see episodeEvent).
+	MTUBytes int
 	// MaxSamples bounds the probes kept per stream for episode figures
 	// (default 2 Mi); later episodes are listed without figures.
 	MaxSamples int
@@ -156,6 +160,9 @@ func (c *Config) fill() {
 	if l.MaxSamples == 0 {
 		l.MaxSamples = 2 << 20
 	}
+	if l.MTUBytes == 0 {
+		l.MTUBytes = 1500
+	}
 }
 
 // Validate checks a filled configuration's bounds.
@@ -199,6 +206,9 @@ func (c *Config) Validate() error {
 	l := c.Loaded
 	if l.UpBps < 0 || l.DownBps < 0 || l.UpBps > 1e13 || l.DownBps > 1e13 {
 		return fmt.Errorf("reliability: capacities %g, %g bit/s out of range [0, 10 Tbit/s]", l.UpBps, l.DownBps)
+	}
+	if l.MTUBytes < 68 || l.MTUBytes > 65535 {
+		return fmt.Errorf("reliability: MTU %d bytes out of range [68, 65535]", l.MTUBytes)
 	}
 	if l.MaxSamples < 0 || l.MaxSamples > 64<<20 {
 		return fmt.Errorf("reliability: episode sample limit %d out of range [0, 64 Mi]", l.MaxSamples)

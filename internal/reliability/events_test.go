@@ -257,3 +257,47 @@ func TestGrade(t *testing.T) {
 		}
 	}
 }
+
+// On a slow link the packet in service alone delays a probe by up to one
+// MTU's serialisation (17 ms at 0.7 Mbit/s): FQ-CoDel's added delay on
+// the adsl lab read p95 16.6 ms and CoDel's 65.8 ms (test/monitor). With
+// the capacity, the bounds grow by one and two MTU times; without it, the
+// fixed bounds hold.
+func TestLoadedSlowLinkBounds(t *testing.T) {
+	fq := func(i int) float64 { return float64(i%18) * 0.95 }    // 0-16 ms: one 1500 B packet ahead
+	codel := func(i int) float64 { return 20 + float64(i%10)*5 } // 20-65 ms: a few packets standing
+	for _, c := range []struct {
+		name  string
+		q     func(int) float64
+		upBps float64
+		class string
+	}{
+		{"fq slow", fq, 0.7e6, QueueFQ}, {"codel slow", codel, 0.7e6, QueueAQM},
+		{"fq no capacity", fq, 0, QueueAQM}, {"fq fast", fq, 100e6, QueueAQM},
+	} {
+		cfg := Config{Loaded: LoadedConfig{UpBps: c.upBps}}
+		ep := oneEpisode(t, analyse(t, cfg, streams("a/stamp"), loadedScenario(true, c.q)))
+		if !slices.Contains(ep.Flags, "queue="+c.class) {
+			t.Errorf("%s: flags %v, want %s (%s)", c.name, ep.Flags, c.class, ep.Text)
+		}
+	}
+}
+
+// A byte-limited drop-tail buffer admits small probes when it refuses a
+// full segment: no probe is lost at the peaks, and the sawtooth's sharp
+// falls (the sender backing off) confirm drop-tail. A deep queue without
+// losses or falls stays "bloated".
+func TestLoadedSawtoothWithoutProbeLoss(t *testing.T) {
+	noLoss := func(i int) float64 { return math.Max(adslSawtooth(i), 0) }
+	flat := func(i int) float64 { return 400 + float64(i%7) }
+	for _, c := range []struct {
+		name  string
+		q     func(int) float64
+		class string
+	}{{"sawtooth, no probe lost", noLoss, QueueDropTail}, {"deep and flat", flat, QueueBloated}} {
+		ep := oneEpisode(t, analyse(t, Config{Loaded: LoadedConfig{UpBps: 0.7e6}}, streams("a/stamp"), loadedScenario(true, c.q)))
+		if !slices.Contains(ep.Flags, "queue="+c.class) {
+			t.Errorf("%s: flags %v, want %s (%s)", c.name, ep.Flags, c.class, ep.Text)
+		}
+	}
+}
