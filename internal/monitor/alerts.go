@@ -264,7 +264,9 @@ type Alert struct {
 }
 
 // key identifies an alert among the evaluator's: rule and labels.
-func (a *Alert) key() string { return a.Labels["alertname"] + "\x00" + a.Labels["stream"] + "\x00" + a.Labels["target"] }
+func (a *Alert) key() string {
+	return a.Labels["alertname"] + "\x00" + a.Labels["stream"] + "\x00" + a.Labels["target"]
+}
 
 // Evaluator evaluates alert rules over a monitor's final probes (in send
 // order per stream) and its detectors' events. It is pure: the daemon
