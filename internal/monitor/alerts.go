@@ -523,22 +523,21 @@ func (g *group) alert(r AlertRule, status string, end int64) Alert {
 }
 
 // window counts a stream's probes and those within L over a sliding
-// window, in at most maxWindowBucket buckets (at least 1 s each): memory
-// is bounded whatever the rate, and the window's edge is exact to a bucket.
+// window, in at most maxWindowBucket buckets (at least 1 s each) with
+// running totals: memory is bounded whatever the rate, an evaluation costs
+// O(1), and the window's edge is exact to a bucket.
 type window struct {
 	spanNs, bucketNs, latency int64
-	idx                       []int64 // bucket number held in each slot
+	head                      int64 // newest bucket; the ring holds head-len+1 … head
+	started                   bool
 	sent, ok                  []uint32
+	tSent, tOK                uint64
 }
 
 func newWindow(spanNs, latency int64) *window {
 	b := max(int64(time.Second), (spanNs+maxWindowBucket-1)/maxWindowBucket)
-	n := int(spanNs/b) + 1
-	w := &window{spanNs: spanNs, bucketNs: b, latency: latency, idx: make([]int64, n), sent: make([]uint32, n), ok: make([]uint32, n)}
-	for i := range w.idx {
-		w.idx[i] = math.MinInt64
-	}
-	return w
+	n := int(spanNs/b) + 2
+	return &window{spanNs: spanNs, bucketNs: b, latency: latency, sent: make([]uint32, n), ok: make([]uint32, n)}
 }
 
 func floorDiv(a, b int64) int64 {
@@ -549,30 +548,57 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
+func (w *window) slot(b int64) int {
+	n := int64(len(w.sent))
+	return int(((b % n) + n) % n)
+}
+
+// advance makes b the newest bucket, emptying the slots it reuses.
+func (w *window) advance(b int64) {
+	if !w.started {
+		w.head, w.started = b, true
+		return
+	}
+	if b <= w.head {
+		return
+	}
+	for x := max(w.head+1, b-int64(len(w.sent))+1); x <= b; x++ {
+		i := w.slot(x)
+		w.tSent -= uint64(w.sent[i])
+		w.tOK -= uint64(w.ok[i])
+		w.sent[i], w.ok[i] = 0, 0
+	}
+	w.head = b
+}
+
 func (w *window) add(ns int64, ok bool) {
 	b := floorDiv(ns, w.bucketNs)
-	slot := int(((b % int64(len(w.idx))) + int64(len(w.idx))) % int64(len(w.idx)))
-	if w.idx[slot] != b {
-		if w.idx[slot] > b {
-			return // older than the window
-		}
-		w.idx[slot], w.sent[slot], w.ok[slot] = b, 0, 0
+	w.advance(b)
+	if b <= w.head-int64(len(w.sent)) {
+		return // older than the ring
 	}
-	w.sent[slot]++
+	i := w.slot(b)
+	w.sent[i]++
+	w.tSent++
 	if ok {
-		w.ok[slot]++
+		w.ok[i]++
+		w.tOK++
 	}
 }
 
-// sum counts the buckets of the window ending at atNs.
+// sum counts the buckets of the window ending at atNs (no probe sent
+// before atNs is added after).
 func (w *window) sum(atNs int64) (sent, ok uint64) {
-	hi := floorDiv(atNs-1, w.bucketNs)
+	if !w.started {
+		return 0, 0
+	}
+	w.advance(floorDiv(atNs-1, w.bucketNs))
+	sent, ok = w.tSent, w.tOK
 	lo := floorDiv(atNs-w.spanNs, w.bucketNs)
-	for i, b := range w.idx {
-		if b >= lo && b <= hi {
-			sent += uint64(w.sent[i])
-			ok += uint64(w.ok[i])
-		}
+	for x := w.head - int64(len(w.sent)) + 1; x < lo; x++ {
+		i := w.slot(x)
+		sent -= uint64(w.sent[i])
+		ok -= uint64(w.ok[i])
 	}
 	return sent, ok
 }
