@@ -279,7 +279,7 @@ type Evaluator struct {
 	// per stream: the current run of failed probes
 	runStart []int64 // send time of the run's first failed probe
 	inRun    []bool
-	upAt     []int64 // send time of the answered probe that ended the last run
+	upAt     []int64 // send time of the answered probe that ended the last run (0: none)
 	sent     []bool
 }
 
@@ -299,6 +299,7 @@ type group struct {
 	start   int64
 	hold    int64 // event rules: resolved at this time
 	pending bool  // event rules: fired by an event, reported by the next Eval
+	fired   int64 // outage: the start of the last outage reported
 	value   float64
 	summary string
 }
@@ -442,26 +443,32 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 			g := &rs.groups[gi]
 			switch r.Kind {
 			case RuleOutage:
-				down, start := true, int64(math.MinInt64)
+				// The group's outage is the overlap of its streams' latest
+				// loss runs (going on, or ended at upAt): one that began and
+				// ended between two evaluations still counts.
+				down, start, end, any := true, int64(math.MinInt64), int64(math.MaxInt64), true
 				for _, i := range g.streams {
-					if !e.inRun[i] {
+					switch {
+					case e.inRun[i]:
+						start = max(start, e.runStart[i])
+					case e.upAt[i] > e.runStart[i]:
 						down = false
-						break
+						start, end = max(start, e.runStart[i]), min(end, e.upAt[i])
+					default:
+						any = false // no loss run yet
 					}
-					start = max(start, e.runStart[i])
 				}
-				switch {
-				case down && !g.firing && atNs-start >= int64(r.For):
-					g.firing, g.start, g.value = true, start, float64(atNs-start)/1e9
-					g.summary = fmt.Sprintf("outage of %s: every probe lost for %v", g.what, time.Duration(atNs-start).Round(time.Millisecond))
+				if !any {
+					continue
+				}
+				long := min(end, atNs)-start >= int64(r.For)
+				if !g.firing && long && start != g.fired {
+					g.firing, g.start, g.fired, g.value = true, start, start, float64(min(end, atNs)-start)/1e9
+					g.summary = fmt.Sprintf("outage of %s: every probe lost for %v", g.what, time.Duration(min(end, atNs)-start).Round(time.Millisecond))
 					out = append(out, g.alert(r, AlertFiring, 0))
-				case !down && g.firing:
-					end := atNs
-					for _, i := range g.streams {
-						if !e.inRun[i] && e.upAt[i] > g.start {
-							end = min(end, e.upAt[i])
-						}
-					}
+				}
+				if g.firing && !down {
+					end = max(min(end, atNs), g.start)
 					g.firing, g.value = false, float64(end-g.start)/1e9
 					g.summary = fmt.Sprintf("outage of %s over after %v", g.what, time.Duration(end-g.start).Round(time.Millisecond))
 					out = append(out, g.alert(r, AlertResolved, end))
