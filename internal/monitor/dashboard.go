@@ -35,7 +35,7 @@ type DashboardStream struct {
 	Name   string           `json:"name"`
 	Points []DashboardPoint `json:"points"` // oldest first; the last may be partial
 	// R10 is R(L) per threshold over the last 10 minutes (whole minutes
-	// and the current one).
+	// and the current one) with its 95 % interval.
 	R10 []model.Reliability `json:"r10"`
 }
 
@@ -168,6 +168,7 @@ func (l *liveSeries) view() DashboardSeries {
 			r := model.Reliability{LNs: t, Sent: sent, OK: ok[j]}
 			if sent > 0 {
 				r.R = float64(ok[j]) / float64(sent)
+				r.Lower, r.Upper = reliability.Bounds(ok[j], sent)
 			}
 			ds.R10 = append(ds.R10, r)
 		}

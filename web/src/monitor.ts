@@ -28,7 +28,7 @@ async function getJSON<T>(path: string): Promise<T> {
 function streamTable(st: Status, se: Series): HTMLTableElement {
   const t = el("table");
   const head = t.createTHead().insertRow();
-  const ths = ["stream", "last RTT", "loss (1 min)", ...se.thresholds_ms.filter((l) => l <= 1000).map((l) => `R(${l} ms) 10 min`), "problem"];
+  const ths = ["stream", "last RTT", "loss (1 min)", ...se.thresholds_ms.filter((l) => l <= 500).map((l) => `R(${l} ms) 10 min`), "problem"];
   for (const h of ths) head.appendChild(el("th", h));
   const body = t.createTBody();
   st.streams.forEach((s, i) => {
@@ -37,7 +37,7 @@ function streamTable(st: Status, se: Series): HTMLTableElement {
     row.appendChild(el("td", s.name));
     row.appendChild(el("td", ms(s.last_rtt_ms)));
     row.appendChild(el("td", pct(s.loss_last_minute)));
-    se.thresholds_ms.forEach((l, j) => { if (l <= 1000) row.appendChild(el("td", rel(r10[j]))); });
+    se.thresholds_ms.forEach((l, j) => { if (l <= 500) row.appendChild(el("td", rel(r10[j]))); });
     row.appendChild(el("td", s.problem ?? "", s.problem ? "bad" : ""));
   });
   return t;
@@ -47,6 +47,9 @@ class Charts {
   private rtt?: uPlot;
   private loss?: uPlot;
   private names = "";
+  // The x axis always spans the last hour: uPlot's own range for one
+  // point spans years.
+  private xr: [number, number] = [0, 1];
   constructor(private box: HTMLElement) {
     new ResizeObserver(() => this.resize()).observe(box);
   }
@@ -62,6 +65,7 @@ class Charts {
       this.names = names;
       this.box.textContent = "";
       const axes = (label: string) => [{}, { label, size: 56 }];
+      const x = { time: true, range: (): uPlot.Range.MinMax => this.xr };
       const rttSeries: uPlot.Series[] = [{ label: "time" }];
       const lossSeries: uPlot.Series[] = [{ label: "time" }];
       se.streams.forEach((s, i) => {
@@ -71,12 +75,13 @@ class Charts {
         lossSeries.push({ label: s.name, stroke: c, width: 1.5, value: (_u, v) => (v == null ? "–" : v.toFixed(2) + " %") });
       });
       this.rtt = new uPlot({ title: "RTT per minute (p50 solid, p99 dashed)", width: this.width(), height: 220,
-        series: rttSeries, axes: axes("ms"), scales: { y: { distr: 3 } }, cursor: { drag: { x: false, y: false } } } as uPlot.Options,
+        series: rttSeries, axes: axes("ms"), scales: { x, y: { distr: 3 } }, cursor: { drag: { x: false, y: false } } } as uPlot.Options,
         [[]], this.box);
       this.loss = new uPlot({ title: "Loss per minute", width: this.width(), height: 150,
-        series: lossSeries, axes: axes("%"), scales: { y: { range: (_u, _lo, hi) => [0, Math.max(1, hi)] } }, cursor: { drag: { x: false, y: false } } } as uPlot.Options,
+        series: lossSeries, axes: axes("%"), scales: { x, y: { range: (_u, _lo, hi) => [0, Math.max(1, hi)] } }, cursor: { drag: { x: false, y: false } } } as uPlot.Options,
         [[]], this.box);
     }
+    this.xr = [se.now_ns / 1e9 - 3600, se.now_ns / 1e9];
     const rtt: (number | null)[][] = [];
     d.p50.forEach((a, i) => { rtt.push(a, d.p99[i]); });
     this.rtt!.setData([d.x, ...rtt] as uPlot.AlignedData);
