@@ -480,15 +480,15 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 					continue // too few probes to judge: the state holds
 				}
 				rv := float64(ok) / float64(sent)
-				lbl := fmt.Sprintf("R(%v) over %v on %s", time.Duration(r.Latency), time.Duration(r.Window), g.what)
+				lbl := func() string { return fmt.Sprintf("R(%v) over %v on %s", time.Duration(r.Latency), time.Duration(r.Window), g.what) }
 				switch {
 				case rv < r.Reliability && !g.firing:
 					g.firing, g.start, g.value = true, atNs, rv
-					g.summary = fmt.Sprintf("%s is %.2f %% (%d of %d probes), under the required %.2f %%", lbl, 100*rv, ok, sent, 100*r.Reliability)
+					g.summary = fmt.Sprintf("%s is %.2f %% (%d of %d probes), under the required %.2f %%", lbl(), 100*rv, ok, sent, 100*r.Reliability)
 					out = append(out, g.alert(r, AlertFiring, 0))
 				case rv >= r.Reliability && g.firing:
 					g.firing, g.value = false, rv
-					g.summary = fmt.Sprintf("%s is back to %.2f %% (required %.2f %%)", lbl, 100*rv, 100*r.Reliability)
+					g.summary = fmt.Sprintf("%s is back to %.2f %% (required %.2f %%)", lbl(), 100*rv, 100*r.Reliability)
 					out = append(out, g.alert(r, AlertResolved, atNs))
 				}
 			case RuleStep, RuleBufferbloat:
