@@ -480,7 +480,9 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 					continue // too few probes to judge: the state holds
 				}
 				rv := float64(ok) / float64(sent)
-				lbl := func() string { return fmt.Sprintf("R(%v) over %v on %s", time.Duration(r.Latency), time.Duration(r.Window), g.what) }
+				lbl := func() string {
+					return fmt.Sprintf("R(%v) over %v on %s", time.Duration(r.Latency), time.Duration(r.Window), g.what)
+				}
 				switch {
 				case rv < r.Reliability && !g.firing:
 					g.firing, g.start, g.value = true, atNs, rv
