@@ -12,6 +12,10 @@ if (process.argv.includes("--tests")) {
   await esbuild.build({ ...common, entryPoints: { app: "src/main.ts" }, outdir: "dist", format: "esm" });
   // A classic worker script: module workers came late to Firefox.
   await esbuild.build({ ...common, entryPoints: { worker: "src/worker.ts" }, outdir: "dist", format: "iife" });
+  // The monitor daemon's dashboard (internal/monitor, served at / on --listen).
+  await esbuild.build({ ...common, entryPoints: { monitor: "src/monitor.ts" }, outdir: "dist", format: "esm" });
+  copyFileSync("src/monitor.html", "dist/monitor.html");
+  copyFileSync("src/monitor.css", "dist/monitor.css");
   copyFileSync("src/index.html", "dist/index.html");
   copyFileSync("src/style.css", "dist/style.css");
   copyFileSync("node_modules/uplot/dist/uPlot.min.css", "dist/uplot.css");

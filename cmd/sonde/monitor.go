@@ -30,7 +30,7 @@ per-minute rollups and events (outages, baseline steps, loaded episodes)
 in a store (docs/monitor.md).`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newMonitorRunCmd(), newMonitorStatusCmd(), newMonitorReportCmd())
+	cmd.AddCommand(newMonitorRunCmd(), newMonitorStatusCmd(), newMonitorReportCmd(), newMonitorAlertsCmd())
 	return cmd
 }
 

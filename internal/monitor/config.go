@@ -55,6 +55,7 @@ type Config struct {
 	Labels    map[string]string `json:"labels"`       // e.g. isp, access
 	Profiles  string            `json:"profiles"`     // requirement profile file (default the smart-grid table)
 	Token     string            `json:"token"`        // bearer token for private sonde servers
+	Alerts    *AlertConfig      `json:"alerts"`       // alert rules and webhook (absent: DefaultRules, log only)
 }
 
 // Duration is a time.Duration written as a string in JSON, with the
@@ -209,6 +210,7 @@ type Plan struct {
 	UpBps    float64
 	DownBps  float64
 	Profiles []model.RequirementProfile // nil: the smart-grid table
+	Alerts   AlertConfig                // checked, defaults filled
 }
 
 // Validate checks every field (after Defaults) and builds the streams.
@@ -354,6 +356,9 @@ func (c Config) Validate() (*Plan, error) {
 	}
 	if len(p.Streams) > probe.MaxStreams {
 		return nil, fmt.Errorf("%d streams (targets × kinds × DSCP classes), at most %d", len(p.Streams), probe.MaxStreams)
+	}
+	if err := p.checkAlerts(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

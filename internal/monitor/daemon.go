@@ -59,6 +59,7 @@ type Daemon struct {
 	log     *log.Logger
 	version string
 	core    *core
+	watch   *watcher // alerts and the dashboard's series
 }
 
 // Options are what the caller provides beside the plan.
@@ -137,6 +138,9 @@ func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
 	d.core.ifEvents = ifEvents
 	d.core.stats = d.prober.Stats
 	d.core.version = opt.Version
+	if d.watch, err = newWatcher(plan, d.log); err != nil {
+		return nil, err
+	}
 	ok = true
 	return d, nil
 }
@@ -181,11 +185,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	var srv *http.Server
 	if d.ln != nil {
-		srv = &http.Server{Handler: c.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		srv = &http.Server{Handler: d.watch.handler(c, d.plan.Alerts.Rules), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = srv.Serve(d.ln) }()
 	}
+	d.watch.start(ictx, &wg)
 	d.prober.Start()
 	d.log.Printf("probing %d streams of %d targets at %g/s; store %s", len(d.plan.Streams), len(d.plan.Targets), d.plan.Rate, d.st.Location())
 	t := time.NewTicker(tick)
@@ -200,6 +205,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 			c.step(wctx, d.prober.Clock().Now(), true)
 			wcancel()
+			d.watch.pass(c, d.prober.Clock().Now())
 			if srv != nil {
 				sctx, scancel := context.WithTimeout(context.Background(), time.Second)
 				_ = srv.Shutdown(sctx)
@@ -207,7 +213,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-t.C:
-			c.step(ctx, d.prober.Clock().Now(), false)
+			now := d.prober.Clock().Now()
+			c.step(ctx, now, false)
+			d.watch.pass(c, now)
 		}
 	}
 }

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/monitor"
+	"github.com/sonde-project/sonde/internal/store"
+)
+
+// newMonitorAlertsCmd is `sonde monitor alerts`: for now its replay.
+func newMonitorAlertsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "alerts",
+		Short: "Alert rules: replay them over a monitor's stored history",
+		Long: `The daemon evaluates alert rules itself (the "alerts" section of its config
+file: outage, reliability, baseline-step, bufferbloat) and delivers each
+firing and resolution to its log and an Alertmanager-compatible webhook
+(docs/monitor.md, "Alerts"). alerts replay tells what the rules would have
+done over the history in a store.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newMonitorAlertsReplayCmd())
+	return cmd
+}
+
+func newMonitorAlertsReplayCmd() *cobra.Command {
+	var (
+		url, name, since, from, to, cfgFile, jsonOut string
+		timeout                                      time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "replay [--store URL] [--since 7d | --from TIME --to TIME] [--config FILE]",
+		Short: "Evaluate alert rules over stored history and print what would have fired when",
+		Long: `Read a monitor's probes and events from its store for a time range and
+evaluate the alert rules as the daemon does (probes in send order, once a
+second; stored baseline steps and loaded episodes at their end), then print
+each firing and resolution with its time, and the alerts still firing at
+the end. The rules come from the "alerts" section of --config FILE (the
+daemon's config file; its "profiles" file names the requirement profiles
+a rule may use), else the default rule (an outage of the link of at least
+10 s). --since takes a duration up to days (default 7d); --from and --to
+RFC 3339 times or dates; a range is at most 366 days.`,
+		Example: `  sonde monitor alerts replay --store /var/lib/sonde/monitor.db --since 7d --config /etc/sonde/monitor.json
+  sonde monitor alerts replay --store m.db --from 2026-05-16 --to 2026-05-17 --json -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			now := time.Now()
+			if url == "" {
+				url = monitor.DefaultStore()
+			}
+			loc, err := store.ParseURL(url)
+			if err != nil {
+				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+			}
+			if since == "" && from == "" {
+				since = "7d"
+			}
+			fromT, toT, err := reportRange(since, from, to, now)
+			if err != nil {
+				return err
+			}
+			if toT.Sub(fromT) > time.Duration(monitor.MaxReplayNs) {
+				return usagef("a range of %s: at most 366 days", toT.Sub(fromT).Round(time.Hour))
+			}
+			var ac monitor.AlertConfig
+			var profiles []model.RequirementProfile
+			if cfgFile != "" {
+				c, err := monitor.LoadConfig(cfgFile)
+				if err != nil {
+					return usageErr(err)
+				}
+				if c.Alerts != nil {
+					ac = *c.Alerts
+				}
+				if c.Profiles != "" {
+					if profiles, err = readProfiles(c.Profiles); err != nil {
+						return usagef("%s: profiles %s: %w", cfgFile, c.Profiles, err)
+					}
+				}
+			}
+			if err := ac.Check(profiles); err != nil {
+				return usageErr(err)
+			}
+			if err := checkDuration("--timeout", timeout, time.Second, time.Hour); err != nil {
+				return err
+			}
+			if err := checkOutput("--json", jsonOut); err != nil {
+				return err
+			}
+			if loc.Backend == store.SQLite && loc.Path != store.Memory {
+				if _, err := os.Stat(loc.Path); err != nil {
+					return fmt.Errorf("--store %s: %w", loc, errors.Unwrap(err))
+				}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			st, err := store.OpenLocation(ctx, loc, store.Options{})
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			res, err := monitor.Replay(ctx, st, monitor.ReplayRequest{Name: name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Rules: ac.Rules})
+			if errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("%s: the replay took longer than --timeout %s", loc, timeout)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", loc, err)
+			}
+			return writeReplay(cmd.OutOrStdout(), jsonOut, res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&url, "store", "", "`URL` of the monitor's store: a SQLite path, sqlite:PATH or postgres://… (default: where monitor run writes)")
+	f.StringVar(&name, "name", "", "the `MONITOR` (default: the store's only monitor)")
+	f.StringVar(&since, "since", "", "replay the last `DURATION` up to now (e.g. 24h, 7d; default 7d)")
+	f.StringVar(&from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")
+	f.StringVar(&to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")
+	f.StringVar(&cfgFile, "config", "", "the daemon's config `FILE`, whose \"alerts\" rules are replayed (default: an outage of the link ≥ 10 s)")
+	f.StringVar(&jsonOut, "json", "", "write the firings and resolutions as JSON to `FILE`, - for stdout (no text then)")
+	f.DurationVar(&timeout, "timeout", 10*time.Minute, "longest the replay may take (reading the store included)")
+	return cmd
+}
+
+// writeReplay prints the changes as text, or as JSON to a file or stdout.
+func writeReplay(stdout io.Writer, jsonOut string, res *monitor.ReplayResult) error {
+	if jsonOut != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		b = append(b, '\n')
+		if jsonOut == "-" {
+			_, err = stdout.Write(b)
+			return err
+		}
+		if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
+			return fmt.Errorf("--json: %w", err)
+		}
+	}
+	if jsonOut == "-" {
+		return nil
+	}
+	rules := make([]string, len(res.Rules))
+	for i, r := range res.Rules {
+		rules[i] = r.Name
+	}
+	fmt.Fprintf(stdout, "monitor %s, %s to %s: %d probes, rules %s\n", res.Monitor,
+		time.Unix(0, res.FromNs).UTC().Format(time.RFC3339), time.Unix(0, res.ToNs).UTC().Format(time.RFC3339), res.Probes, strings.Join(rules, ", "))
+	fired := 0
+	for _, a := range res.Changes {
+		if a.Status == monitor.AlertFiring {
+			fired++
+		}
+		fmt.Fprintln(stdout, monitor.FormatAlert(a))
+	}
+	fmt.Fprintf(stdout, "%d firings", fired)
+	if res.Truncated {
+		fmt.Fprint(stdout, " (list truncated at 100000 changes)")
+	}
+	fmt.Fprintf(stdout, "; still firing at the end: %d\n", len(res.Firing))
+	for _, a := range res.Firing {
+		fmt.Fprintln(stdout, "  "+monitor.FormatAlert(a))
+	}
+	return nil
+}

@@ -1,0 +1,256 @@
+package monitor
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+var twoTargets = []model.MonitorStream{
+	{Target: "198.18.0.1:862", Kind: model.ProbeSTAMP, Name: "198.18.0.1:862/stamp"},
+	{Target: "198.18.0.2:862", Kind: model.ProbeSTAMP, Name: "198.18.0.2:862/stamp"},
+}
+
+func checked(t *testing.T, rules ...AlertRule) []AlertRule {
+	t.Helper()
+	a := AlertConfig{Rules: rules}
+	if err := a.Check(nil); err != nil {
+		t.Fatal(err)
+	}
+	return a.Rules
+}
+
+// drive feeds 10 probes/s per stream from t0 for secs seconds, rtt(stream,
+// sentNs) giving each probe's RTT (-1 lost), evaluating once a second
+// after that second's probes; it returns every change.
+func drive(e *Evaluator, streams, secs int, rtt func(stream int, ns int64) int64) []Alert {
+	var out []Alert
+	for sec := range secs {
+		for k := range 10 {
+			ns := t0 + int64(sec)*1e9 + int64(k)*100e6
+			for i := range streams {
+				r := rtt(i, ns)
+				e.Add(model.ProbeSample{Stream: int32(i), SentNs: ns, RTTNs: r, Lost: r < 0})
+			}
+		}
+		out = append(out, e.Eval(t0+int64(sec+1)*1e9)...)
+	}
+	return out
+}
+
+func between(ns, lo, hi int64) func(int64) bool {
+	return func(x int64) bool { return x >= t0+lo*1e9 && x < t0+hi*1e9 }
+}
+
+func TestOutageRuleLinkAndStream(t *testing.T) {
+	rules := checked(t, AlertRule{Name: "link", Kind: RuleOutage, For: Duration(10 * time.Second)},
+		AlertRule{Name: "per-stream", Kind: RuleOutage, Scope: "stream", For: Duration(5 * time.Second), Severity: "info"})
+	e, err := NewEvaluator(rules, "home", twoTargets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linkDown := between(0, 60, 75)    // both targets: 15 s
+	oneDown := between(0, 100, 108)   // the second target alone: 8 s
+	shortBoth := between(0, 130, 136) // both, 6 s: under the link rule's 10 s
+	got := drive(e, 2, 200, func(i int, ns int64) int64 {
+		if linkDown(ns) || shortBoth(ns) || (i == 1 && oneDown(ns)) {
+			return -1
+		}
+		return 20e6
+	})
+	var lines []string
+	for _, a := range got {
+		lines = append(lines, fmt.Sprintf("%s %s %s start=%d end=%d", a.Rule, a.Labels["stream"], a.Status, (a.StartsNs-t0)/1e8, max(a.EndsNs-t0, 0)/1e8))
+	}
+	want := []string{
+		// firing once the outage reaches its For, starting at its first lost probe
+		"per-stream 198.18.0.1:862/stamp firing start=600 end=0",
+		"per-stream 198.18.0.2:862/stamp firing start=600 end=0",
+		"link  firing start=600 end=0",
+		// resolved at the first answered probe (75 s), in rule order
+		"link  resolved start=600 end=750",
+		"per-stream 198.18.0.1:862/stamp resolved start=600 end=750",
+		"per-stream 198.18.0.2:862/stamp resolved start=600 end=750",
+		"per-stream 198.18.0.2:862/stamp firing start=1000 end=0",
+		"per-stream 198.18.0.2:862/stamp resolved start=1000 end=1080",
+		"per-stream 198.18.0.1:862/stamp firing start=1300 end=0",
+		"per-stream 198.18.0.2:862/stamp firing start=1300 end=0",
+		"per-stream 198.18.0.1:862/stamp resolved start=1300 end=1360",
+		"per-stream 198.18.0.2:862/stamp resolved start=1300 end=1360",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("changes:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	// The link alert fired when the outage had lasted 10 s (at 70 s).
+	for _, a := range got {
+		if a.Rule == "link" && a.Status == AlertFiring && (a.Value < 10 || a.Value > 11) {
+			t.Errorf("link fired after %g s of outage, want 10", a.Value)
+		}
+	}
+	if len(e.Firing()) != 0 {
+		t.Errorf("still firing: %+v", e.Firing())
+	}
+}
+
+func TestReliabilityRule(t *testing.T) {
+	rules := checked(t, AlertRule{Name: "r200", Kind: RuleReliability, Latency: Duration(200 * time.Millisecond), Reliability: 0.98})
+	e, err := NewEvaluator(rules, "", twoTargets[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	upload := between(0, 100, 400) // RTT 430 ms during an upload
+	got := drive(e, 1, 1100, func(_ int, ns int64) int64 {
+		if upload(ns) {
+			return 430e6
+		}
+		return 19e6
+	})
+	// Over [t-600 s, t): bad/sent > 2 % from 100 s + 2.04 s of upload on,
+	// so at the evaluation of 103 s; back to ≥ 98 % once at most 120 of
+	// 6000 probes are bad: at 988 s.
+	if len(got) != 2 || got[0].Status != AlertFiring || got[0].StartsNs != t0+103e9 ||
+		got[1].Status != AlertResolved || got[1].EndsNs != t0+988e9 {
+		t.Fatalf("changes %+v", got)
+	}
+	if got[0].Value >= 0.98 || got[1].Value < 0.98 || !strings.Contains(got[0].Summary, "R(200ms) over 10m0s") {
+		t.Errorf("values %g, %g, %q", got[0].Value, got[1].Value, got[0].Summary)
+	}
+}
+
+func TestReliabilityRuleFromProfileNeedsProbes(t *testing.T) {
+	rules := checked(t, AlertRule{Name: "dispatch", Kind: RuleReliability, Profile: "dispatch-storage", MinProbes: 1000, Window: Duration(time.Hour)})
+	if rules[0].Latency != Duration(5*time.Second) || rules[0].Reliability != 0.995 {
+		t.Fatalf("profile not applied: %+v", rules[0])
+	}
+	e, _ := NewEvaluator(rules, "", twoTargets[:1])
+	// Everything lost, but fewer than 1000 probes in the window until 100 s.
+	got := drive(e, 1, 120, func(int, int64) int64 { return -1 })
+	if len(got) != 1 || got[0].StartsNs != t0+100e9 {
+		t.Fatalf("changes %+v", got)
+	}
+}
+
+func TestEventRules(t *testing.T) {
+	rules := checked(t,
+		AlertRule{Name: "step", Kind: RuleStep, MinStep: Duration(5 * time.Millisecond), Hold: Duration(time.Minute)},
+		AlertRule{Name: "bloat", Kind: RuleBufferbloat, Grade: "D"})
+	e, err := NewEvaluator(rules, "", twoTargets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := t0 + 600e9
+	// Ignored: an artefact, a step too small, a grade too good.
+	e.Event(model.MonitorEvent{Kind: model.EventBaselineStep, Stream: 0, StartNs: t0, Detail: map[string]float64{"step_ms": 100}, Flags: []string{"probable-artefact"}}, at)
+	e.Event(model.MonitorEvent{Kind: model.EventBaselineStep, Stream: 0, StartNs: t0, Detail: map[string]float64{"step_ms": 2}}, at)
+	e.Event(model.MonitorEvent{Kind: model.EventLoaded, Stream: 1, StartNs: t0, Detail: map[string]float64{"added_median_ms": 150}, Flags: []string{"up-saturated", "grade=C"}}, at)
+	if got := e.Eval(at + 1e9); len(got) != 0 {
+		t.Fatalf("fired on ignored events: %+v", got)
+	}
+	e.Event(model.MonitorEvent{Kind: model.EventBaselineStep, Stream: 0, StartNs: t0 + 60e9, Text: "baseline step of +12.0 ms", Detail: map[string]float64{"step_ms": 12}}, at)
+	e.Event(model.MonitorEvent{Kind: model.EventLoaded, Stream: 1, StartNs: t0 + 30e9, Text: "loaded episode", Detail: map[string]float64{"added_median_ms": 411}, Flags: []string{"up-saturated", "grade=F"}}, at)
+	got := e.Eval(at + 1e9)
+	if len(got) != 2 || got[0].Rule != "step" || got[0].Labels["stream"] != twoTargets[0].Name || got[0].Value != 12 || got[0].StartsNs != t0+60e9 ||
+		got[1].Rule != "bloat" || got[1].Labels["stream"] != twoTargets[1].Name || got[1].Value != 411 {
+		t.Fatalf("firing %+v", got)
+	}
+	// The same step again within the hold: no second firing, the hold extends.
+	e.Event(model.MonitorEvent{Kind: model.EventBaselineStep, Stream: 0, StartNs: t0 + 60e9, Detail: map[string]float64{"step_ms": 12}}, at+30e9)
+	if got := e.Eval(at + 61e9); len(got) != 0 {
+		t.Fatalf("changes within the hold: %+v", got)
+	}
+	got = e.Eval(at + 91e9)
+	if len(got) != 1 || got[0].Rule != "step" || got[0].Status != AlertResolved || got[0].EndsNs != at+91e9 {
+		t.Fatalf("step not resolved after its hold: %+v", got)
+	}
+	got = e.Eval(at + 15*60e9)
+	if len(got) != 1 || got[0].Rule != "bloat" || got[0].Status != AlertResolved {
+		t.Fatalf("bufferbloat not resolved after 15 min: %+v", got)
+	}
+}
+
+func TestAlertConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ alerts, want string }{
+		{`{"rules": [{"name": "x", "kind": "nope"}]}`, `kind "nope"`},
+		{`{"rules": [{"kind": "outage"}]}`, `rule "#1": name`},
+		{`{"rules": [{"name": "a b", "kind": "outage"}]}`, `name: want`},
+		{`{"rules": [{"name": "x", "kind": "outage"}, {"name": "x", "kind": "outage"}]}`, `given twice`},
+		{`{"rules": [{"name": "x", "kind": "outage", "scope": "planet"}]}`, `scope "planet"`},
+		{`{"rules": [{"name": "x", "kind": "outage", "for": "48h"}]}`, `for 48h0m0s`},
+		{`{"rules": [{"name": "x", "kind": "outage", "grade": "F"}]}`, `grade: not a field of a outage rule`},
+		{`{"rules": [{"name": "x", "kind": "reliability"}]}`, `latency 0s`},
+		{`{"rules": [{"name": "x", "kind": "reliability", "latency": "200ms", "reliability": 98}]}`, `reliability 98: want a fraction`},
+		{`{"rules": [{"name": "x", "kind": "reliability", "latency": "200ms", "reliability": 0.98, "window": "10s"}]}`, `window 10s`},
+		{`{"rules": [{"name": "x", "kind": "reliability", "profile": "voip"}]}`, `profile "voip": no such`},
+		{`{"rules": [{"name": "x", "kind": "reliability", "profile": "price", "latency": "1s"}]}`, `either profile`},
+		{`{"rules": [{"name": "x", "kind": "bufferbloat", "grade": "E"}]}`, `grade "E"`},
+		{`{"rules": [{"name": "x", "kind": "baseline-step", "hold": "0.1s"}]}`, `hold 100ms`},
+		{`{"rules": [{"name": "x", "kind": "outage", "stream": "nosuch/stamp"}]}`, `no stream named "nosuch/stamp"`},
+		{`{"webhook": "ftp://x/"}`, `alerts: webhook: "ftp://x/"`},
+		{`{"webhook_timeout": "5m"}`, `webhook_timeout 5m0s`},
+		{`{"rules": [{"name": "x", "kind": "outage", "frequency": 1}]}`, `unknown field "frequency"`},
+	} {
+		c, err := ParseConfig(strings.NewReader(`{"targets": ["stamp://198.18.0.1"], "alerts": ` + tc.alerts + `}`))
+		if err == nil {
+			c.Defaults()
+			_, err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want one line with %q", tc.alerts, err, tc.want)
+		}
+	}
+}
+
+func TestAlertConfigDefaults(t *testing.T) {
+	c := Config{Targets: []string{"stamp://198.18.0.1"}, Name: "m"}
+	c.Defaults()
+	p, err := c.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Alerts.Rules) != 1 || p.Alerts.Rules[0].Kind != RuleOutage || p.Alerts.Rules[0].Scope != "link" || p.Alerts.Rules[0].For != Duration(10*time.Second) {
+		t.Fatalf("default rules %+v", p.Alerts.Rules)
+	}
+	// An empty list means no rule; the caller's config is not changed.
+	c.Alerts = &AlertConfig{Rules: []AlertRule{}}
+	if p, err = c.Validate(); err != nil || len(p.Alerts.Rules) != 0 {
+		t.Fatalf("%+v %v", p.Alerts, err)
+	}
+	c.Alerts = &AlertConfig{Rules: []AlertRule{{Name: "o", Kind: RuleOutage}}}
+	if p, err = c.Validate(); err != nil || p.Alerts.Rules[0].Severity != "warning" || c.Alerts.Rules[0].Severity != "" {
+		t.Fatalf("%+v %+v %v", p.Alerts, c.Alerts, err)
+	}
+}
+
+func FuzzAlertConfig(f *testing.F) {
+	f.Add(`{"rules": [{"name": "o", "kind": "outage", "scope": "target", "for": "30s"}], "webhook": "http://198.18.0.9/hook"}`)
+	f.Add(`{"rules": [{"name": "r", "kind": "reliability", "profile": "metering", "window": "1h"}]}`)
+	f.Add(`{"rules": [{"name": "b", "kind": "bufferbloat", "grade": "A+", "hold": "1m"}, {"name": "s", "kind": "baseline-step", "artefacts": true}]}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		var a AlertConfig
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.DisallowUnknownFields()
+		if dec.Decode(&a) != nil {
+			return
+		}
+		if err := a.Check(nil); err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error %q", err)
+			}
+			return
+		}
+		e, err := NewEvaluator(a.Rules, "m", twoTargets)
+		if err != nil {
+			return
+		}
+		// A valid rule set evaluates without trouble over a short feed.
+		for i := range int64(50) {
+			e.Add(model.ProbeSample{Stream: int32(i % 2), SentNs: t0 + i*1e8, RTTNs: -1, Lost: true})
+			e.Event(model.MonitorEvent{Kind: model.EventLoaded, Stream: int32(i % 2), Flags: []string{"grade=F"}}, t0+i*1e8)
+			e.Eval(t0 + i*1e8)
+		}
+	})
+}
