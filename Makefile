@@ -7,7 +7,8 @@ QUIC_BIN := bin/sonde-quic
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOFILES  := $(shell find cmd internal -name '*.go' -not -name '*_test.go' 2>/dev/null)
 # Debian packages the tests and benchmarks use (peers and tools).
-APT_PKGS := iperf3 irtt iputils-ping iproute2 tcpdump tshark tcptrace chromium firefox-esr postgresql
+APT_PKGS := iperf3 irtt iputils-ping iproute2 tcpdump tshark tcptrace chromium firefox-esr postgresql \
+            prometheus-smokeping-prober sqlite3 curl
 NDT7_DIR := test/interop/ndt7
 WEB_SRC  := $(wildcard web/src/*) web/build.mjs web/package.json web/package-lock.json
 
@@ -101,6 +102,8 @@ bench: build apt-deps
 	bash bench/browser.sh
 	bash bench/browser_rtc.sh
 	bash bench/analyze.sh
+	bash bench/monitor_soak.sh
+	bash bench/monitor_peers.sh
 	$(GO) test -run XXX -bench Emulator -benchtime 1x ./bench/
 
 clean:

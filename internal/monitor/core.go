@@ -43,6 +43,8 @@ type core struct {
 	buf        []model.ProbeSample
 	pending    []model.ProbeSample // probes of minutes not rolled up yet
 	recent     []model.ProbeSample // the detectors' window, drain order
+	recentArr  []model.ProbeSample // recent's backing array (recent ends at its end)
+	final      []model.ProbeSample // detect's sorted copy, reused
 	lastCount  int64               // newest counter sample written
 	nextEvents int64
 	nextRetain int64
@@ -128,7 +130,7 @@ func (c *core) step(ctx context.Context, now int64, final bool) {
 			replaceLost(c.recent, s)
 		} else {
 			c.pending = append(c.pending, s)
-			c.recent = append(c.recent, s)
+			c.pushRecent(s)
 		}
 	}
 	if c.tracker != nil {
@@ -188,6 +190,10 @@ func minuteStart(ns int64) int64 {
 // rollUp rolls up the pending probes sent before cut (a minute start) and
 // keeps the rest pending.
 func (c *core) rollUp(cut int64) []store.Rollup {
+	// Most seconds no minute closes: return before copying anything.
+	if !slices.ContainsFunc(c.pending, func(s model.ProbeSample) bool { return s.SentNs < cut }) {
+		return nil
+	}
 	var done, keep []model.ProbeSample
 	for _, s := range c.pending {
 		if s.SentNs < cut {
@@ -200,12 +206,7 @@ func (c *core) rollUp(cut int64) []store.Rollup {
 		return nil
 	}
 	c.pending = keep
-	slices.SortStableFunc(done, func(a, b model.ProbeSample) int {
-		if a.Stream != b.Stream {
-			return int(a.Stream - b.Stream)
-		}
-		return int(min(max(a.SentNs-b.SentNs, -1), 1))
-	})
+	slices.SortStableFunc(done, byStreamSent)
 	var out []store.Rollup
 	r := reliability.NewRoller(c.th, func(m model.MonitorRollup) {
 		ro, err := store.RollupFrom(m)
@@ -234,7 +235,10 @@ func (c *core) thresholds() []int64 {
 	return a.ThresholdsNs()
 }
 
-// trimRecent keeps the detectors' window bounded in time and count.
+// trimRecent keeps the detectors' window bounded in time and count. It
+// drops the front by reslicing, not copying: the window is 15 minutes of
+// samples (4 MB at 8 × 10/s), and moving it every second was the loop's
+// largest copy; pushRecent compacts it now and then instead.
 func (c *core) trimRecent(now int64) {
 	from := now - int64(recentSpan)
 	i := 0
@@ -243,8 +247,84 @@ func (c *core) trimRecent(now int64) {
 	}
 	i = max(i, len(c.recent)-maxRecent)
 	if i > 0 {
-		c.recent = append(c.recent[:0], c.recent[i:]...)
+		c.recent = c.recent[i:]
 	}
+}
+
+// pushRecent appends s to the detectors' window. recent always reaches the
+// end of recentArr; when it is full there, the live samples move to the
+// array's start if they fill at most two thirds of it (so a move happens
+// once per half a window of samples at most), else to an array half as
+// large again.
+func (c *core) pushRecent(s model.ProbeSample) {
+	if len(c.recent) == cap(c.recent) {
+		if n := len(c.recent); n > 0 && 3*n <= 2*cap(c.recentArr) {
+			c.recent = append(c.recentArr[:0], c.recent...) // memmove: overlap is safe
+		} else {
+			arr := make([]model.ProbeSample, n, n+n/2+1024)
+			copy(arr, c.recent)
+			c.recentArr, c.recent = arr[:0], arr
+		}
+	}
+	c.recent = append(c.recent, s)
+}
+
+// byStreamSent orders samples by stream, then send time.
+func byStreamSent(a, b model.ProbeSample) int {
+	if a.Stream != b.Stream {
+		return int(a.Stream - b.Stream)
+	}
+	return int(min(max(a.SentNs-b.SentNs, -1), 1))
+}
+
+// finalByStream appends to dst the samples of recent sent before to,
+// ordered by stream, then send time (stable), as a stable sort by
+// byStreamSent would, in linear time: a counting pass distributes them by
+// stream keeping drain order, which is already send order but for the
+// lost samples (emitted a timeout late), so each stream's run is sorted
+// only when it is not in order already. The stable sort of the whole
+// window every 10 s was the loop's largest cost.
+func finalByStream(dst, recent []model.ProbeSample, to int64, streams int) []model.ProbeSample {
+	starts := make([]int, streams+1)
+	n := 0
+	for i := range recent {
+		s := &recent[i]
+		if s.SentNs >= to {
+			continue
+		}
+		if s.Stream < 0 || int(s.Stream) >= streams {
+			// Not a configured stream (never from the probers): the
+			// general sort.
+			for _, s := range recent {
+				if s.SentNs < to {
+					dst = append(dst, s)
+				}
+			}
+			slices.SortStableFunc(dst, byStreamSent)
+			return dst
+		}
+		starts[s.Stream+1]++
+		n++
+	}
+	for i := 1; i <= streams; i++ {
+		starts[i] += starts[i-1]
+	}
+	dst = slices.Grow(dst, n)[:n]
+	next := slices.Clone(starts[:streams])
+	for i := range recent {
+		s := &recent[i]
+		if s.SentNs < to {
+			dst[next[s.Stream]] = *s
+			next[s.Stream]++
+		}
+	}
+	bySent := func(a, b model.ProbeSample) int { return int(min(max(a.SentNs-b.SentNs, -1), 1)) }
+	for k := range streams {
+		if run := dst[starts[k]:starts[k+1]]; !slices.IsSortedFunc(run, bySent) {
+			slices.SortStableFunc(run, bySent)
+		}
+	}
+	return dst
 }
 
 // detect runs the event detectors over the recent window's final probes
@@ -253,21 +333,11 @@ func (c *core) trimRecent(now int64) {
 // ends, a step once it has held.
 func (c *core) detect(now int64) []model.MonitorEvent {
 	to := now - c.timeoutNs
-	ss := make([]model.ProbeSample, 0, len(c.recent))
-	for _, s := range c.recent {
-		if s.SentNs < to {
-			ss = append(ss, s)
-		}
-	}
+	c.final = finalByStream(c.final[:0], c.recent, to, len(c.plan.Streams))
+	ss := c.final
 	if len(ss) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(ss, func(a, b model.ProbeSample) int {
-		if a.Stream != b.Stream {
-			return int(a.Stream - b.Stream)
-		}
-		return int(min(max(a.SentNs-b.SentNs, -1), 1))
-	})
 	var up, down float64
 	if c.tracker != nil {
 		st := c.tracker.Status()

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Soak benchmark of the `sonde monitor run` daemon (issue 13, "Bars"): its
+# CPU and memory over a long run against loopback sonde servers. A report,
+# not a test: it exits 0 whatever the figures, non-zero only when a tool
+# fails.
+#
+# Rows:
+#   A  8 targets × 10 probes/s (8 `sonde serve` on 127.0.0.1)
+#   B  1 target × 100 probes/s
+# Each runs BENCH_SECONDS; every BENCH_SAMPLE s the daemon's CPU time
+# (utime+stime of /proc/PID/stat, all threads) and RSS (VmRSS) are read.
+# Printed per row: the RSS series, the CPU % of one core over the soak
+# (from the first sample on, so start-up is left out; the whole run too),
+# RSS first/last/max and its growth from the first minute to the last,
+# context switches per probe (all threads, /proc/PID/task/*/status), the
+# send-schedule lateness p50/p99/max of every probe stored, and the store's
+# bytes per probe row (the probes table and its index from sqlite's dbstat,
+# and the whole database file). Bars: < 2 % of one core, < 64 MB RSS,
+# flat; lateness p99 < 1 ms on an idle machine; < 50 bytes per probe row.
+# The machine's load average is printed beside: lateness is honest, not
+# idle, when other work shares the cores.
+#
+# Environment: BENCH_SECONDS (1800), BENCH_SAMPLE (10), BENCH_ROWS (AB),
+# SONDE (a sonde binary; default: built from this tree), GO (go).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+SECS=${BENCH_SECONDS:-1800}
+SAMPLE=${BENCH_SAMPLE:-10}
+ROWS=${BENCH_ROWS:-AB}
+GO=${GO:-go}
+command -v sqlite3 >/dev/null || { echo "bench/monitor_soak.sh needs sqlite3: apt-get install -y sqlite3" >&2; exit 1; }
+case "$SECS$SAMPLE" in *[!0-9]*) echo "BENCH_SECONDS and BENCH_SAMPLE must be whole seconds" >&2; exit 2 ;; esac
+[ "$SECS" -ge $((2 * SAMPLE)) ] && [ "$SAMPLE" -ge 1 ] || { echo "BENCH_SECONDS must be at least 2 × BENCH_SAMPLE" >&2; exit 2; }
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+SONDE=${SONDE:-}
+if [ -z "$SONDE" ]; then
+	$GO build -o "$tmp/sonde" ./cmd/sonde || exit 1
+	SONDE=$tmp/sonde
+fi
+TCK=$(getconf CLK_TCK)
+
+# Free loopback ports (the kernel picks them) for the servers and /metrics.
+ports=$(python3 -c '
+import socket
+ss=[socket.socket() for _ in range(10)]
+for s in ss: s.bind(("127.0.0.1",0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')
+read -r -a port <<<"$ports"
+
+targets=()
+for i in 0 1 2 3 4 5 6 7; do
+	"$SONDE" serve --addr "127.0.0.1:${port[$i]}" --db :memory: >"$tmp/serve$i.log" 2>&1 & pids+=($!)
+	targets+=("127.0.0.1:${port[$i]}")
+done
+for t in "${targets[@]}"; do
+	for _ in $(seq 50); do curl -fs "http://$t/healthz" >/dev/null && break; sleep 0.2; done
+	curl -fs "http://$t/healthz" >/dev/null || { echo "server $t did not start: $(cat "$tmp"/serve*.log)" >&2; exit 1; }
+done
+
+cpu_ticks() { # utime+stime of the whole process
+	awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
+}
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+ctxsw() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n + 0 }'; }
+
+# run ROW RATE TARGET… : one soak; prints its figures.
+run() {
+	local row=$1 rate=$2
+	shift 2
+	local db=$tmp/$row.db args=()
+	for t in "$@"; do args+=(--target "$t"); done
+	"$SONDE" monitor run "${args[@]}" --rate "$rate" --store "$db" --listen "127.0.0.1:${port[8]}" \
+		--name "soak-$row" 2>"$tmp/$row.log" & local pid=$!
+	pids+=("$pid")
+	local t0 now c0 s0 c s rss series="" maxrss=0 first=() last=()
+	t0=$(date +%s.%N)
+	sleep 1
+	kill -0 "$pid" 2>/dev/null || { echo "row $row: sonde monitor run exited: $(cat "$tmp/$row.log")" >&2; return 1; }
+	sleep "$((SAMPLE - 1))"
+	# The first sample is the baseline: start-up (store migration, session
+	# set-up) is outside the soak's figures.
+	c0=$(cpu_ticks "$pid") s0=$(ctxsw "$pid")
+	local tc0
+	tc0=$(date +%s.%N)
+	local i n=$((SECS / SAMPLE - 1))
+	for ((i = 1; i <= n; i++)); do
+		sleep "$SAMPLE"
+		kill -0 "$pid" 2>/dev/null || { echo "row $row: daemon died: $(tail -3 "$tmp/$row.log")" >&2; return 1; }
+		rss=$(rss_kb "$pid")
+		series="$series $((rss / 1024))"
+		[ "$rss" -gt "$maxrss" ] && maxrss=$rss
+		[ "$i" -le 6 ] && first+=("$rss")
+		last+=("$rss")
+		[ "${#last[@]}" -gt 6 ] && last=("${last[@]:1}")
+	done
+	c=$(cpu_ticks "$pid") s=$(ctxsw "$pid")
+	now=$(date +%s.%N)
+	local load
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	kill -TERM "$pid"
+	wait "$pid" 2>/dev/null
+	local probes
+	probes=$(sqlite3 "$db" 'SELECT count(*) FROM probes')
+	local lat
+	lat=$(sqlite3 "$db" "WITH l AS (SELECT lateness_ns v, row_number() OVER (ORDER BY lateness_ns) r, count(*) OVER () n FROM probes WHERE flags & 2 = 0)
+		SELECT printf('%.1f %.1f %.1f', max(CASE WHEN r <= (n+1)/2 THEN v END)/1e3, max(CASE WHEN r <= (n*99+99)/100 THEN v END)/1e3, max(v)/1e3) FROM l")
+	local tblbytes filebytes
+	tblbytes=$(sqlite3 "$db" "SELECT sum(pgsize) FROM dbstat WHERE name = 'probes' OR name LIKE 'sqlite_autoindex_probes%'" 2>/dev/null)
+	filebytes=$(($(stat -c %s "$db") + $(stat -c %s "$db-wal" 2>/dev/null || echo 0)))
+	python3 - "$row" "$rate" "$#" "$c0" "$c" "$tc0" "$now" "$t0" "$TCK" "$s0" "$s" "$probes" "$maxrss" "${tblbytes:-0}" "$filebytes" "$lat" "$load" "${first[*]}" "${last[*]}" "$series" "$SECS" <<'EOF'
+import sys
+(row, rate, ntg, c0, c, tc0, now, t0, tck, s0, s, probes, maxrss, tbl, fileb, lat, load, first, last, series, secs) = sys.argv[1:]
+tck = float(tck); el = float(now) - float(tc0)
+cpu = (float(c) - float(c0)) / tck / el * 100
+sent = float(ntg) * float(rate) * el
+first = [int(x) for x in first.split()]; last = [int(x) for x in last.split()]
+p50, p99, pmax = lat.split() if lat else ("nan",) * 3
+probes = int(probes)
+print(f"row {row}: {ntg} target(s) x {rate}/s for {secs} s (figures over the last {el:.0f} s; load average at the end {load})")
+print(f"  RSS series (MB, every sample):{series}")
+print(f"  CPU: {cpu:.2f} % of one core (bar < 2 %)  [{(float(c)-float(c0))/tck:.2f} s CPU in {el:.0f} s]")
+print(f"  RSS: max {int(maxrss)/1024:.1f} MB (bar < 64 MB); first minute mean {sum(first)/len(first)/1024:.1f} MB, last minute mean {sum(last)/len(last)/1024:.1f} MB, growth {(sum(last)/len(last)-sum(first)/len(first))/1024:+.1f} MB")
+print(f"  context switches: {(float(s)-float(s0))/sent:.2f} per probe ({int(float(s)-float(s0))} for ~{sent:.0f} probes)")
+print(f"  lateness of the {probes} probes stored: p50 {p50} µs, p99 {p99} µs (bar < 1000 µs idle), max {pmax} µs")
+if probes:
+    print(f"  store: {int(tbl)/probes:.1f} bytes per probe row (probes table + key, dbstat; bar < 50), {int(fileb)/probes:.1f} bytes per probe row for the whole file ({int(fileb)} bytes)")
+EOF
+}
+
+echo "sonde monitor soak: BENCH_SECONDS=$SECS, sample every ${SAMPLE}s, $(nproc) cores" >&2
+case $ROWS in *A*) run A 10 "${targets[@]}" || exit 1 ;; esac
+case $ROWS in *B*) run B 100 "${targets[0]}" || exit 1 ;; esac
+exit 0

@@ -1,0 +1,90 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/monitor/probe"
+	"github.com/sonde-project/sonde/internal/store"
+)
+
+// BenchmarkCoreSecond is the daemon loop's CPU per second of probing in
+// steady state (bench/monitor_soak.sh measures the whole process): the
+// detectors' 15-minute window full, a SQLite store on disk, one op = one
+// step with one second of samples (one op in ten runs the detectors).
+// cpu%/core is the share of one core the loop alone takes at that rate.
+func BenchmarkCoreSecond(b *testing.B) {
+	for _, bc := range []struct {
+		targets int
+		rate    float64
+	}{{8, 10}, {1, 100}} {
+		b.Run(fmt.Sprintf("%dx%g", bc.targets, bc.rate), func(b *testing.B) {
+			c := benchCore(b, bc.targets, bc.rate)
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(1, 2))
+			per := int64(float64(time.Second) / bc.rate)
+			seq := uint32(0)
+			now := t0
+			second := func() {
+				for range int(bc.rate) {
+					for s := range bc.targets {
+						smp := model.ProbeSample{Stream: int32(s), Seq: seq, SentNs: now - 3e9 + int64(seq%uint32(bc.rate))*per,
+							RTTNs: 15e6 + rng.Int64N(5e6), LatenessNs: int32(rng.IntN(50e3))}
+						if rng.IntN(500) == 0 {
+							smp.RTTNs, smp.Lost = -1, true
+						}
+						c.ring.Push(smp)
+					}
+					seq++
+				}
+				now += 1e9
+				c.step(ctx, now, false)
+			}
+			for range int(recentSpan/time.Second) + 60 { // fill the window
+				second()
+			}
+			b.ResetTimer()
+			for range b.N {
+				second()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e9*100, "cpu%/core")
+		})
+	}
+}
+
+func benchCore(b *testing.B, targets int, rate float64) *core {
+	var ts []string
+	for i := range targets {
+		ts = append(ts, fmt.Sprintf("stamp://127.0.0.%d:9", i+1))
+	}
+	cfg := Config{Targets: ts, Rate: rate, Store: filepath.Join(b.TempDir(), "m.db"), Name: "b"}
+	cfg.Defaults()
+	p, err := cfg.Validate()
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), p.Store, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	mid, err := st.Monitor(context.Background(), store.Identity{Name: "b"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.Streams(context.Background(), mid, p.Streams); err != nil {
+		b.Fatal(err)
+	}
+	c := newCore(p, st, mid, probe.NewRing(0), log.New(io.Discard, "", 0))
+	if err := c.restart(context.Background(), t0); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
