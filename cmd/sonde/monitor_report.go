@@ -19,6 +19,7 @@ import (
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // maxReportRange is the longest range a report covers.
@@ -30,6 +31,7 @@ func newMonitorReportCmd() *cobra.Command {
 	var (
 		url, name, since, from, to string
 		thresholds, profile        string
+		up, down                   string
 		csvSeries                  string
 		timeout                    time.Duration
 		out                        outputs
@@ -51,7 +53,11 @@ report reads per-minute rollups and says so (docs/monitor.md, "Reports").
 midnight UTC); --to defaults to now. A range is at most 10 years.
 --threshold lists the requirements L (e.g. 30ms,100ms,200ms,1.2s);
 --profile reads requirement profiles from a JSON file (default: seed
-001's smart-grid table).`,
+001's smart-grid table).
+Loaded episodes get an inferred buffer (B = C × added delay), BDP and
+oversizing from the link capacity the daemon recorded while it ran
+(configured with --up/--down or learnt from --interface); --up and
+--down here override it over the whole range (e.g. --up 700k).`,
 		Example: `  sonde monitor report --store /var/lib/sonde/monitor.db --since 24h
   sonde monitor report --store m.db --from 2026-05-16 --to 2026-05-17 --threshold 30ms,100ms,200ms,500ms,1.2s,1.6s
   sonde monitor report --store m.db --since 7d --html week.html --json week.json`,
@@ -83,6 +89,14 @@ midnight UTC); --to defaults to now. A range is at most 10 years.
 			if _, err := reliability.New(cfg, nil); err != nil {
 				return usagef("%w", err)
 			}
+			upBps, err := reportRate("--up", up)
+			if err != nil {
+				return err
+			}
+			downBps, err := reportRate("--down", down)
+			if err != nil {
+				return err
+			}
 			if err := checkDuration("--timeout", timeout, time.Second, time.Hour); err != nil {
 				return err
 			}
@@ -109,7 +123,8 @@ midnight UTC); --to defaults to now. A range is at most 10 years.
 				return err
 			}
 			defer st.Close()
-			rep, err := query.Run(ctx, st, query.Request{Name: name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Config: cfg})
+			rep, err := query.Run(ctx, st, query.Request{Name: name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Config: cfg,
+				UpBps: upBps, DownBps: downBps})
 			if errors.Is(err, context.DeadlineExceeded) {
 				return fmt.Errorf("%s: the report took longer than --timeout %s", loc, timeout)
 			}
@@ -127,6 +142,8 @@ midnight UTC); --to defaults to now. A range is at most 10 years.
 	f.StringVar(&to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")
 	f.StringVar(&thresholds, "threshold", "", "latency requirements L of R(L), a comma-separated `LIST` of durations (default 50ms,100ms,200ms,500ms,1s,5s)")
 	f.StringVar(&profile, "profile", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table)")
+	f.StringVar(&up, "up", "", "uplink capacity `RATE` for the inferred buffers, e.g. 700k (default: what the monitor recorded)")
+	f.StringVar(&down, "down", "", "downlink capacity `RATE` for the inferred buffers, e.g. 8M (default: what the monitor recorded)")
 	f.StringVar(&csvSeries, "csv-series", "", "write the delay and loss time series as CSV to `FILE`, - for stdout")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "longest the report may take (reading the store included)")
 	out.register(cmd, "the report (schema sonde.monitor/v1)", false)
@@ -173,6 +190,21 @@ func writeMonitorJSON(w io.Writer, rep *model.MonitorReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
+}
+
+// reportRate reads an optional capacity flag: "" is 0 (the recorded one).
+func reportRate(flag, s string) (float64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	v, err := units.ParseRate(s)
+	if err != nil {
+		return 0, usagef("%s: %w", flag, err)
+	}
+	if v <= 0 || v > store.MaxCapacityBps {
+		return 0, usagef("%s: a capacity of %s: want more than 0, at most 10 Tbit/s", flag, units.FormatRate(v))
+	}
+	return v, nil
 }
 
 // reportRange resolves --since, --from and --to against now into a range

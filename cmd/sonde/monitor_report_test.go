@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -147,6 +148,11 @@ func TestMonitorReportErrors(t *testing.T) {
 		{"--store", db, "--json", "-", "--html", "-"},
 		{"--store", db, "--bogus"},
 		{"--store", db, "extra"},
+		{"--store", db, "--up", "fast"},
+		{"--store", db, "--up", "0"},
+		{"--store", db, "--down", "-8M"},
+		{"--store", db, "--down", "20T"},
+		{"--store", db, "--up", "700kB"},
 	}
 	for _, a := range usage {
 		if _, stderr, code := runMonitorReport(a...); code != exitUsage || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
@@ -184,7 +190,7 @@ func TestParseSince(t *testing.T) {
 // FuzzMonitorReportFlags checks the time and threshold parsers never
 // panic and never return a range the report refuses.
 func FuzzMonitorReportFlags(f *testing.F) {
-	for _, s := range []string{"24h", "7d", "1d12h", "-1d", "d", "1e308d", "NaNd", "2026-05-16", "2026-05-16T08:00:00Z", "30ms,100ms", ",", "9999999h"} {
+	for _, s := range []string{"24h", "7d", "1d12h", "-1d", "d", "1e308d", "NaNd", "2026-05-16", "2026-05-16T08:00:00Z", "30ms,100ms", ",", "9999999h", "700k", "1.5Gbit/s", "0", "1e400M"} {
 		f.Add(s)
 	}
 	now := time.Unix(0, mrT0)
@@ -202,6 +208,9 @@ func FuzzMonitorReportFlags(f *testing.F) {
 				}
 			}
 		}
+		if v, err := reportRate("--up", s); err == nil && s != "" && !(v > 0 && v <= store.MaxCapacityBps) {
+			t.Fatalf("reportRate(%q) = %g", s, v)
+		}
 		for _, args := range [][3]string{{s, "", ""}, {"", s, ""}, {"", "2026-01-01", s}} {
 			from, to, err := reportRange(args[0], args[1], args[2], now)
 			if err == nil && (!from.Before(to) || to.Sub(from) > maxReportRange) {
@@ -209,4 +218,78 @@ func FuzzMonitorReportFlags(f *testing.F) {
 			}
 		}
 	})
+}
+
+// loadedStore writes a monitor whose uplink, recorded by the daemon as
+// 700 kbit/s configured, idles at 20 ms for a minute and then carries an
+// upload whose delay saws from 300 to 450 ms for a minute: seed 001's
+// ADSL buffer, 0.7 Mbit/s × 430 ms = 301 kbit.
+func loadedStore(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.db")
+	ctx := context.Background()
+	st, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	mid, err := st.Monitor(ctx, store.Identity{Name: "home"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Streams(ctx, mid, []model.MonitorStream{{Target: "198.18.0.2:862", Kind: model.ProbeSTAMP, Name: "198.18.0.2:862/stamp"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := &store.Batch{}
+	for i := range 1200 {
+		p := model.ProbeSample{Seq: uint32(i), SentNs: mrT0 + int64(i)*100e6, RTTNs: 20e6, Load: model.LoadIdle}
+		if i >= 600 {
+			p.RTTNs, p.Load = 300e6+int64(i%20)*150e6/19, model.LoadUp
+		}
+		b.Probes = append(b.Probes, p)
+	}
+	if err := st.Write(ctx, mid, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetCapacity(ctx, mid, store.CapacityRow{FromNs: mrT0 - 1e9, UpBps: 0.7e6, UpSource: store.CapacityConfigured}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestMonitorReportCapacity: the inferred buffer of an episode read from
+// raw samples uses the recorded capacity, and --up overrides it.
+func TestMonitorReportCapacity(t *testing.T) {
+	db := loadedStore(t)
+	for _, c := range []struct {
+		args []string
+		bits float64
+	}{
+		{nil, 301e3},
+		{[]string{"--up", "1.4M"}, 602e3},
+	} {
+		js := filepath.Join(t.TempDir(), "r.json")
+		args := append([]string{"--store", db, "--from", "2026-01-01", "--to", "2026-01-01T00:05:00Z", "--json", js}, c.args...)
+		text, stderr, code := runMonitorReport(args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", c.args, code, stderr)
+		}
+		var rep model.MonitorReport
+		b, _ := os.ReadFile(js)
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		var bits float64
+		for _, e := range rep.Events {
+			if e.Kind == model.EventLoaded {
+				bits = e.Detail["buffer_bits"]
+			}
+		}
+		if bits < c.bits*0.99 || bits > c.bits*1.01 {
+			t.Errorf("%q: inferred buffer %.0f bit, want %.0f ± 1 %%", c.args, bits, c.bits)
+		}
+		if want := fmt.Sprintf("buffer ≈ %.0f kbit", bits/1e3); !strings.Contains(text, want) {
+			t.Errorf("%q: text lacks %q:\n%s", c.args, want, text)
+		}
+	}
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/sonde-project/sonde/internal/store"
 )
 
 // TestStoreMigrate: migrate creates and reports the schema, again is a
@@ -16,7 +19,7 @@ func TestStoreMigrate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.db")
 	for range 2 {
 		out, errs, code := run(t, "store", "migrate", "--store", path)
-		if code != 0 || !strings.Contains(out, "schema version 1") {
+		if code != 0 || !strings.Contains(out, fmt.Sprintf("schema version %d", store.SchemaVersion())) {
 			t.Fatalf("migrate: exit %d, out %q, err %q", code, out, errs)
 		}
 	}

@@ -29,6 +29,7 @@ type core struct {
 	stats    func() []probe.StreamStats
 	version  string
 	metrics  *metrics
+	capRec   capRecorder // capacity.go
 
 	timeoutNs  int64
 	horizonNs  int64 // a minute is rolled up this long after its end
@@ -97,6 +98,9 @@ func (c *core) restart(ctx context.Context, now int64) error {
 	if err := c.st.Restart(ctx, c.mid, store.RestartRow{TimeNs: now, LastNs: last, Version: c.version}); err != nil {
 		return err
 	}
+	if err := c.recordCapacity(ctx, now, true); err != nil {
+		return err
+	}
 	ev := model.MonitorEvent{Kind: model.EventRestart, StartNs: now, EndNs: now, Stream: -1, Text: "monitor started (no earlier sample stored)"}
 	if ok && last < now {
 		gap := time.Duration(now - last)
@@ -154,6 +158,7 @@ func (c *core) step(ctx context.Context, now int64, final bool) {
 		b.Events = append(b.Events, c.detect(now)...)
 	}
 	c.write(ctx, now, b)
+	_ = c.recordCapacity(ctx, now, false) // logged; retried
 	if now >= c.nextRetain && !final {
 		c.nextRetain = now + int64(retainEvery)
 		c.retain(ctx, now)

@@ -23,6 +23,15 @@ type failing struct {
 	store.Store
 	fail   atomic.Bool
 	writes atomic.Int64
+	// failCap refuses capacity rows (capacity_test.go).
+	failCap bool
+}
+
+func (f *failing) SetCapacity(ctx context.Context, m int64, r store.CapacityRow) error {
+	if f.failCap {
+		return errors.New("attempt to write a readonly database (8)")
+	}
+	return f.Store.SetCapacity(ctx, m, r)
 }
 
 func (f *failing) Write(ctx context.Context, m int64, b *store.Batch) error {

@@ -64,6 +64,11 @@ type LoadedConfig struct {
 	// UpBps, DownBps are the access link's capacities (bit/s) for the
 	// inferred buffer and BDP; 0: not computed.
 	UpBps, DownBps float64
+	// Capacities, when given, are the capacities over time (a monitor's
+	// recorded history, oldest first, each span until the next): an
+	// episode takes the span holding its start; UpBps/DownBps hold before
+	// the first. At most MaxCapacitySpans.
+	Capacities []CapacitySpan
 	// MinNs: shorter episodes are ignored (default 5 s); GapNs: loaded runs
 	// closer than this are one episode (default 1 s).
 	MinNs, GapNs int64
@@ -82,6 +87,16 @@ type LoadedConfig struct {
 	// (default 2 Mi); later episodes are listed without figures.
 	MaxSamples int
 }
+
+// CapacitySpan is the access link's capacities (bit/s; 0: unknown) from
+// FromNs (Unix ns) until the next span.
+type CapacitySpan struct {
+	FromNs         int64
+	UpBps, DownBps float64
+}
+
+// MaxCapacitySpans bounds LoadedConfig.Capacities.
+const MaxCapacitySpans = 100_000
 
 const (
 	ms  = int64(1e6)
@@ -206,6 +221,14 @@ func (c *Config) Validate() error {
 	l := c.Loaded
 	if l.UpBps < 0 || l.DownBps < 0 || l.UpBps > 1e13 || l.DownBps > 1e13 {
 		return fmt.Errorf("reliability: capacities %g, %g bit/s out of range [0, 10 Tbit/s]", l.UpBps, l.DownBps)
+	}
+	if len(l.Capacities) > MaxCapacitySpans {
+		return fmt.Errorf("reliability: %d capacity spans, at most %d", len(l.Capacities), MaxCapacitySpans)
+	}
+	for i, c := range l.Capacities {
+		if !(c.UpBps >= 0 && c.DownBps >= 0 && c.UpBps <= 1e13 && c.DownBps <= 1e13) || (i > 0 && c.FromNs < l.Capacities[i-1].FromNs) {
+			return fmt.Errorf("reliability: capacity span %d (from %d ns: %g, %g bit/s): want capacities in [0, 10 Tbit/s], oldest first", i, c.FromNs, c.UpBps, c.DownBps)
+		}
 	}
 	if l.MTUBytes < 68 || l.MTUBytes > 65535 {
 		return fmt.Errorf("reliability: MTU %d bytes out of range [68, 65535]", l.MTUBytes)

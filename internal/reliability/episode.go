@@ -3,6 +3,7 @@ package reliability
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/model"
@@ -203,13 +204,7 @@ func (a *Analyzer) episodeEvent(i int32, ep *episode, base int64) model.MonitorE
 		peakShare = float64(atPeak) / float64(lossesJudged)
 		d["loss_at_peak_share"] = peakShare
 	}
-	var c float64
-	switch state {
-	case model.LoadUp:
-		c = a.cfg.Loaded.UpBps
-	case model.LoadDown:
-		c = a.cfg.Loaded.DownBps
-	}
+	c := a.capacity(state, ep.start)
 	// No queue discipline pre-empts the packet in service: a probe may
 	// wait one MTU's serialisation behind it even in an empty flow queue
 	// (17 ms at 0.7 Mbit/s), and CoDel does not drop while it holds one
@@ -246,4 +241,21 @@ func (a *Analyzer) episodeEvent(i int32, ep *episode, base int64) model.MonitorE
 		ev.Text += fmt.Sprintf(", buffer ≈ %.0f kbit = %.1f× BDP", buf/1e3, buf/bdp)
 	}
 	return ev
+}
+
+// capacity is the link's capacity in the direction state loads at time
+// t: from the span holding t, else the configured one (0: unknown).
+func (a *Analyzer) capacity(state model.LoadState, t int64) float64 {
+	up, down := a.cfg.Loaded.UpBps, a.cfg.Loaded.DownBps
+	spans := a.cfg.Loaded.Capacities
+	if i := sort.Search(len(spans), func(i int) bool { return spans[i].FromNs > t }); i > 0 {
+		up, down = spans[i-1].UpBps, spans[i-1].DownBps
+	}
+	switch state {
+	case model.LoadUp:
+		return up
+	case model.LoadDown:
+		return down
+	}
+	return 0
 }

@@ -50,6 +50,7 @@ func TestConformance(t *testing.T) {
 		{"batch-atomic-and-bounded", testBatchAtomic},
 		{"late-replaces-lost", testLateReplacesLost},
 		{"retention", testRetention},
+		{"capacities", testCapacities},
 		{"newer-schema", testNewerSchema},
 		{"migrate-twice", testMigrateTwice},
 	}

@@ -3,7 +3,8 @@
 // or PostgreSQL (pgx; the fleet's shared store): the results of past tests
 // the page and the CLI list (kept to the last N within a byte budget), and
 // a monitor's rows (probe samples, interface counters, events, per-minute
-// rollups, restarts) under the monitor's identity. The schema is one set
+// rollups, restarts, the link capacities it used) under the monitor's
+// identity. The schema is one set
 // of versioned migrations (pressly/goose, embedded SQL written once and
 // expanded per dialect), applied when a store opens; a database from a
 // newer schema is refused. docs/store.md describes the schema and limits.
@@ -74,6 +75,12 @@ type Monitors interface {
 	// stored (ok false: none): where retention left raw samples, so a
 	// report reads rollups before it and raw samples after.
 	FirstSample(ctx context.Context, monitor int64) (ns int64, ok bool, err error)
+	// SetCapacity records the link capacities the monitor uses from
+	// r.FromNs on (at a start, and when they change); Capacities returns
+	// the rows in effect over [from, to), oldest first: the newest one
+	// starting at or before from, then those starting in range.
+	SetCapacity(ctx context.Context, monitor int64, r CapacityRow) error
+	Capacities(ctx context.Context, monitor int64, from, to int64) ([]CapacityRow, error)
 	// ListMonitors returns the monitors' IDs by name, without registering
 	// any (a report must not write).
 	ListMonitors(ctx context.Context) (map[string]int64, error)

@@ -18,6 +18,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // Bounds on a request: a flag or a config supplies them.
@@ -43,7 +44,12 @@ type Request struct {
 	// FromNs, ToNs: the range [from, to), Unix ns.
 	FromNs, ToNs int64
 	// Config is the analysis' configuration (thresholds, profiles …).
+	// Its capacities are replaced by the monitor's recorded history
+	// (store.Capacities) and the overrides below.
 	Config reliability.Config
+	// UpBps, DownBps override the recorded capacities (bit/s) over the
+	// whole range, per direction; 0 keeps the recorded ones.
+	UpBps, DownBps float64
 }
 
 // Check bounds the range.
@@ -94,7 +100,12 @@ func Run(ctx context.Context, st store.Monitors, req Request) (*model.MonitorRep
 		return i, nil
 	}
 
-	an, err := reliability.New(req.Config, streams)
+	cfg := req.Config
+	capNote, err := capacities(ctx, st, mid, req, &cfg.Loaded)
+	if err != nil {
+		return nil, fmt.Errorf("monitor %q: %w", name, err)
+	}
+	an, err := reliability.New(cfg, streams)
 	if err != nil {
 		return nil, err
 	}
@@ -108,10 +119,16 @@ func Run(ctx context.Context, st store.Monitors, req Request) (*model.MonitorRep
 	if first, ok, err := st.FirstSample(ctx, mid); err != nil {
 		return nil, err
 	} else if ok {
-		cut = min(max(ceilMinute(first), req.FromNs), req.ToNs)
+		b, err := rawFrom(ctx, st, mid, first)
+		if err != nil {
+			return nil, fmt.Errorf("monitor %q: %w", name, err)
+		}
+		cut = min(max(b, req.FromNs), req.ToNs)
 	}
+	rolled := 0
 	if cut > req.FromNs {
 		err := st.Rollups(ctx, mid, floorMinute(req.FromNs), cut, func(r store.Rollup) error {
+			rolled++
 			m, err := r.Model()
 			if err != nil {
 				return err
@@ -161,16 +178,111 @@ func Run(ctx context.Context, st store.Monitors, req Request) (*model.MonitorRep
 	rep.Events = append(rep.Events, stored...)
 	sort.SliceStable(rep.Events, func(i, j int) bool { return rep.Events[i].StartNs < rep.Events[j].StartNs })
 	rep.Daily, rep.Series, rep.CDFs = side.daily, side.series, side.cdfs()
-	if cut > req.FromNs && cut < req.ToNs {
+	if capNote != "" {
+		rep.Notes = append(rep.Notes, capNote)
+	}
+	if rolled > 0 && cut < req.ToNs {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("raw samples begin at %s (retention): before it the report reads per-minute rollups, whole minutes from %s", isoNs(cut), isoNs(floorMinute(req.FromNs))))
 	}
 	if side.dailyApprox {
 		rep.Notes = append(rep.Notes, "a day's R(L) at a threshold its rollups did not count is a lower bound (histogram bins wholly below it)")
 	}
-	if cut > req.FromNs {
+	if rolled > 0 {
 		rep.Notes = append(rep.Notes, "distributions per load state cover raw samples only: rollups keep one histogram per minute, not one per load state")
 	}
 	return rep, nil
+}
+
+// rawFrom is where a report starts reading raw samples, given the oldest
+// one stored (first): the start of its minute when the raw samples of
+// that minute are all there (a monitor's first minute, which began in
+// it: its rollup would blur a phase of a few seconds into the whole
+// minute), else the next minute (retention removed the minute's start,
+// its rollup has it all). Rollups stand only for minutes whose raw
+// samples retention removed.
+func rawFrom(ctx context.Context, st store.Monitors, mid int64, first int64) (int64, error) {
+	m := floorMinute(first)
+	rolled := map[int32]uint64{}
+	if err := st.Rollups(ctx, mid, m, m+minuteNs, func(r store.Rollup) error {
+		rolled[r.Stream] += uint64(r.Sent)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	if len(rolled) == 0 {
+		return m, nil
+	}
+	raw := map[int32]uint64{}
+	if err := st.Probes(ctx, mid, m, m+minuteNs, func(p model.ProbeSample) error {
+		raw[p.Stream]++
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	for s, n := range rolled {
+		if raw[s] < n {
+			return ceilMinute(first), nil
+		}
+	}
+	return m, nil
+}
+
+// capacities fills l with the link capacities for the analysis' inferred
+// buffers: the monitor's recorded history over the range, each direction
+// replaced by the request's override when given. It returns a note
+// saying which were used (or that none was known).
+func capacities(ctx context.Context, st store.Monitors, mid int64, req Request, l *reliability.LoadedConfig) (string, error) {
+	rows, err := st.Capacities(ctx, mid, req.FromNs, req.ToNs)
+	if err != nil {
+		return "", err
+	}
+	l.Capacities = l.Capacities[:0:0]
+	if req.UpBps > 0 {
+		l.UpBps = req.UpBps
+	}
+	if req.DownBps > 0 {
+		l.DownBps = req.DownBps
+	}
+	var up, down []string
+	seen := func(list []string, bps float64, src string) []string {
+		if bps <= 0 {
+			return list
+		}
+		v := units.FormatRate(bps)
+		if src != "" {
+			v += " " + src
+		}
+		if !slices.Contains(list, v) {
+			list = append(list, v)
+		}
+		return list
+	}
+	for _, r := range rows {
+		if req.UpBps > 0 {
+			r.UpBps, r.UpSource = req.UpBps, "given"
+		}
+		if req.DownBps > 0 {
+			r.DownBps, r.DownSource = req.DownBps, "given"
+		}
+		l.Capacities = append(l.Capacities, reliability.CapacitySpan{FromNs: r.FromNs, UpBps: r.UpBps, DownBps: r.DownBps})
+		up, down = seen(up, r.UpBps, r.UpSource), seen(down, r.DownBps, r.DownSource)
+	}
+	if len(rows) == 0 {
+		up, down = seen(up, l.UpBps, "given"), seen(down, l.DownBps, "given")
+	}
+	if len(up)+len(down) == 0 {
+		return "no link capacity recorded by the monitor (it learns or takes one with --interface) nor given (--up/--down): loaded episodes have no inferred buffer", nil
+	}
+	list := func(l []string) string {
+		if len(l) == 0 {
+			return "unknown"
+		}
+		if len(l) > 4 {
+			l = append(l[:4:4], fmt.Sprintf("%d more", len(l)-4))
+		}
+		return strings.Join(l, ", ")
+	}
+	return fmt.Sprintf("inferred buffers use the link capacity in effect at each episode: up %s; down %s", list(up), list(down)), nil
 }
 
 // findMonitor resolves a monitor's name without registering it.
