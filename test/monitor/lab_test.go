@@ -272,10 +272,9 @@ func (r *rig) config() reliability.Config {
 }
 
 // report analyses the stored raw probes sent in [from, to) with the
-// reliability analysis (what `monitor report` runs). It reads the raw
-// rows itself: query.Run reads whole-minute rollups up to the first full
-// minute of raw samples (where retention may have cut), so a phase of a
-// few seconds in the run's first minute would read that whole minute.
+// reliability analysis (what `monitor report` runs), reading the raw rows
+// of the phase itself so that each phase is judged on its own probes and
+// with the profile's configured capacities (the truth), not the daemon's.
 func (r *rig) report(from, to time.Time) *model.MonitorReport {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
