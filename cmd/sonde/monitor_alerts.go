@@ -97,14 +97,9 @@ RFC 3339 times or dates; a range is at most 366 days.`,
 			if err := checkOutput("--json", jsonOut); err != nil {
 				return err
 			}
-			if loc.Backend == store.SQLite && loc.Path != store.Memory {
-				if _, err := os.Stat(loc.Path); err != nil {
-					return fmt.Errorf("--store %s: %w", loc, errors.Unwrap(err))
-				}
-			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			st, err := store.OpenLocation(ctx, loc, store.Options{})
+			st, err := openExistingStore(ctx, loc)
 			if err != nil {
 				return err
 			}

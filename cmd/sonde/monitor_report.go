@@ -109,16 +109,9 @@ oversizing from the link capacity the daemon recorded while it ran
 			if err := checkOutput("--csv-series", csvSeries); err != nil {
 				return err
 			}
-			if loc.Backend == store.SQLite && loc.Path != store.Memory {
-				// Opening would create an empty file and migrate it: a report
-				// must find the store, not make one.
-				if _, err := os.Stat(loc.Path); err != nil {
-					return fmt.Errorf("--store %s: %w", loc, errors.Unwrap(err))
-				}
-			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			st, err := store.OpenLocation(ctx, loc, store.Options{})
+			st, err := openExistingStore(ctx, loc)
 			if err != nil {
 				return err
 			}

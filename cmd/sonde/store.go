@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -72,4 +73,16 @@ postgres:// (postgresql://) URL.`,
 	f.StringVar(&url, "store", "", "`URL` of the store: a SQLite path, sqlite:PATH or postgres://…")
 	f.DurationVar(&timeout, "timeout", time.Minute, "longest wait for the database (connect and migrate)")
 	return cmd
+}
+
+// openExistingStore opens a store that must already exist: opening a
+// missing SQLite file would create and migrate an empty one, and a reader
+// (a report, a replay) must find the store, not make one.
+func openExistingStore(ctx context.Context, loc store.Location) (store.Store, error) {
+	if loc.Backend == store.SQLite && loc.Path != store.Memory {
+		if _, err := os.Stat(loc.Path); err != nil {
+			return nil, fmt.Errorf("--store %s: %w", loc, errors.Unwrap(err))
+		}
+	}
+	return store.OpenLocation(ctx, loc, store.Options{})
 }

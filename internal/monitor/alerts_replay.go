@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/monitor/query"
 	"github.com/sonde-project/sonde/internal/store"
 )
 
@@ -53,41 +53,13 @@ func Replay(ctx context.Context, st store.Monitors, req ReplayRequest) (*ReplayR
 	if req.ToNs <= req.FromNs || req.ToNs-req.FromNs > MaxReplayNs {
 		return nil, fmt.Errorf("alerts replay: the range must be positive and at most 366 days")
 	}
-	ms, err := st.ListMonitors(ctx)
+	name, mid, err := query.FindMonitor(ctx, st, req.Name)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(ms))
-	for n := range ms {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	name := req.Name
-	switch {
-	case len(ms) == 0:
-		return nil, fmt.Errorf("the store holds no monitor")
-	case name == "" && len(ms) > 1:
-		return nil, fmt.Errorf("the store holds %d monitors (%s): name one with --name", len(ms), strings.Join(names[:min(len(names), 10)], ", "))
-	case name == "":
-		name = names[0]
-	}
-	mid, ok := ms[name]
-	if !ok {
-		return nil, fmt.Errorf("the store has no monitor named %q", name)
-	}
-	byID, err := st.ListStreams(ctx, mid)
+	streams, index, err := query.Streams(ctx, st, name, mid)
 	if err != nil {
 		return nil, err
-	}
-	ids := make([]int32, 0, len(byID))
-	for id := range byID {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	streams := make([]model.MonitorStream, len(ids))
-	index := make(map[int32]int32, len(ids))
-	for i, id := range ids {
-		streams[i], index[id] = byID[id], int32(i)
 	}
 	e, err := NewEvaluator(req.Rules, name, streams)
 	if err != nil {

@@ -70,27 +70,13 @@ func Run(ctx context.Context, st store.Monitors, req Request) (*model.MonitorRep
 	if err := req.Check(); err != nil {
 		return nil, err
 	}
-	name, mid, err := findMonitor(ctx, st, req.Name)
+	name, mid, err := FindMonitor(ctx, st, req.Name)
 	if err != nil {
 		return nil, err
 	}
-	byID, err := st.ListStreams(ctx, mid)
+	streams, index, err := Streams(ctx, st, name, mid)
 	if err != nil {
 		return nil, err
-	}
-	if len(byID) > reliability.MaxStreams {
-		return nil, fmt.Errorf("query: monitor %q has %d streams, more than the %d a report covers", name, len(byID), reliability.MaxStreams)
-	}
-	// Streams in store order; rows carry store IDs, the analysis indexes.
-	ids := make([]int32, 0, len(byID))
-	for id := range byID {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	streams := make([]model.MonitorStream, len(ids))
-	index := make(map[int32]int32, len(ids))
-	for i, id := range ids {
-		streams[i], index[id] = byID[id], int32(i)
 	}
 	remap := func(id int32) (int32, error) {
 		i, ok := index[id]
@@ -285,8 +271,32 @@ func capacities(ctx context.Context, st store.Monitors, mid int64, req Request, 
 	return fmt.Sprintf("inferred buffers use the link capacity in effect at each episode: up %s; down %s", list(up), list(down)), nil
 }
 
-// findMonitor resolves a monitor's name without registering it.
-func findMonitor(ctx context.Context, st store.Monitors, name string) (string, int64, error) {
+// Streams returns a monitor's streams in store order (the analysis'
+// indexes) and the index of each store stream ID (what rows carry).
+func Streams(ctx context.Context, st store.Monitors, name string, mid int64) ([]model.MonitorStream, map[int32]int32, error) {
+	byID, err := st.ListStreams(ctx, mid)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(byID) > reliability.MaxStreams {
+		return nil, nil, fmt.Errorf("query: monitor %q has %d streams, more than the %d a report covers", name, len(byID), reliability.MaxStreams)
+	}
+	ids := make([]int32, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	streams := make([]model.MonitorStream, len(ids))
+	index := make(map[int32]int32, len(ids))
+	for i, id := range ids {
+		streams[i], index[id] = byID[id], int32(i)
+	}
+	return streams, index, nil
+}
+
+// FindMonitor resolves a monitor's name without registering it: "" is
+// the store's only monitor.
+func FindMonitor(ctx context.Context, st store.Monitors, name string) (string, int64, error) {
 	ms, err := st.ListMonitors(ctx)
 	if err != nil {
 		return "", 0, err
