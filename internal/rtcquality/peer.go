@@ -82,7 +82,10 @@ type peer struct {
 	upDone      bool
 	upRecv0     int  // the pair's received datagrams when the upload started
 	upRecvOK    bool // upRecv0 was read
-	downSent0   int  // the pair's sent datagrams when the download started
+	drops       *stackDrops
+	upDrops0    [2]int // drops (ICE, DTLS) when the upload started
+	upDrops     [2]int // drops (ICE, DTLS) during the upload
+	downSent0   int    // the pair's sent datagrams when the download started
 	downSentOK  bool
 	down        *downState // set when the download sending finished
 	ackNext     int64      // download: one more than the highest seq the page acknowledged
@@ -291,8 +294,10 @@ func (p *peer) startUpload(size int, durS float64, dur time.Duration) {
 	// Before "ready": every datagram the page sends for the test comes
 	// after this count.
 	_, recv, ok := p.pairCounts()
+	ice, mux := p.stackDrops()
 	p.mu.Lock()
 	p.upRecv0, p.upRecvOK = recv, ok
+	p.upDrops0 = [2]int{ice, mux}
 	p.mu.Unlock()
 	p.send(ctlMsg{Op: "ready", Dir: dirUpload})
 }
@@ -301,11 +306,19 @@ func (p *peer) startUpload(size int, durS float64, dur time.Duration) {
 // datagrams are the page's counts of messages and datagrams (-1: unknown).
 func (p *peer) finishUpload(sent int, sendS float64, datagrams int) {
 	_, recv, pairOK := p.pairCounts()
+	ice, mux := p.stackDrops()
 	p.mu.Lock()
-	p.svc.cfg.Logger.Info("webrtc upload", "session", p.id, "sent", sent, "records", len(p.up), "phase", p.phase)
+	p.svc.cfg.Logger.Info("webrtc upload", "session", p.id, "sent", sent, "records", len(p.up), "phase", p.phase,
+		"stack_drops", ice-p.upDrops0[0]+mux-p.upDrops0[1])
 	if p.phase != phaseUp {
 		p.mu.Unlock()
 		return
+	}
+	p.upDrops = [2]int{ice - p.upDrops0[0], mux - p.upDrops0[1]}
+	if n := p.upDrops[0] + p.upDrops[1]; n > 0 {
+		// Not the path's: say so beside the figures, which include them.
+		p.res.Errors = append(p.res.Errors, fmt.Sprintf("server: its WebRTC stack dropped %d of the upload's datagrams "+
+			"(%d before its datagram count) while busy; they count as lost", n, p.upDrops[0]))
 	}
 	p.phase, p.upDone = 0, true
 	p.upTimer.Stop()
@@ -500,6 +513,15 @@ func (p *peer) pairCounts() (sent, recv int, ok bool) {
 		}
 	}
 	return sent, recv, best >= 0
+}
+
+// stackDrops returns the datagrams the peer's pion stack dropped so far
+// (stackDrops): before the candidate pair counted them, and after.
+func (p *peer) stackDrops() (ice, mux int) {
+	if p.drops == nil {
+		return 0, 0
+	}
+	return p.drops.total()
 }
 
 // datagramCount compares a phase's datagram counts; a receiver that counted
