@@ -50,7 +50,11 @@ func waitUntil(ctx context.Context, _ *Clock, deadline time.Time, spin time.Dura
 	return ctx.Err()
 }
 
-func pinThread() func() {
+func sleepMono(mono int64) { time.Sleep(time.Duration(mono - monotonicNs())) }
+
+// PinThread locks the calling goroutine to its thread (no timer slack to
+// set here).
+func PinThread() func() {
 	runtime.LockOSThread()
 	return runtime.UnlockOSThread
 }

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"runtime"
 	"sync"
 	"time"
 
@@ -25,15 +24,20 @@ import (
 
 // Limits and defaults.
 const (
-	DefaultRate     = 10.0
-	MinRate         = 1.0
-	MaxRate         = 100.0
-	DefaultTimeout  = 2 * time.Second
-	MaxTimeout      = 60 * time.Second
-	MaxStreams      = 32 // 8 targets × kinds × DSCP classes
-	horizonFactor   = 4  // late replies are kept up to 4 × the timeout
-	maxEarly        = time.Millisecond
-	spinYieldAbove  = 50 * time.Microsecond
+	DefaultRate    = 10.0
+	MinRate        = 1.0
+	MaxRate        = 100.0
+	DefaultTimeout = 2 * time.Second
+	MaxTimeout     = 60 * time.Second
+	MaxStreams     = 32 // 8 targets × kinds × DSCP classes
+	horizonFactor  = 4  // late replies are kept up to 4 × the timeout
+	// spinWindow is how long before a deadline the scheduler stops
+	// sleeping and spins: it covers the wake-up latency of a 1 ns-slack
+	// absolute sleep (tens of µs on an idle machine) at ~0.5 % of a core
+	// at 100 deadlines/s.
+	spinWindow = 50 * time.Microsecond
+	// maxSleep bounds one sleep, and so how long Close waits.
+	maxSleep        = 100 * time.Millisecond
 	defaultSTAMPLen = stamp.BaseLen
 )
 
@@ -84,9 +88,6 @@ type Prober struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	once    sync.Once
-	// early is how long before a deadline the scheduler's timer is set,
-	// learnt from the timer's overshoot; a short spin covers the rest.
-	early time.Duration
 }
 
 // kind is one probe kind's socket side.
@@ -245,14 +246,16 @@ func (p *Prober) Stats() []StreamStats {
 	return out
 }
 
-// schedule is the one goroutine that sends. Per wake-up it sends every
-// probe due (all streams sharing a deadline go together), expires the
-// probes past their timeout, and sleeps until the next deadline less the
-// learnt timer overshoot, spinning only over that remainder.
+// schedule is the one goroutine that sends, on its own locked thread.
+// Per wake-up it sends every probe due (all streams sharing a deadline go
+// together) and expires the probes past their timeout; then it sleeps in
+// one absolute clock_nanosleep until spinWindow before the next deadline
+// and spins only that. So each deadline costs one thread wake-up and no
+// goroutine hand-off: Go's timers wake through the netpoller, a
+// millisecond late at worst, and each timer fire is a hand-off between
+// threads, which at 100 probes/s cost more CPU than the probes.
 func (p *Prober) schedule(h deadlines) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	var overshoot float64 // EWMA of the timer's wake-up delay, ns
+	defer stamp.PinThread()()
 	for {
 		now := p.clock.Now()
 		for h[0].next <= now {
@@ -274,33 +277,22 @@ func (p *Prober) schedule(h deadlines) {
 			s.expire(now)
 		}
 		next := h[0].next
-		if wait := time.Duration(next-now) - p.early; wait > 0 {
-			target := now + int64(wait)
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-p.stop:
-				return
-			}
-			o := float64(p.clock.Now() - target)
-			overshoot += (max(o, 0) - overshoot) / 16
-			p.early = min(time.Duration(overshoot), maxEarly)
-		} else {
+		// Sleeps longer than maxSleep are cut so that Close is noticed;
+		// below 1/maxSleep probes/s that is more than one wake-up per
+		// deadline, a handful a second at most.
+		for {
 			select {
 			case <-p.stop:
 				return
 			default:
 			}
-		}
-		// The final stretch, at most maxEarly.
-		for {
-			d := next - p.clock.Now()
-			if d <= 0 {
+			wake := next - int64(spinWindow)
+			if now = p.clock.Now(); now >= wake {
 				break
 			}
-			if d > int64(spinYieldAbove) {
-				runtime.Gosched()
-			}
+			p.clock.SleepUntil(min(wake, now+int64(maxSleep)))
+		}
+		for p.clock.Now() < next {
 		}
 	}
 }
