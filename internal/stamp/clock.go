@@ -83,13 +83,6 @@ func (c *Clock) At(t time.Time) int64 { return c.mono0 + int64(t.Sub(c.t0)) + c.
 // monoAt returns CLOCK_MONOTONIC (ns) at the Go time t.
 func (c *Clock) monoAt(t time.Time) int64 { return c.mono0 + int64(t.Sub(c.t0)) }
 
-// SleepUntil blocks the calling thread until the clock reads ns, in one
-// absolute sleep on CLOCK_MONOTONIC (the clock's own base, so the two
-// never disagree); it returns at once if ns has passed, and may return
-// early on a signal, so callers check the clock after it. Call it on a
-// thread set up by PinThread for a wake-up within microseconds.
-func (c *Clock) SleepUntil(ns int64) { sleepMono(ns - c.epoch) }
-
 // Epoch is the clock's value minus CLOCK_MONOTONIC, in ns.
 func (c *Clock) Epoch() int64 { return c.epoch }
 

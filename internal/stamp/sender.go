@@ -189,7 +189,7 @@ func RunSender(ctx context.Context, cfg SenderConfig) (*Run, error) {
 	start := time.Now().Add(2 * time.Millisecond) // let the receiver start
 	run.Start = start
 	run.StartNs = cfg.Clock.At(start)
-	unpin := PinThread()
+	unpin := pinThread()
 	cpu0 := threadCPU()
 	noReply := start.Add(cfg.NoReplyAbort)
 	aborted := false

@@ -105,7 +105,7 @@ func tosCmsg(dst4 bool, tos int) []byte {
 // waitUntil sleeps until shortly before deadline and spins the rest, or
 // returns ctx's error. It sleeps with clock_nanosleep on an absolute
 // CLOCK_MONOTONIC deadline (the calling thread is locked and has a 1 ns
-// timer slack, see PinThread), because Go's timers can wake up to a
+// timer slack, see pinThread), because Go's timers can wake up to a
 // millisecond late; long waits are cut into 20 ms pieces to notice ctx.
 func waitUntil(ctx context.Context, clock *Clock, deadline time.Time, spin time.Duration) error {
 	for {
@@ -120,29 +120,20 @@ func waitUntil(ctx context.Context, clock *Clock, deadline time.Time, spin time.
 		if d > 20*time.Millisecond+spin {
 			wake = time.Now().Add(20 * time.Millisecond)
 		}
-		sleepMono(clock.monoAt(wake))
+		ts := unix.NsecToTimespec(clock.monoAt(wake))
+		if err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil); err != nil && err != unix.EINTR {
+			time.Sleep(time.Until(wake)) // not expected on Linux; degrade to Go's timer
+		}
 	}
 	for time.Now().Before(deadline) {
 	}
 	return ctx.Err()
 }
 
-// sleepMono blocks the calling thread until CLOCK_MONOTONIC reads mono
-// (ns), in one absolute clock_nanosleep: an absolute deadline does not
-// drift by the time taken to compute it, and with a 1 ns timer slack
-// (PinThread) the kernel wakes the thread within microseconds, where Go's
-// timers can be a millisecond late. A signal may end it early.
-func sleepMono(mono int64) {
-	ts := unix.NsecToTimespec(mono)
-	if err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil); err != nil && err != unix.EINTR {
-		time.Sleep(time.Duration(mono - monotonicNs())) // not expected on Linux; degrade to Go's timer
-	}
-}
-
-// PinThread locks the calling goroutine to its thread and sets the
-// thread's timer slack to 1 ns, so sleeps (Clock.SleepUntil) end on time;
-// the returned function undoes both.
-func PinThread() func() {
+// pinThread locks the calling goroutine to its thread and sets the
+// thread's timer slack to 1 ns, so sleeps end on time; the returned
+// function undoes both.
+func pinThread() func() {
 	runtime.LockOSThread()
 	old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
 	if err == nil {

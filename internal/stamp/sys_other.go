@@ -50,11 +50,7 @@ func waitUntil(ctx context.Context, _ *Clock, deadline time.Time, spin time.Dura
 	return ctx.Err()
 }
 
-func sleepMono(mono int64) { time.Sleep(time.Duration(mono - monotonicNs())) }
-
-// PinThread locks the calling goroutine to its thread (no timer slack to
-// set here).
-func PinThread() func() {
+func pinThread() func() {
 	runtime.LockOSThread()
 	return runtime.UnlockOSThread
 }

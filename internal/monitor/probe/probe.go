@@ -31,13 +31,11 @@ const (
 	MaxTimeout     = 60 * time.Second
 	MaxStreams     = 32 // 8 targets × kinds × DSCP classes
 	horizonFactor  = 4  // late replies are kept up to 4 × the timeout
-	// spinWindow is how long before a deadline the scheduler stops
-	// sleeping and spins: it covers the wake-up latency of a 1 ns-slack
-	// absolute sleep (tens of µs on an idle machine) at ~0.5 % of a core
+	// spinWindow is how long before a deadline the scheduler's alarm
+	// rings; it spins the rest. It covers the wake-up latency of an
+	// exact timer (tens of µs on an idle machine) for ~0.5 % of a core
 	// at 100 deadlines/s.
-	spinWindow = 50 * time.Microsecond
-	// maxSleep bounds one sleep, and so how long Close waits.
-	maxSleep        = 100 * time.Millisecond
+	spinWindow      = 50 * time.Microsecond
 	defaultSTAMPLen = stamp.BaseLen
 )
 
@@ -85,7 +83,7 @@ type Prober struct {
 	ring    *Ring
 	streams []*stream
 	tcp     *tcpPoller
-	stop    chan struct{}
+	alarm   *alarm // the scheduler's wake-ups; closing it stops the scheduler
 	wg      sync.WaitGroup
 	once    sync.Once
 }
@@ -127,9 +125,13 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 	if len(cfg.Streams) > MaxStreams {
 		return nil, fmt.Errorf("probe: %d streams configured, at most %d", len(cfg.Streams), MaxStreams)
 	}
-	p := &Prober{clock: stamp.NewClock(), ring: cfg.Ring, stop: make(chan struct{})}
+	p := &Prober{clock: stamp.NewClock(), ring: cfg.Ring}
 	if p.ring == nil {
 		p.ring = NewRing(0)
+	}
+	var err error
+	if p.alarm, err = newAlarm(p.clock); err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
 	}
 	for i, sc := range cfg.Streams {
 		sc, err := normalise(sc)
@@ -220,13 +222,14 @@ func (p *Prober) Start() {
 // ring stay there.
 func (p *Prober) Close() {
 	p.once.Do(func() {
-		close(p.stop)
+		p.alarm.close()
 		p.wg.Wait()
 		p.closeStreams()
 	})
 }
 
 func (p *Prober) closeStreams() {
+	p.alarm.close()
 	for _, s := range p.streams {
 		s.k.close()
 	}
@@ -246,16 +249,13 @@ func (p *Prober) Stats() []StreamStats {
 	return out
 }
 
-// schedule is the one goroutine that sends, on its own locked thread.
-// Per wake-up it sends every probe due (all streams sharing a deadline go
-// together) and expires the probes past their timeout; then it sleeps in
-// one absolute clock_nanosleep until spinWindow before the next deadline
-// and spins only that. So each deadline costs one thread wake-up and no
-// goroutine hand-off: Go's timers wake through the netpoller, a
-// millisecond late at worst, and each timer fire is a hand-off between
-// threads, which at 100 probes/s cost more CPU than the probes.
+// schedule is the one goroutine that sends. Per wake-up it sends every
+// probe due (all streams sharing a deadline go together) and expires the
+// probes past their timeout; then its alarm wakes it spinWindow before
+// the next deadline and it spins only that. One wake-up per deadline and
+// no hand-off between goroutines or threads: a Go timer is a millisecond
+// late at worst, so the spin it needed cost more CPU than the probes.
 func (p *Prober) schedule(h deadlines) {
-	defer stamp.PinThread()()
 	for {
 		now := p.clock.Now()
 		for h[0].next <= now {
@@ -277,20 +277,12 @@ func (p *Prober) schedule(h deadlines) {
 			s.expire(now)
 		}
 		next := h[0].next
-		// Sleeps longer than maxSleep are cut so that Close is noticed;
-		// below 1/maxSleep probes/s that is more than one wake-up per
-		// deadline, a handful a second at most.
-		for {
-			select {
-			case <-p.stop:
-				return
-			default:
-			}
-			wake := next - int64(spinWindow)
-			if now = p.clock.Now(); now >= wake {
-				break
-			}
-			p.clock.SleepUntil(min(wake, now+int64(maxSleep)))
+		if err := p.alarm.sleepUntil(next - int64(spinWindow)); errors.Is(err, errAlarmClosed) {
+			return
+		} else if err != nil {
+			// Not expected of a timerfd once made; Go's timer keeps the
+			// streams going, less exactly.
+			time.Sleep(time.Duration(next - int64(spinWindow) - p.clock.Now()))
 		}
 		for p.clock.Now() < next {
 		}
