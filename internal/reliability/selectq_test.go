@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -60,6 +61,30 @@ func BenchmarkExactQuantiles(b *testing.B) {
 		for b.Loop() {
 			copy(vs, src)
 			slices.Sort(vs)
+		}
+	})
+}
+
+// FuzzOrderForQuantiles checks the quickselect against the sort on any
+// values (8 bytes each).
+func FuzzOrderForQuantiles(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte("0123456789abcdef0123456789abcdef01234567"))
+	f.Add(make([]byte, 8*40))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		vs := make([]int64, len(b)/8)
+		for i := range vs {
+			vs[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+		want := slices.Sorted(slices.Values(vs))
+		orderForQuantiles(vs)
+		for _, p := range exactQuantiles {
+			if k := nearestRankIndex(len(vs), p); len(vs) > 0 && vs[k] != want[k] {
+				t.Fatalf("n=%d p=%g: rank %d holds %d, sorted %d", len(vs), p, k, vs[k], want[k])
+			}
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(vs)), want) {
+			t.Fatal("values lost or duplicated")
 		}
 	})
 }
