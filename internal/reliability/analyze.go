@@ -341,7 +341,7 @@ func (a *Analyzer) Report(fromNs, toNs int64) (*model.MonitorReport, error) {
 func (a *Analyzer) streamReport(i int32, st *streamAcc) model.StreamReport {
 	sr := model.StreamReport{Stream: i, Sent: st.sent, Lost: st.lost, Late: st.late}
 	if !st.exactOver && !a.rolled {
-		slices.Sort(st.exact)
+		orderForQuantiles(st.exact)
 		sr.RTT = exactStats(&st.rtt, st.exact)
 	} else {
 		sr.RTT = st.rtt.stats()
@@ -349,8 +349,8 @@ func (a *Analyzer) streamReport(i int32, st *streamAcc) model.StreamReport {
 	if st.fwd.bins != nil {
 		f, r := st.fwd.binStats(), st.rev.binStats()
 		if !st.exactOver && !a.rolled && len(st.exactFwd) > 0 {
-			slices.Sort(st.exactFwd)
-			slices.Sort(st.exactRev)
+			orderForQuantiles(st.exactFwd)
+			orderForQuantiles(st.exactRev)
 			f, r = oneWayStats(st.exactFwd), oneWayStats(st.exactRev)
 		}
 		sr.Fwd, sr.Rev = &f, &r

@@ -204,24 +204,26 @@ func (h *hist) stats() model.DelayStats {
 }
 
 // exactStats replaces the histogram's percentiles by nearest-rank ones of
-// the sorted raw values vs (len(vs) == h.n).
+// the raw values vs (len(vs) == h.n), sorted or at least ordered at
+// exactQuantiles' ranks (orderForQuantiles).
 func exactStats(h *hist, vs []int64) model.DelayStats {
 	st := h.stats()
 	if len(vs) == 0 || uint64(len(vs)) != h.n {
 		return st
 	}
-	q := func(p float64) int64 { return nearestRank(vs, p) }
-	st.P1Ns, st.P5Ns, st.P25Ns, st.P50Ns = q(0.01), q(0.05), q(0.25), q(0.50)
-	st.P75Ns, st.P95Ns, st.P99Ns, st.P999Ns = q(0.75), q(0.95), q(0.99), q(0.999)
+	var q [len(exactQuantiles)]int64
+	for i, p := range exactQuantiles {
+		q[i] = vs[nearestRankIndex(len(vs), p)]
+	}
+	st.P1Ns, st.P5Ns, st.P25Ns, st.P50Ns = q[0], q[1], q[2], q[3]
+	st.P75Ns, st.P95Ns, st.P99Ns, st.P999Ns = q[4], q[5], q[6], q[7]
 	st.Approx = false
 	return st
 }
 
 // nearestRank is the p-quantile of sorted vs: the ⌈p·n⌉-th value.
 func nearestRank[T any](vs []T, p float64) T {
-	r := int(math.Ceil(p * float64(len(vs))))
-	r = min(max(r, 1), len(vs))
-	return vs[r-1]
+	return vs[nearestRankIndex(len(vs), p)]
 }
 
 // binStats summarises a histogram filled from bins only (one-way delays

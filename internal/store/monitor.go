@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -210,7 +211,7 @@ func (s *sqlStore) Write(ctx context.Context, monitor int64, b *Batch) error {
 			return fmt.Errorf("store: encode event detail: %w", err)
 		}
 		flags, _ := json.Marshal(e.Flags)
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO events (monitor_id, kind, start_ns, end_ns, stream_id, text, detail, flags)
+		if _, err := s.stmts.exec(ctx, s.db, tx, s.q(`INSERT INTO events (monitor_id, kind, start_ns, end_ns, stream_id, text, detail, flags)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), monitor, string(e.Kind), e.StartNs, e.EndNs, stream, e.Text, string(detail), string(flags)); err != nil {
 			return fmt.Errorf("store: insert event: %w", err)
 		}
@@ -291,7 +292,7 @@ func (in *inserter) flush() {
 		conflict = probeConflict
 	}
 	q := "INSERT INTO " + in.table + " VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + conflict
-	if _, err := in.tx.ExecContext(in.ctx, in.s.q(q), in.args...); err != nil {
+	if _, err := in.s.stmts.exec(in.ctx, in.s.db, in.tx, in.s.q(q), in.args...); err != nil {
 		in.err = fmt.Errorf("store: insert into %s: %w", strings.Fields(in.table)[0], err)
 	}
 	in.args = in.args[:0]
@@ -470,4 +471,66 @@ func (s *sqlStore) ListMonitors(ctx context.Context) (map[string]int64, error) {
 		out[name] = id
 	}
 	return out, rows.Err()
+}
+
+// maxStmts bounds the prepared statements a store keeps. A multi-row
+// INSERT's text depends on its row count, which at a steady probe rate
+// takes a handful of values per table; past the bound a statement runs
+// unprepared, which is only slower.
+const maxStmts = 128
+
+// stmtCache keeps the write path's statements prepared: preparing one
+// on every batch cost the daemon more CPU than running it (SQLite
+// compiles each to bytecode). Statements are prepared on the pool and
+// bound to each batch's transaction; database/sql reuses a connection's
+// own preparation.
+type stmtCache struct {
+	mu     sync.Mutex
+	m      map[string]*sql.Stmt
+	closed bool
+}
+
+// exec runs query with args inside tx, through a statement prepared
+// once per store.
+func (c *stmtCache) exec(ctx context.Context, db *sql.DB, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	st, err := c.get(ctx, db, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return tx.ExecContext(ctx, query, args...)
+	}
+	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}
+
+// get returns query's prepared statement, nil when the cache is full or
+// closed.
+func (c *stmtCache) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[query]; ok {
+		return st, nil
+	}
+	if c.closed || len(c.m) >= maxStmts {
+		return nil, nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("store: prepare: %w", err)
+	}
+	if c.m == nil {
+		c.m = map[string]*sql.Stmt{}
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+// close closes every statement; later writes run unprepared.
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.m {
+		_ = st.Close()
+	}
+	c.m, c.closed = nil, true
 }

@@ -264,10 +264,15 @@ type sqlStore struct {
 
 	mu   sync.Mutex
 	sids map[int64][]int32 // monitor → stream index → store stream ID
+
+	stmts stmtCache // the write path's prepared statements (monitor.go)
 }
 
 func (s *sqlStore) Location() Location { return s.loc }
-func (s *sqlStore) Close() error       { return s.db.Close() }
+func (s *sqlStore) Close() error {
+	s.stmts.close()
+	return s.db.Close()
+}
 
 // q writes a query for the backend: queries are written with ?, which
 // PostgreSQL spells $1, $2 … (none of the queries has a ? in a literal).
