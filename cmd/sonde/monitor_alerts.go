@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,8 +34,8 @@ done over the history in a store.`,
 
 func newMonitorAlertsReplayCmd() *cobra.Command {
 	var (
-		url, name, since, from, to, cfgFile, jsonOut string
-		timeout                                      time.Duration
+		sr               storeRange
+		cfgFile, jsonOut string
 	)
 	cmd := &cobra.Command{
 		Use:   "replay [--store URL] [--since 7d | --from TIME --to TIME] [--config FILE]",
@@ -54,18 +53,7 @@ RFC 3339 times or dates; a range is at most 366 days.`,
   sonde monitor alerts replay --store m.db --from 2026-05-16 --to 2026-05-17 --json -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			now := time.Now()
-			if url == "" {
-				url = monitor.DefaultStore()
-			}
-			loc, err := store.ParseURL(url)
-			if err != nil {
-				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
-			}
-			if since == "" && from == "" {
-				since = "7d"
-			}
-			fromT, toT, err := reportRange(since, from, to, now)
+			loc, fromT, toT, err := sr.resolve(time.Now())
 			if err != nil {
 				return err
 			}
@@ -91,38 +79,24 @@ RFC 3339 times or dates; a range is at most 366 days.`,
 			if err := ac.Check(profiles); err != nil {
 				return usageErr(err)
 			}
-			if err := checkDuration("--timeout", timeout, time.Second, time.Hour); err != nil {
-				return err
-			}
 			if err := checkOutput("--json", jsonOut); err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			st, err := openExistingStore(ctx, loc)
+			var res *monitor.ReplayResult
+			err = sr.read(cmd.Context(), loc, "the replay", func(ctx context.Context, st store.Store) (err error) {
+				res, err = monitor.Replay(ctx, st, monitor.ReplayRequest{Name: sr.name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Rules: ac.Rules})
+				return err
+			})
 			if err != nil {
 				return err
-			}
-			defer st.Close()
-			res, err := monitor.Replay(ctx, st, monitor.ReplayRequest{Name: name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Rules: ac.Rules})
-			if errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("%s: the replay took longer than --timeout %s", loc, timeout)
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", loc, err)
 			}
 			return writeReplay(cmd.OutOrStdout(), jsonOut, res)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&url, "store", "", "`URL` of the monitor's store: a SQLite path, sqlite:PATH or postgres://… (default: where monitor run writes)")
-	f.StringVar(&name, "name", "", "the `MONITOR` (default: the store's only monitor)")
-	f.StringVar(&since, "since", "", "replay the last `DURATION` up to now (e.g. 24h, 7d; default 7d)")
-	f.StringVar(&from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")
-	f.StringVar(&to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")
+	sr.register(cmd, "replay", "7d")
 	f.StringVar(&cfgFile, "config", "", "the daemon's config `FILE`, whose \"alerts\" rules are replayed (default: an outage of the link ≥ 10 s)")
 	f.StringVar(&jsonOut, "json", "", "write the firings and resolutions as JSON to `FILE`, - for stdout (no text then)")
-	f.DurationVar(&timeout, "timeout", 10*time.Minute, "longest the replay may take (reading the store included)")
 	return cmd
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/model"
-	"github.com/sonde-project/sonde/internal/monitor"
 	"github.com/sonde-project/sonde/internal/monitor/query"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/report"
@@ -29,12 +28,11 @@ const maxReportRange = time.Duration(query.MaxRangeNs)
 // it under `sonde monitor`.
 func newMonitorReportCmd() *cobra.Command {
 	var (
-		url, name, since, from, to string
-		thresholds, profile        string
-		up, down                   string
-		csvSeries                  string
-		timeout                    time.Duration
-		out                        outputs
+		sr                  storeRange
+		thresholds, profile string
+		up, down            string
+		csvSeries           string
+		out                 outputs
 	)
 	cmd := &cobra.Command{
 		Use:   "report [--store URL] [--name MONITOR] [--since 24h | --from TIME --to TIME]",
@@ -63,15 +61,7 @@ oversizing from the link capacity the daemon recorded while it ran
   sonde monitor report --store m.db --since 7d --html week.html --json week.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			now := time.Now()
-			if url == "" {
-				url = monitor.DefaultStore() // where `monitor run` writes by default
-			}
-			loc, err := store.ParseURL(url)
-			if err != nil {
-				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
-			}
-			fromT, toT, err := reportRange(since, from, to, now)
+			loc, fromT, toT, err := sr.resolve(time.Now())
 			if err != nil {
 				return err
 			}
@@ -97,9 +87,6 @@ oversizing from the link capacity the daemon recorded while it ran
 			if err != nil {
 				return err
 			}
-			if err := checkDuration("--timeout", timeout, time.Second, time.Hour); err != nil {
-				return err
-			}
 			if err := out.check(); err != nil {
 				return err
 			}
@@ -109,36 +96,29 @@ oversizing from the link capacity the daemon recorded while it ran
 			if err := checkOutput("--csv-series", csvSeries); err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			st, err := openExistingStore(ctx, loc)
+			var rep *model.MonitorReport
+			err = sr.read(cmd.Context(), loc, "the report", func(ctx context.Context, st store.Store) (err error) {
+				rep, err = query.Run(ctx, st, query.Request{Name: sr.name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Config: cfg,
+					UpBps: upBps, DownBps: downBps})
+				if errors.Is(err, query.ErrNoData) {
+					// The reason reads better without the sentinel's words.
+					return errors.New(strings.TrimSuffix(err.Error(), ": "+query.ErrNoData.Error()))
+				}
+				return err
+			})
 			if err != nil {
 				return err
-			}
-			defer st.Close()
-			rep, err := query.Run(ctx, st, query.Request{Name: name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Config: cfg,
-				UpBps: upBps, DownBps: downBps})
-			if errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("%s: the report took longer than --timeout %s", loc, timeout)
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %s", loc, strings.TrimSuffix(err.Error(), ": "+query.ErrNoData.Error()))
 			}
 			return writeMonitorReport(cmd.OutOrStdout(), cmd.ErrOrStderr(), &out, csvSeries, rep)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&url, "store", "", "`URL` of the monitor's store: a SQLite path, sqlite:PATH or postgres://… (default: where monitor run writes, /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db)")
-	f.StringVar(&name, "name", "", "the `MONITOR` to report (default: the store's only monitor)")
-	f.StringVar(&since, "since", "", "report the last `DURATION` up to now (e.g. 24h, 7d); default 24h without --from")
-	f.StringVar(&from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")
-	f.StringVar(&to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")
+	sr.register(cmd, "report", "24h")
 	f.StringVar(&thresholds, "threshold", "", "latency requirements L of R(L), a comma-separated `LIST` of durations (default 50ms,100ms,200ms,500ms,1s,5s)")
 	f.StringVar(&profile, "profile", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table)")
 	f.StringVar(&up, "up", "", "uplink capacity `RATE` for the inferred buffers, e.g. 700k (default: what the monitor recorded)")
 	f.StringVar(&down, "down", "", "downlink capacity `RATE` for the inferred buffers, e.g. 8M (default: what the monitor recorded)")
 	f.StringVar(&csvSeries, "csv-series", "", "write the delay and loss time series as CSV to `FILE`, - for stdout")
-	f.DurationVar(&timeout, "timeout", 10*time.Minute, "longest the report may take (reading the store included)")
 	out.register(cmd, "the report (schema sonde.monitor/v1)", false)
 	f.StringVar(&out.csv, "csv", "", "write R(L) per stream and threshold as CSV to `FILE`, - for stdout (no text summary then)")
 	return cmd
