@@ -46,9 +46,10 @@ type Plan struct {
 	R, P0, P1 float64
 	Models    []ModelRunLength
 	Lines     Lines
-	// MaxPackets is the truncation point: ceil(TruncFactor × MaxASN).
-	// Wald's average sample number is largest at p = S, so a test that
-	// has not decided by then is INCONCLUSIVE rather than running on.
+	// MaxPackets is the truncation point: ceil(TruncFactor × MaxASN),
+	// or TruncFactor × the cheapest PASS if that is larger. Wald's
+	// average sample number is largest at p = S, so a test that has not
+	// decided by then is INCONCLUSIVE rather than running on.
 	MaxPackets int64
 	// Expected packets to a decision (Wald's approximation, without
 	// truncation or floor): at p0, p1, the worst case, and the cheapest
@@ -99,7 +100,9 @@ func NewPlan(in Inputs) (Plan, error) {
 		return Plan{}, err
 	}
 	p.MaxASN = p.Lines.MaxASN()
-	maxN := math.Ceil(in.TruncFactor * p.MaxASN)
+	// With very unequal α and β the worst average can be below the
+	// cheapest PASS (H1/S): never truncate before a PASS is possible.
+	maxN := math.Ceil(in.TruncFactor * math.Max(p.MaxASN, p.Lines.H1/p.Lines.S))
 	if maxN > math.MaxInt64/4 {
 		return Plan{}, fmt.Errorf("truncation point %.3g packets: too large to count", maxN)
 	}

@@ -40,7 +40,7 @@ const (
 	MaxMTU       = 65535 // the IPv4 total-length limit
 	MaxWindow    = 1e7   // packets: R = 3·10^14, Nmax fits an int64
 	MinErrorProb = 1e-6
-	MaxErrorProb = 0.5
+	MaxErrorProb = 0.25 // above, the lines close in: at 0.5 they meet (h = 0)
 	MinTrunc     = 1
 	MaxTrunc     = 100
 )
