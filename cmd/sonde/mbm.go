@@ -1,0 +1,358 @@
+package main
+
+import (
+	"encoding/json"
+
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/mbm"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
+)
+
+const mbmHelp = `Model Based Metrics (RFC 8337, docs/mbm.md). From a target rate, RTT and MTU,
+--plan computes the model without sending anything: the target window W, the
+run length R (RFC 8337's reference 3W² and the other models with their ratio
+to it), the pass and fail loss rates p0 = 1/R and p1 = 4/R, the SPRT's lines,
+the packets a PASS and a FAIL are expected to take, and the truncation point
+after which an undecided test is INCONCLUSIVE. A target with R ≤ 4 is refused.
+
+sonde mbm compose composes saved per-subpath results into a path verdict.`
+
+// mbmFlags are the inputs of the model.
+type mbmFlags struct {
+	plan               bool
+	rate, model        string
+	rtt                time.Duration
+	mtu, header        int
+	alpha, beta, trunc float64
+	budget             float64
+	floor              int64
+	json               string
+	quiet              bool
+}
+
+// newMBMCmd is `sonde mbm`: the model and plan of RFC 8337's tests, and
+// the composition of subpath results. The tests against a server come
+// with their own mode; until then there is no run mode at all.
+func newMBMCmd() *cobra.Command {
+	var o mbmFlags
+	cmd := &cobra.Command{
+		Use:   "mbm --plan --rate RATE --rtt DURATION",
+		Short: "Model Based Metrics (RFC 8337): a target's model and SPRT plan, and composition of subpath results",
+		Long:  mbmHelp,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runMBMPlan(cmd.OutOrStdout(), &o, cmd.Flags().Changed("rtt"))
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.plan, "plan", false, "print the model and the SPRT plan; nothing is sent")
+	f.StringVar(&o.rate, "rate", "", "target rate `RATE` in bit/s (e.g. 10M)")
+	f.DurationVar(&o.rtt, "rtt", 0, "target round-trip time (e.g. 50ms)")
+	f.IntVar(&o.mtu, "mtu", 1500, "target MTU in bytes")
+	f.IntVar(&o.header, "header-overhead", mbm.DefaultHeaderOverhead, "bytes of each packet that are not payload (52: IPv4 + TCP + timestamps; 72 for IPv6)")
+	f.StringVar(&o.model, "model", mbm.ModelReference, "run-length model that sets p0: reference (3W²), mathis, mathis-delack, cubic")
+	f.Float64Var(&o.alpha, "alpha", mbm.DefaultAlpha, "probability of a false FAIL at p0 (1e-6 to 0.25)")
+	f.Float64Var(&o.beta, "beta", mbm.DefaultBeta, "probability of a false PASS at p1 (1e-6 to 0.25)")
+	f.Int64Var(&o.floor, "floor", 0, "no FAIL before this many packets (0: none), against early false FAILs on bursty loss")
+	f.Float64Var(&o.trunc, "trunc-factor", mbm.DefaultTruncFactor, "truncation point as a multiple of the largest expected packets to a decision (1 to 100)")
+	f.Float64Var(&o.budget, "budget", 0, "this subpath's loss budget b, used as p0 (0: the whole path's 1/R)")
+	f.StringVar(&o.json, "json", "", "write the plan as JSON (schema sonde.mbm/v1) to `FILE`, - for stdout (no text summary then)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no text summary on stdout (with --json)")
+	cmd.AddCommand(newMBMComposeCmd())
+	return cmd
+}
+
+// inputs checks the flags and turns them into the model's inputs.
+func (o *mbmFlags) inputs(rttSet bool) (mbm.Inputs, error) {
+	if !o.plan {
+		return mbm.Inputs{}, usagef("sonde mbm: want --plan (the model, nothing sent) or the compose command")
+	}
+	if o.rate == "" || !rttSet {
+		return mbm.Inputs{}, usagef("--plan needs --rate and --rtt")
+	}
+	rate, err := units.ParseRate(o.rate)
+	if err != nil {
+		return mbm.Inputs{}, usagef("--rate: %w", err)
+	}
+	if o.quiet && o.json == "" {
+		return mbm.Inputs{}, usagef("--quiet without --json would discard the plan")
+	}
+	if err := checkOutput("--json", o.json); err != nil {
+		return mbm.Inputs{}, err
+	}
+	return mbm.Inputs{
+		Target:       mbm.Target{RateBps: rate, RTT: o.rtt, MTU: o.mtu, HeaderOverhead: o.header},
+		Model:        o.model,
+		Alpha:        o.alpha,
+		Beta:         o.beta,
+		FloorPackets: o.floor,
+		TruncFactor:  o.trunc,
+		Budget:       o.budget,
+	}, nil
+}
+
+func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
+	in, err := o.inputs(rttSet)
+	if err != nil {
+		return err
+	}
+	if o.trunc == 0 {
+		return usagef("--trunc-factor: want 1 to 100, got 0")
+	}
+	plan, err := mbm.NewPlan(in)
+	if err != nil {
+		return usageErr(err)
+	}
+	res := mbmResult(plan)
+	res.Plan = true
+	if o.json != "" {
+		if err := writeOutput("--json", o.json, stdout, func(w io.Writer) error { return writeMBMJSON(w, res) }); err != nil {
+			writeMBMPlanText(os.Stderr, plan) // nothing is lost
+			return err
+		}
+	}
+	if o.json == "-" || o.quiet {
+		return nil
+	}
+	return writeMBMPlanText(stdout, plan)
+}
+
+// writeMBMJSON writes an MBM document indented, like every saved result.
+func writeMBMJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// mbmResult is the schema's record of a plan: every parameter.
+func mbmResult(p mbm.Plan) model.MBMResult {
+	r := model.MBMResult{
+		Schema: model.MBMSchemaVersion,
+		Target: model.MBMTarget{RateBps: p.RateBps, RTTMs: float64(p.RTT) / 1e6, MTUBytes: p.MTU, HeaderOverheadBytes: p.HeaderOverhead},
+		Model: model.MBMModel{WindowPackets: p.W, RunLengthModel: p.Model, RunLengthPackets: p.R,
+			P0: p.P0, P1: p.P1, LossBudget: p.Budget, PathP0: 1 / p.R},
+		SPRT: model.MBMSPRT{Alpha: p.Alpha, Beta: p.Beta, K: p.Lines.K, S: p.Lines.S, H1: p.Lines.H1, H2: p.Lines.H2,
+			FloorPackets: p.FloorPackets, TruncFactor: p.TruncFactor, MaxPackets: p.MaxPackets,
+			ASNAtP0: p.ASNAtP0, ASNAtP1: p.ASNAtP1, MaxASN: p.MaxASN, CheapestPass: p.CheapestPass, CheapestFail: p.CheapestFail},
+	}
+	for _, m := range p.Models {
+		r.Model.Models = append(r.Model.Models, model.MBMRunLength{Model: m.Model, Packets: m.Packets, RatioTo3W2: m.Ratio, About: m.About})
+	}
+	return r
+}
+
+func writeMBMPlanText(w io.Writer, p mbm.Plan) error {
+	var b strings.Builder
+	payload := p.MTU - p.HeaderOverhead
+	fmt.Fprintf(&b, "MBM plan (RFC 8337): nothing sent\n")
+	fmt.Fprintf(&b, "target        %s, RTT %s, MTU %d B (%d B headers, %d B payload)\n", units.FormatRate(p.RateBps), p.RTT, p.MTU, p.HeaderOverhead, payload)
+	fmt.Fprintf(&b, "window W      %d packets = ceil(rate × RTT / (8 × %d))\n", p.W, payload)
+	fmt.Fprintf(&b, "run length R  %.6g packets (model %s)\n", p.R, p.Model)
+	for _, m := range p.Models {
+		fmt.Fprintf(&b, "  %-14s %12.6g packets  %.3f × 3W²\n", m.Model, m.Packets, m.Ratio)
+	}
+	if p.Budget != 0 {
+		fmt.Fprintf(&b, "loss budget   b = %.4g of the path's 1/R = %.4g: p0 = b\n", p.Budget, 1/p.R)
+	}
+	fmt.Fprintf(&b, "p0            %.4g (%.4g %%): PASS threshold\n", p.P0, 100*p.P0)
+	fmt.Fprintf(&b, "p1 = 4·p0     %.4g (%.4g %%): FAIL threshold\n", p.P1, 100*p.P1)
+	l := p.Lines
+	fmt.Fprintf(&b, "SPRT          α %g, β %g, per packet, marks m = losses + ECN CE in n packets\n", p.Alpha, p.Beta)
+	fmt.Fprintf(&b, "              k %.6g, s %.6g, h1 %.6g, h2 %.6g\n", l.K, l.S, l.H1, l.H2)
+	fmt.Fprintf(&b, "              PASS if m ≤ −%.6g + %.6g·n; FAIL if m ≥ %.6g + %.6g·n\n", l.H1, l.S, l.H2, l.S)
+	fmt.Fprintf(&b, "to PASS       at least %d packets, none marked (%.3f·R, %s at the target rate); Wald's average at p0: %.0f\n",
+		p.CheapestPass, float64(p.CheapestPass)/p.R, p.Duration(float64(p.CheapestPass)).Round(time.Millisecond), p.ASNAtP0)
+	fmt.Fprintf(&b, "to FAIL       at least %d packets, all marked; Wald's average at p1: %.0f\n", p.CheapestFail, p.ASNAtP1)
+	fmt.Fprintf(&b, "truncation    %d packets (%g × the worst average %.0f, at p = s; %s): INCONCLUSIVE if undecided\n",
+		p.MaxPackets, p.TruncFactor, p.MaxASN, p.Duration(float64(p.MaxPackets)).Round(time.Millisecond))
+	if p.FloorPackets > 0 {
+		fmt.Fprintf(&b, "floor         no FAIL before %d packets\n", p.FloorPackets)
+	} else {
+		b.WriteString("floor         none\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// maxMBMFile bounds a saved result read by compose.
+const maxMBMFile = 16 << 20
+
+func newMBMComposeCmd() *cobra.Command {
+	var jsonOut string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "compose RESULT.json...",
+		Short: "Compose saved per-subpath MBM results (sonde.mbm/v1) into a path verdict",
+		Long: `Compose saved results of the subpaths of one path (schema sonde.mbm/v1, all for
+the same target) into the path's verdict per test: the composed loss
+1 − Π(1 − p_i), and PASS only if every subpath PASSed against a loss budget
+b_i with Π(1 − b_i) ≥ 1 − p0. A subpath that FAILed its budget makes the path
+FAIL (exit 5); one that did not decide, or budgets that do not fit the path's
+p0, make it INCONCLUSIVE.`,
+		Args: cobra.RangeArgs(1, mbm.MaxSubpaths),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMBMCompose(cmd.OutOrStdout(), args, jsonOut, quiet)
+		},
+	}
+	cmd.Flags().StringVar(&jsonOut, "json", "", "write the composition as JSON (schema sonde.mbm-compose/v1) to `FILE`, - for stdout (no text then)")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no text summary on stdout (with --json)")
+	return cmd
+}
+
+// loadMBM reads one saved result, bounded in size.
+func loadMBM(path string) (model.MBMResult, error) {
+	var r model.MBMResult
+	f, err := os.Open(path)
+	if err != nil {
+		return r, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxMBMFile+1))
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxMBMFile {
+		return r, fmt.Errorf("%s: larger than %d MiB", path, maxMBMFile>>20)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("%s: not a saved MBM result: %w", path, err)
+	}
+	switch {
+	case r.Schema != model.MBMSchemaVersion:
+		return r, fmt.Errorf("%s: schema %q, want %s", path, clipText(r.Schema), model.MBMSchemaVersion)
+	case r.Plan:
+		return r, fmt.Errorf("%s: a plan, not a result: nothing was measured", path)
+	case len(r.Tests) == 0:
+		return r, fmt.Errorf("%s: no tests", path)
+	case len(r.Tests) > 64:
+		return r, fmt.Errorf("%s: %d tests, more than 64", path, len(r.Tests))
+	}
+	return r, nil
+}
+
+func clipText(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+func runMBMCompose(stdout io.Writer, paths []string, jsonOut string, quiet bool) error {
+	if quiet && jsonOut == "" {
+		return usagef("--quiet without --json would discard the composition")
+	}
+	if err := checkOutput("--json", jsonOut); err != nil {
+		return err
+	}
+	var rs []model.MBMResult
+	for _, p := range paths {
+		r, err := loadMBM(p)
+		if err != nil {
+			return usageErr(err)
+		}
+		if len(rs) > 0 && (r.Target != rs[0].Target || r.Model.PathP0 != rs[0].Model.PathP0) {
+			return usagef("%s: target or path p0 differs from %s: subpaths compose only for one target", p, paths[0])
+		}
+		rs = append(rs, r)
+	}
+	c, err := composeMBM(paths, rs)
+	if err != nil {
+		return usageErr(err)
+	}
+	if jsonOut != "" {
+		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return writeMBMJSON(w, c) }); err != nil {
+			writeMBMComposeText(os.Stderr, c)
+			return err
+		}
+	}
+	if jsonOut != "-" && !quiet {
+		if err := writeMBMComposeText(stdout, c); err != nil {
+			return err
+		}
+	}
+	for _, t := range c.Tests {
+		if t.Verdict == mbm.Fail.String() {
+			return &exitError{code: exitVerdict, err: errSilent}
+		}
+	}
+	return nil
+}
+
+// composeMBM composes every test the first result holds; a test missing
+// from another subpath is composed as INCONCLUSIVE.
+func composeMBM(paths []string, rs []model.MBMResult) (model.MBMComposition, error) {
+	c := model.MBMComposition{Schema: model.MBMComposeSchemaVersion, Target: rs[0].Target, PathP0: rs[0].Model.PathP0}
+	for i, r := range rs {
+		name := paths[i]
+		if r.Subpath != "" {
+			name += " (" + r.Subpath + ")"
+		}
+		c.Inputs = append(c.Inputs, name)
+	}
+	for _, t0 := range rs[0].Tests {
+		var subs []mbm.Subpath
+		var budgets []float64
+		missing := ""
+		for i, r := range rs {
+			t, ok := findMBMTest(r, t0.ID)
+			if !ok {
+				missing = paths[i]
+				break
+			}
+			subs = append(subs, mbm.Subpath{Decision: parseVerdict(t.Verdict), Budget: r.Model.P0, Packets: t.Packets, Marks: t.Marks})
+			budgets = append(budgets, r.Model.P0)
+		}
+		if missing != "" {
+			c.Tests = append(c.Tests, model.MBMComposedTest{ID: t0.ID, Verdict: mbm.Inconclusive.String(), Reason: "no result for this test in " + missing})
+			continue
+		}
+		comp, err := mbm.Compose(c.PathP0, subs)
+		if err != nil {
+			return c, fmt.Errorf("test %s: %w", clipText(t0.ID), err)
+		}
+		c.Tests = append(c.Tests, model.MBMComposedTest{ID: t0.ID, Verdict: comp.Decision.String(), Reason: comp.Reason,
+			Loss: comp.Loss, LossLow: comp.LossLow, LossHigh: comp.LossHigh, Budgets: budgets, BudgetsFit: mbm.BudgetsFit(c.PathP0, budgets)})
+	}
+	return c, nil
+}
+
+func findMBMTest(r model.MBMResult, id string) (model.MBMTest, bool) {
+	for _, t := range r.Tests {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return model.MBMTest{}, false
+}
+
+// parseVerdict reads a saved verdict; ERROR and anything unknown count
+// as undecided.
+func parseVerdict(s string) mbm.Decision {
+	for _, d := range []mbm.Decision{mbm.Pass, mbm.Fail, mbm.Inconclusive} {
+		if s == d.String() {
+			return d
+		}
+	}
+	return mbm.Continue
+}
+
+func writeMBMComposeText(w io.Writer, c model.MBMComposition) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "MBM composition: %d subpaths, path p0 %.4g (target %s, RTT %g ms)\n", len(c.Inputs), c.PathP0, units.FormatRate(c.Target.RateBps), c.Target.RTTMs)
+	for i, in := range c.Inputs {
+		fmt.Fprintf(&b, "  #%d %s\n", i+1, in)
+	}
+	for _, t := range c.Tests {
+		fmt.Fprintf(&b, "%-8s %-12s loss %.4g (bounds %.4g to %.4g)  %s\n", t.ID, t.Verdict, t.Loss, t.LossLow, t.LossHigh, t.Reason)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sonde-project/sonde/internal/mbm"
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+func TestMBMPlan(t *testing.T) {
+	out, stderr, code := run(t, "mbm", "--plan", "--rate", "10M", "--rtt", "50ms")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"window W      44 packets", "run length R  5808 packets", "at least 5698 packets", "at least 3 packets", "truncation    60512 packets"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	js, _, code := run(t, "mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "--json", "-")
+	var r model.MBMResult
+	if code != 0 || json.Unmarshal([]byte(js), &r) != nil {
+		t.Fatalf("--json -: exit %d, %q", code, js)
+	}
+	if r.Schema != model.MBMSchemaVersion || !r.Plan || r.Model.WindowPackets != 44 || r.Model.RunLengthPackets != 5808 || r.SPRT.CheapestPass != 5698 || len(r.Model.Models) != len(mbm.Models) {
+		t.Errorf("plan JSON: %+v", r)
+	}
+}
+
+func TestMBMBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"mbm"},
+		{"mbm", "--plan"},
+		{"mbm", "--plan", "--rate", "10M"},
+		{"mbm", "--plan", "--rate", "10M", "--rtt", "1ms"}, // R = 3
+		{"mbm", "--plan", "--rate", "10MB", "--rtt", "50ms"},
+		{"mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "--alpha", "0"},
+		{"mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "--mtu", "40"},
+		{"mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "--model", "vegas"},
+		{"mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "--trunc-factor", "0"},
+		{"mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "--floor", "-1"},
+		{"mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "--budget", "0.5"},
+		{"mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "--json", dir},
+		{"mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "-q"},
+		{"mbm", "SERVER", "--rate", "10M", "--rtt", "50ms"},
+		{"mbm", "compose", filepath.Join(dir, "missing.json")},
+	} {
+		_, stderr, code := run(t, args...)
+		if code != exitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || stderr == "" {
+			t.Errorf("sonde %s: exit %d, %q: want 2 and one line", strings.Join(args, " "), code, stderr)
+		}
+	}
+}
+
+// subpathResult builds a saved subpath result as a run would: the plan
+// for the target with the subpath's budget, and one test's counts.
+func subpathResult(t *testing.T, dir, name string, budget float64, verdict string, n, m int64) string {
+	t.Helper()
+	p, err := mbm.NewPlan(mbm.Inputs{Target: mbm.Target{RateBps: 10e6, RTT: 50e6, MTU: 1500, HeaderOverhead: 52}, Alpha: 0.05, Beta: 0.05, Budget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mbmResult(p)
+	r.Subpath = name
+	lo, hi := mbm.Wilson(m, n)
+	r.Tests = []model.MBMTest{{ID: "8.1.1", Name: "paced full data rate", Transport: "udp", Verdict: verdict, Packets: n, Marks: m, Losses: m, Loss: float64(m) / float64(n), LossLow: lo, LossHigh: hi}}
+	path := filepath.Join(dir, name+".json")
+	b, _ := json.Marshal(r)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestMBMCompose(t *testing.T) {
+	dir := t.TempDir()
+	b, _ := mbm.EqualBudgets(1.0/5808, 2)
+	a := subpathResult(t, dir, "a", b[0], "PASS", 12000, 0)
+	c := subpathResult(t, dir, "c", b[1], "PASS", 13000, 1)
+	out, stderr, code := run(t, "mbm", "compose", a, c, "--json", "-")
+	var comp model.MBMComposition
+	if code != 0 || json.Unmarshal([]byte(out), &comp) != nil {
+		t.Fatalf("exit %d: %s %s", code, stderr, out)
+	}
+	if len(comp.Tests) != 1 || comp.Tests[0].Verdict != "PASS" || !comp.Tests[0].BudgetsFit {
+		t.Errorf("two PASSes within budgets: %+v", comp)
+	}
+	// 1 − (1 − 0)(1 − 1/13000)
+	if got := comp.Tests[0].Loss; got < 7.69e-5 || got > 7.70e-5 {
+		t.Errorf("composed loss %g, want 1/13000", got)
+	}
+	f := subpathResult(t, dir, "f", b[1], "FAIL", 300, 6)
+	out, _, code = run(t, "mbm", "compose", a, f)
+	if code != exitVerdict || !strings.Contains(out, "FAIL") {
+		t.Errorf("a FAILed subpath: exit %d, %s", code, out)
+	}
+	// Whole-path budgets on both subpaths do not fit: INCONCLUSIVE.
+	w1 := subpathResult(t, dir, "w1", 0, "PASS", 6000, 0)
+	w2 := subpathResult(t, dir, "w2", 0, "PASS", 6000, 0)
+	out, _, code = run(t, "mbm", "compose", w1, w2)
+	if code != 0 || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, "do not fit") {
+		t.Errorf("budgets that do not fit: exit %d, %s", code, out)
+	}
+	// A plan is not a result; another target does not compose.
+	plan := filepath.Join(dir, "plan.json")
+	if _, stderr, code := run(t, "mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "--json", plan); code != 0 {
+		t.Fatal(stderr)
+	}
+	if _, stderr, code := run(t, "mbm", "compose", a, plan); code != exitUsage || !strings.Contains(stderr, "a plan") {
+		t.Errorf("a plan composed: exit %d %s", code, stderr)
+	}
+	other := filepath.Join(dir, "other.json")
+	if _, stderr, code := run(t, "mbm", "--plan", "--rate", "20M", "--rtt", "50ms", "--json", other); code != 0 {
+		t.Fatal(stderr)
+	}
+	var r model.MBMResult
+	raw, _ := os.ReadFile(other)
+	json.Unmarshal(raw, &r)
+	r.Plan, r.Tests = false, []model.MBMTest{{ID: "8.1.1", Verdict: "PASS", Packets: 10}}
+	raw, _ = json.Marshal(r)
+	os.WriteFile(other, raw, 0o644)
+	if _, stderr, code := run(t, "mbm", "compose", a, other); code != exitUsage || !strings.Contains(stderr, "differs") {
+		t.Errorf("another target composed: exit %d %s", code, stderr)
+	}
+}
+
+// FuzzMBMCompose: any saved file is refused in one line or composed,
+// never a panic.
+func FuzzMBMCompose(f *testing.F) {
+	dir := f.TempDir()
+	f.Add([]byte(`{"schema":"sonde.mbm/v1","target":{"rate_bps":1e7},"model":{"p0":1e-4,"path_p0":1e-4},"tests":[{"id":"8.1.1","verdict":"PASS","packets":10,"marks":0}]}`))
+	f.Add([]byte(`{"schema":"sonde.mbm/v1","model":{"p0":-1},"tests":[{"id":"x","verdict":"FAIL","packets":-5,"marks":9}]}`))
+	f.Add([]byte(`{"schema":"sonde.mbm/v1","plan":true}`))
+	f.Add([]byte(`nonsense`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(dir, "r.json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := loadMBM(path)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error %q", err)
+			}
+			return
+		}
+		c, err := composeMBM([]string{path, path}, []model.MBMResult{r, r})
+		if err == nil && len(c.Tests) != len(r.Tests) {
+			t.Fatalf("%d tests composed from %d", len(c.Tests), len(r.Tests))
+		}
+	})
+}
