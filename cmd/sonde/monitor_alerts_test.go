@@ -1,32 +1,17 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
 	"github.com/sonde-project/sonde/internal/monitor"
 )
 
 func runAlertsReplay(args ...string) (string, string, int) {
-	cmd := newMonitorAlertsReplayCmd()
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	var out, errb bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errb)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	if err != nil {
-		errb.WriteString(oneLine(err))
-	}
-	return out.String(), errb.String(), exitCode(err)
+	return runCmd(newMonitorAlertsReplayCmd(), args...)
 }
 
 // TestAlertsReplay: monitorStore's minute loses probes 50 and 51 of every

@@ -60,7 +60,12 @@ func monitorStore(t *testing.T) string {
 }
 
 func runMonitorReport(args ...string) (string, string, int) {
-	cmd := newMonitorReportCmd()
+	return runCmd(newMonitorReportCmd(), args...)
+}
+
+// runCmd runs one command as main does (flag errors are usage errors, one
+// line on stderr) and returns its stdout, stderr and exit code.
+func runCmd(cmd *cobra.Command, args ...string) (string, string, int) {
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 	var out, errb bytes.Buffer
