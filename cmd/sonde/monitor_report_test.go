@@ -26,6 +26,26 @@ const mrT0 = int64(1_767_225_600_000_000_000) // 2026-01-01 00:00 UTC
 // one late.
 func monitorStore(t *testing.T) string {
 	t.Helper()
+	b := &store.Batch{}
+	for i := range 600 {
+		p := model.ProbeSample{Seq: uint32(i), SentNs: mrT0 + int64(i)*100e6, RTTNs: 20e6, Load: model.LoadIdle}
+		switch {
+		case i%100 == 50:
+			p.RTTNs, p.Lost = -1, true
+		case i%100 == 51:
+			p.RTTNs, p.Lost, p.Late = 2500e6, true, true
+		case i%10 == 9:
+			p.RTTNs = 300e6
+		}
+		b.Probes = append(b.Probes, p)
+	}
+	return oneStreamStore(t, b, nil)
+}
+
+// oneStreamStore writes a store with monitor "home", one STAMP stream and
+// the batch b, then the capacity row if there is one.
+func oneStreamStore(t *testing.T, b *store.Batch, capacity *store.CapacityRow) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "m.db")
 	ctx := context.Background()
 	st, err := store.Open(ctx, path, store.Options{})
@@ -40,21 +60,13 @@ func monitorStore(t *testing.T) string {
 	if _, err := st.Streams(ctx, mid, []model.MonitorStream{{Target: "198.18.0.2:862", Kind: model.ProbeSTAMP, Name: "198.18.0.2:862/stamp"}}); err != nil {
 		t.Fatal(err)
 	}
-	b := &store.Batch{}
-	for i := range 600 {
-		p := model.ProbeSample{Seq: uint32(i), SentNs: mrT0 + int64(i)*100e6, RTTNs: 20e6, Load: model.LoadIdle}
-		switch {
-		case i%100 == 50:
-			p.RTTNs, p.Lost = -1, true
-		case i%100 == 51:
-			p.RTTNs, p.Lost, p.Late = 2500e6, true, true
-		case i%10 == 9:
-			p.RTTNs = 300e6
-		}
-		b.Probes = append(b.Probes, p)
-	}
 	if err := st.Write(ctx, mid, b); err != nil {
 		t.Fatal(err)
+	}
+	if capacity != nil {
+		if err := st.SetCapacity(ctx, mid, *capacity); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return path
 }
@@ -231,20 +243,6 @@ func FuzzMonitorReportFlags(f *testing.F) {
 // ADSL buffer, 0.7 Mbit/s × 430 ms = 301 kbit.
 func loadedStore(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "m.db")
-	ctx := context.Background()
-	st, err := store.Open(ctx, path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	mid, err := st.Monitor(ctx, store.Identity{Name: "home"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Streams(ctx, mid, []model.MonitorStream{{Target: "198.18.0.2:862", Kind: model.ProbeSTAMP, Name: "198.18.0.2:862/stamp"}}); err != nil {
-		t.Fatal(err)
-	}
 	b := &store.Batch{}
 	for i := range 1200 {
 		p := model.ProbeSample{Seq: uint32(i), SentNs: mrT0 + int64(i)*100e6, RTTNs: 20e6, Load: model.LoadIdle}
@@ -253,13 +251,7 @@ func loadedStore(t *testing.T) string {
 		}
 		b.Probes = append(b.Probes, p)
 	}
-	if err := st.Write(ctx, mid, b); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.SetCapacity(ctx, mid, store.CapacityRow{FromNs: mrT0 - 1e9, UpBps: 0.7e6, UpSource: store.CapacityConfigured}); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return oneStreamStore(t, b, &store.CapacityRow{FromNs: mrT0 - 1e9, UpBps: 0.7e6, UpSource: store.CapacityConfigured})
 }
 
 // TestMonitorReportCapacity: the inferred buffer of an episode read from
