@@ -238,6 +238,7 @@ type Server struct {
 	mux      *http.ServeMux
 	handler  http.Handler // mux under per-request deadlines
 	udp      *udpService
+	mbm      *mbmService
 	rtc      *rtcquality.Service
 	history  store.Store
 
@@ -275,6 +276,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.metrics = newCounters(s.adm, s.conns)
 	s.udp = newUDPService(s)
+	s.mbm = newMBMService(s)
 	s.rtc = rtcquality.New(rtcquality.Config{Port: cfg.WebRTCPort, MaxDirection: min(30*time.Second, cfg.MaxDuration), Logger: cfg.Logger})
 	s.routes()
 	if err := s.mountNDT7(); err != nil {
@@ -309,6 +311,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.handleHealth)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.udpRoutes()
+	s.mbmRoutes()
 	s.rtcRoutes()
 	s.webRoutes()
 }
@@ -404,6 +407,7 @@ func (s *Server) Close() {
 		ses.cancel()
 	}
 	s.udp.close()
+	s.mbm.close()
 	s.rtc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
