@@ -98,6 +98,17 @@ var kinds = []*kind{
 		headlines: func(v any) []headline { return analyzeHeadlines(v.(*model.Analysis)) },
 	},
 	{
+		schema: model.MBMSchemaVersion,
+		decode: decodeAs[model.MBMResult],
+		text:   func(w io.Writer, v any) error { return WriteMBMText(w, v.(*model.MBMResult)) },
+		html:   func(w io.Writer, v any) error { return WriteMBMHTML(w, v.(*model.MBMResult)) },
+		describe: func(v any) string {
+			r := v.(*model.MBMResult)
+			return describeRun("sonde mbm", r.Subpath, r.Start)
+		},
+		headlines: func(v any) []headline { return mbmHeadlines(v.(*model.MBMResult)) },
+	},
+	{
 		schema: model.MonitorSchema,
 		decode: decodeAs[model.MonitorReport],
 		text:   func(w io.Writer, v any) error { return WriteMonitorText(w, v.(*model.MonitorReport)) },

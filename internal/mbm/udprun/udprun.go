@@ -76,14 +76,11 @@ func Run(ctx context.Context, cfg Config) ([]model.MBMTest, error) {
 	if cfg.MinRateFraction == 0 {
 		cfg.MinRateFraction = DefaultMinRateFraction
 	}
-	if !(cfg.MinRateFraction > 0 && cfg.MinRateFraction <= 1) {
-		return nil, fmt.Errorf("minimum rate fraction %g: want more than 0, at most 1", cfg.MinRateFraction)
-	}
 	if cfg.BurstPackets == 0 {
 		cfg.BurstPackets = DefaultBurstPackets
 	}
-	if cfg.Plan.MTU <= udpIPOverhead+mbmwire.DataHeaderLen || cfg.Plan.MTU-udpIPOverhead > mbmwire.MaxPacketBytes {
-		return nil, fmt.Errorf("MTU %d: the UDP mode needs %d to %d", cfg.Plan.MTU, udpIPOverhead+mbmwire.DataHeaderLen+1, mbmwire.MaxPacketBytes+udpIPOverhead)
+	if err := Validate(cfg); err != nil {
+		return nil, err
 	}
 	var pats []pattern
 	for _, id := range cfg.Tests {
@@ -443,4 +440,23 @@ func patternText(pt pattern) string {
 
 func mbmwireData(b []byte, token uint64, seq int64, at time.Time, pos, burst uint32) {
 	mbmwire.PutData(b, mbmwire.Data{Token: token, Seq: uint64(seq), SendNs: at.UnixNano(), Pos: pos, Burst: burst})
+}
+
+// Validate checks what Run would refuse before it sends anything.
+func Validate(cfg Config) error {
+	if cfg.MinRateFraction != 0 && !(cfg.MinRateFraction > 0 && cfg.MinRateFraction <= 1) {
+		return fmt.Errorf("minimum rate fraction %g: want more than 0, at most 1", cfg.MinRateFraction)
+	}
+	if cfg.Plan.MTU <= udpIPOverhead+mbmwire.DataHeaderLen || cfg.Plan.MTU-udpIPOverhead > mbmwire.MaxPacketBytes {
+		return fmt.Errorf("MTU %d: the UDP mode needs %d to %d", cfg.Plan.MTU, udpIPOverhead+mbmwire.DataHeaderLen+1, mbmwire.MaxPacketBytes+udpIPOverhead)
+	}
+	if len(cfg.Tests) == 0 {
+		return errors.New("no test to run")
+	}
+	for _, id := range cfg.Tests {
+		if _, err := newPattern(id, cfg.Plan, cfg.Derate, max(cfg.BurstPackets, 1)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
