@@ -38,7 +38,7 @@ const (
 	// mbmBin is the width of the received-rate bins; mbmMinWindow the
 	// shortest sliding window the minimum received rate is taken over.
 	mbmBin       = 10 * time.Millisecond
-	mbmMinWindow = 500 * time.Millisecond
+	mbmMinWindow = time.Second
 	mbmBuffer    = 8 << 20
 )
 
@@ -99,6 +99,17 @@ func (s *Server) mbmRoutes() {
 // (the server's history) takes it.
 func (s *Server) mbmFinished(res model.MBMResult) {
 	s.cfg.Logger.Info("mbm session ended", "id", res.ID, "tests", len(res.Tests))
+}
+
+// StartMBM opens the MBM socket now instead of on the first MBM session
+// (in the caller's network namespace, for tests in a lab), and returns its
+// address.
+func (s *Server) StartMBM() (netip.AddrPort, error) {
+	conn, err := s.mbm.socket()
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return conn.LocalAddr(), nil
 }
 
 // socket returns the MBM socket, opening it and its loops on first use.
@@ -418,20 +429,20 @@ func (ses *mbmSession) report(sent, from int64) mbmwire.Report {
 		if span := ses.last.Sub(ses.first); span > 0 {
 			r.RateBps = float64(r.Bytes) * 8 / span.Seconds()
 		}
-		r.MinRateBps, r.WindowMs = ses.minRate()
+		r.MinRateBps, r.WindowMs = ses.minRate(r.RateBps)
 	}
 	return r
 }
 
 // minRate is the least received rate over sliding windows within the
 // arrivals' span: the receiver's side of the rate precondition.
-func (ses *mbmSession) minRate() (bps, windowMs float64) {
+func (ses *mbmSession) minRate(mean float64) (bps, windowMs float64) {
 	win := max(mbmMinWindow, time.Duration(4*ses.req.TargetRTTMs*float64(time.Millisecond)))
 	lo := int(ses.first.Sub(ses.start) / mbmBin)
 	hi := min(int(ses.last.Sub(ses.start)/mbmBin)+1, len(ses.bins))
 	k := int(win / mbmBin)
 	if hi-lo <= k { // shorter than one window: the whole span
-		return ses.rep.RateBps, float64(ses.last.Sub(ses.first)) / 1e6
+		return mean, float64(ses.last.Sub(ses.first)) / 1e6
 	}
 	var sum int64
 	for i := lo; i < lo+k; i++ {

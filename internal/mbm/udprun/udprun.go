@@ -39,8 +39,14 @@ const (
 	// and spins (the stamp sender's figure).
 	spinWindow = 200 * time.Microsecond
 	// missedShare is the share of deadlines missed beyond which a pattern
-	// counts as not produced.
-	missedShare = 0.01
+	// counts as not produced: each miss moves the schedule (no catch-up
+	// burst), so a few only cost rate; many mean a host too busy to keep
+	// the pattern's timing.
+	missedShare = 0.05
+	// rateWindow is the shortest sliding window of the rate precondition
+	// (4 target RTTs if longer): long enough that one scheduling stall of
+	// a busy host does not fail it, short enough to see a rate that sags.
+	rateWindow = time.Second
 	// serverSilence ends a test whose server sent no feedback this long.
 	serverSilence = 3 * time.Second
 )
@@ -286,17 +292,26 @@ func (t *test) send(ctx context.Context, uc *net.UDPConn, token uint64, start ti
 	unpin := pinThread()
 	defer unpin()
 	var seq int64
+	var shift time.Duration // the schedule moved by late sends
 	for seq < limit {
 		if t.decided.Load() {
 			return nil
 		}
 		off, n := t.pt.at(seq)
 		n = min(n, limit-seq)
-		deadline := start.Add(off)
+		deadline := start.Add(off + shift)
 		if err := clk.waitUntil(ctx, deadline, spinWindow); err != nil {
 			return err
 		}
 		at := time.Now()
+		if late := at.Sub(deadline); late > log.tolerance {
+			// A sender that catches up sends its missed packets back to
+			// back: bursts the pattern does not have. It catches up at
+			// most one spacing (tolerance) and moves the rest of the
+			// schedule, which keeps its shape; the time lost shows in the
+			// sustained rate, which the precondition checks.
+			shift += late - log.tolerance
+		}
 		if seq%1024 == 0 && seq > 0 {
 			t.mu.Lock()
 			silent := !t.fbAt.IsZero() && at.Sub(t.fbAt) > serverSilence || t.fbAt.IsZero() && at.Sub(start) > serverSilence
@@ -370,7 +385,7 @@ func (t *test) fill(res *model.MBMTest, log *schedLog, sent int64) {
 	}
 	res.FeedbackGaps = t.gaps
 	res.SendErrors = t.sendErrors.Load()
-	win := max(500*time.Millisecond, 4*t.cfg.Plan.RTT)
+	win := max(rateWindow, 4*t.cfg.Plan.RTT)
 	mean, least, used := log.rates(win, t.pt.Headway)
 	res.SenderRateBps, res.SenderMinRateBps, res.RateWindowMs = mean, least, float64(used)/1e6
 	res.Deadlines, res.MissedDeadlines = log.deadlines, log.missed
@@ -403,7 +418,7 @@ func verdict(res *model.MBMTest, t *test, p mbm.Plan, truncated bool) {
 		if res.ReceiverMinRateBps > 0 && res.ReceiverMinRateBps < need {
 			res.Reason += fmt.Sprintf("; the path carried %s, below %.2g × the target", rate(res.ReceiverMinRateBps), res.MinRateFraction)
 		}
-	case res.ReceiverMinRateBps < need && res.ReceiverMinRateBps > 0 && res.RateWindowMs > 0 && res.ReceiverRateBps < need:
+	case res.ReceiverMinRateBps > 0 && res.ReceiverMinRateBps < need:
 		res.Verdict = "FAIL"
 		res.Reason = fmt.Sprintf("the path carried %s, below %.2g × the target %s", rate(res.ReceiverMinRateBps), res.MinRateFraction, rate(p.RateBps))
 	case d == mbm.Pass:
