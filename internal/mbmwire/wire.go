@@ -113,7 +113,8 @@ type Report struct {
 	OutOfRange int64 `json:"out_of_range"`
 	// Bytes of payload received in time; FirstNs, LastNs the first and
 	// last arrival (server clock, Unix ns); RateBps the received rate over
-	// that span; MinRateBps the least over sliding windows of WindowMs.
+	// that span, MinRateBps the least over sliding windows of WindowMs,
+	// both of IP packets (payload + 28 bytes of IPv4 and UDP headers).
 	Bytes      int64   `json:"bytes"`
 	FirstNs    int64   `json:"first_ns,omitempty"`
 	LastNs     int64   `json:"last_ns,omitempty"`

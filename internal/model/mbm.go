@@ -144,7 +144,8 @@ type MBMUDPRun struct {
 	// SendErrors are packets this host refused to send.
 	SendErrors int64   `json:"send_errors,omitempty"`
 	DurationMs float64 `json:"duration_ms,omitempty"`
-	// Rates in bit/s of UDP payload: the sender's mean and least over
+	// Rates in bit/s of IP packets (UDP payload + 28 bytes of IPv4 and
+	// UDP headers, as the target's MTU counts them): the sender's mean and least over
 	// sliding windows of RateWindowMs, the receiver's the same; the
 	// precondition is least ≥ MinRateFraction × target.
 	SenderRateBps      float64 `json:"sender_rate_bps,omitempty"`

@@ -40,6 +40,9 @@ const (
 	mbmBin       = 10 * time.Millisecond
 	mbmMinWindow = time.Second
 	mbmBuffer    = 8 << 20
+	// mbmIPUDPHeaders are the IPv4 and UDP headers of a datagram: rates
+	// are of IP packets, as the target's (its MTU-sized packets).
+	mbmIPUDPHeaders = 28
 )
 
 // mbmService owns the MBM socket and sessions.
@@ -329,7 +332,7 @@ func (ses *mbmSession) record(seq int64, n int, ce bool, at time.Time) {
 	}
 	ses.last = at
 	if i := int(at.Sub(ses.start) / mbmBin); i >= 0 && i < len(ses.bins) {
-		ses.bins[i] += int64(n)
+		ses.bins[i] += int64(n + mbmIPUDPHeaders)
 	}
 }
 
@@ -427,7 +430,7 @@ func (ses *mbmSession) report(sent, from int64) mbmwire.Report {
 	if !ses.first.IsZero() {
 		r.FirstNs, r.LastNs = ses.first.UnixNano(), ses.last.UnixNano()
 		if span := ses.last.Sub(ses.first); span > 0 {
-			r.RateBps = float64(r.Bytes) * 8 / span.Seconds()
+			r.RateBps = float64(r.Bytes+r.Received*mbmIPUDPHeaders) * 8 / span.Seconds()
 		}
 		r.MinRateBps, r.WindowMs = ses.minRate(r.RateBps)
 	}

@@ -271,8 +271,8 @@ func labConforming(t *testing.T, name, spec string, in mbm.Inputs, test string, 
 		}
 		x := res[0]
 		switch {
-		case strings.HasPrefix(x.Reason, "pattern not produced") || strings.HasPrefix(x.Reason, "the sender could not"):
-			why = x.Reason
+		case hostReason(res) != "":
+			why = hostReason(res)
 		case test == TestPaced && truth.QueueDrops > 0 && truth.RandomLoss == 0:
 			why = fmt.Sprintf("the link's queue dropped %d packets of a paced flow below its rate: the forwarder fell behind", truth.QueueDrops)
 		default:

@@ -339,7 +339,7 @@ func (t *test) send(ctx context.Context, uc *net.UDPConn, token uint64, start ti
 			}
 			k += int64(w)
 		}
-		log.sent(deadline, at, n, size)
+		log.sent(deadline, at, n, size+udpIPOverhead) // rates of IP packets, as the target's
 		seq += n
 		t.sent.Store(seq)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/mbm"
+	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/server/servertest"
 )
@@ -77,9 +78,22 @@ func TestLoopbackPass(t *testing.T) {
 	p := smallPlan(t, 4e6)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tests, err := Run(ctx, Config{Server: addr, Software: "test", Plan: p, Tests: []string{TestPaced, TestBursts}, Derate: 1})
-	if err != nil {
-		t.Fatal(err)
+	var tests []model.MBMTest
+	for try := 0; ; try++ {
+		var err error
+		tests, err = Run(ctx, Config{Server: addr, Software: "test", Plan: p, Tests: []string{TestPaced, TestBursts}, Derate: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		why := hostReason(tests)
+		if why == "" {
+			break
+		}
+		// The runner's own check: this host did not send the pattern.
+		if try == 1 {
+			t.Skipf("the host was too busy to send the pattern twice: %s", why)
+		}
+		t.Logf("try %d: %s", try+1, why)
 	}
 	if len(tests) != 2 {
 		t.Fatalf("%d tests", len(tests))
@@ -117,4 +131,15 @@ func TestRateAboveLimit(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "limit of 1.0 Mbit/s") {
 		t.Fatalf("err %v, want the server's limit named", err)
 	}
+}
+
+// hostReason is the reason of the first test whose pattern this host did
+// not produce (the runner's conformance check), "" if none.
+func hostReason(tests []model.MBMTest) string {
+	for _, x := range tests {
+		if strings.HasPrefix(x.Reason, "pattern not produced") || strings.HasPrefix(x.Reason, "the sender could not") {
+			return x.ID + ": " + x.Reason
+		}
+	}
+	return ""
 }
