@@ -177,7 +177,20 @@ func TestMBMRun(t *testing.T) {
 	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1})
 	dir := t.TempDir()
 	js, csv := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv")
-	out, stderr, code := run(t, "mbm", addr, "--rate", "4M", "--rtt", "10ms", "--tests", "8.1.1,8.5.1", "--derate", "0.5", "--subpath", "loop", "--json", js, "--csv", csv)
+	var out, stderr string
+	var code int
+	for try := 0; ; try++ {
+		out, stderr, code = run(t, "mbm", addr, "--rate", "4M", "--rtt", "10ms", "--tests", "8.1.1,8.5.1", "--derate", "0.5", "--subpath", "loop", "--json", js, "--csv", csv)
+		// The runner's own conformance check: this host did not send the
+		// pattern (ERROR or INCONCLUSIVE, never a path verdict).
+		busy := strings.Contains(out+stderr, "the sender could not") || strings.Contains(out+stderr, "pattern not produced")
+		if !busy {
+			break
+		}
+		if try == 1 {
+			t.Skipf("the host was too busy to send the pattern twice: %s", stderr)
+		}
+	}
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 	}
