@@ -133,9 +133,8 @@ type test struct {
 	next    int64 // the next packet whose fate the SPRT has not seen
 	losses  int64
 	ce      int64
-	fb      mbmwire.Feedback // the last feedback's counts
-	fbAt    time.Time
-	gaps    int64 // feedback windows that skipped packets
+	lastFB  atomic.Int64 // when the last feedback came, Unix ns (0: none yet)
+	gaps    int64        // feedback windows that skipped packets
 	decided atomic.Bool
 	sent    atomic.Int64
 	// sendErrors are packets the host refused to send (ENOBUFS and the like).
@@ -147,8 +146,7 @@ type test struct {
 func (t *test) observe(f *mbmwire.Feedback) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.fb, t.fbAt = *f, time.Now()
-	t.fb.Arrived, t.fb.CEMarks = nil, nil
+	t.lastFB.Store(time.Now().UnixNano())
 	end := int64(f.First) + int64(f.Count)
 	if t.next < int64(f.First) {
 		t.gaps++ // the end report fills it
@@ -312,13 +310,8 @@ func (t *test) send(ctx context.Context, uc *net.UDPConn, token uint64, start ti
 			// sustained rate, which the precondition checks.
 			shift += late - log.tolerance
 		}
-		if seq%1024 == 0 && seq > 0 {
-			t.mu.Lock()
-			silent := !t.fbAt.IsZero() && at.Sub(t.fbAt) > serverSilence || t.fbAt.IsZero() && at.Sub(start) > serverSilence
-			t.mu.Unlock()
-			if silent {
-				return fmt.Errorf("no feedback from the server for %s", serverSilence)
-			}
+		if last := t.lastFB.Load(); at.Sub(start) > serverSilence && (last == 0 || at.UnixNano()-last > int64(serverSilence)) {
+			return fmt.Errorf("no feedback from the server for %s", serverSilence)
 		}
 		for k := int64(0); k < n; {
 			b := min(n-k, int64(maxBatch))
