@@ -197,6 +197,18 @@ func TestMBMLimits(t *testing.T) {
 	}
 }
 
+// TestMBMByteLimit: the server's byte limit bounds the packets granted.
+func TestMBMByteLimit(t *testing.T) {
+	_, base := mbmServer(t, Config{MaxBytes: 100_000})
+	var rep mbmwire.SessionReply
+	if code := postJSON(t, base+mbmwire.PathSessions, mbmRequest(10_000), &rep); code != http.StatusOK {
+		t.Fatalf("open: %d", code)
+	}
+	if rep.Packets != 500 { // 100,000 bytes of 200-byte datagrams
+		t.Errorf("granted %d packets, want 500", rep.Packets)
+	}
+}
+
 func FuzzMBMOpen(f *testing.F) {
 	b, _ := json.Marshal(mbmRequest(1000))
 	f.Add(b)
