@@ -74,7 +74,7 @@ func mbmTestRows(x model.MBMTest) []row {
 	rows := []row{{Label: "reason", Value: x.Reason, Level: verdictLevel(x.Verdict)}}
 	rows = append(rows, row{Label: "counted", Value: fmt.Sprintf("%d packets, %d marks (%d lost, %d CE)", x.Packets, x.Marks, x.Losses, x.CE)})
 	if x.DecisionPackets > 0 {
-		rows = append(rows, row{Label: "decided after", Value: n64(x.DecisionPackets) + " packets"})
+		rows = append(rows, row{Label: "SPRT decided at", Value: n64(x.DecisionPackets) + " packets"})
 	}
 	u := x.MBMUDPRun
 	if u.Pattern != "" {
@@ -84,7 +84,7 @@ func mbmTestRows(x model.MBMTest) []row {
 		rows = append(rows, row{Label: "sent", Value: fmt.Sprintf("%d packets (%d of growth) in %s", u.PacketsSent, u.GrowthPackets, FormatDuration(u.DurationMs/1e3))})
 	}
 	if u.SenderRateBps > 0 {
-		rows = append(rows, row{Label: "sender rate", Value: fmt.Sprintf("%s mean, %s least over %g ms", units.FormatRate(u.SenderRateBps), units.FormatRate(u.SenderMinRateBps), u.RateWindowMs)})
+		rows = append(rows, row{Label: "sender rate", Value: fmt.Sprintf("%s mean, %s least over %.0f ms", units.FormatRate(u.SenderRateBps), units.FormatRate(u.SenderMinRateBps), u.RateWindowMs)})
 	}
 	if u.ReceiverRateBps > 0 {
 		rows = append(rows, row{Label: "receiver rate", Value: fmt.Sprintf("%s mean, %s least", units.FormatRate(u.ReceiverRateBps), units.FormatRate(u.ReceiverMinRateBps))})

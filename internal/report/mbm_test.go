@@ -30,7 +30,7 @@ func TestMBMRenderers(t *testing.T) {
 	if err := WriteMBMText(&text, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"subpath access", "W 44 packets", "8.1.1 paced full data rate (udp): PASS", "decided after      5698 packets", "error p50 3 µs, p99 21 µs", "8.5.1 sustained full-rate bursts (udp): FAIL", "2 reordered"} {
+	for _, want := range []string{"subpath access", "W 44 packets", "8.1.1 paced full data rate (udp): PASS", "SPRT decided at    5698 packets", "error p50 3 µs, p99 21 µs", "8.5.1 sustained full-rate bursts (udp): FAIL", "2 reordered"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}

@@ -427,6 +427,10 @@ func verdict(res *model.MBMTest, t *test, p mbm.Plan, truncated bool) {
 		res.Verdict = "INCONCLUSIVE"
 		res.Reason = fmt.Sprintf("no decision after %d packets", res.Packets)
 	}
+	if (res.Verdict == "ERROR" || res.Verdict == "INCONCLUSIVE") && (d == mbm.Pass || d == mbm.Fail) {
+		// Not a verdict on the path, but what the statistics said.
+		res.Reason += fmt.Sprintf(" (the SPRT alone: %s at %d packets)", d, res.Packets)
+	}
 }
 
 func errorResult(res *model.MBMTest, t *test, reason string) *model.MBMTest {
