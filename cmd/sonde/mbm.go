@@ -169,13 +169,6 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if err != nil {
 		return err
 	}
-	switch o.mode {
-	case "udp":
-	case "tcp":
-		return usagef("--mode tcp: not yet in this version; use --mode udp")
-	default:
-		return usagef("--mode: want udp or tcp, got %q", o.mode)
-	}
 	tests, err := mbmTests(o.tests)
 	if err != nil {
 		return err
@@ -194,19 +187,29 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if err != nil {
 		return usageErr(err)
 	}
-	cfg := udprun.Config{Server: server, Token: o.token, Software: "sonde/" + version, Insecure: o.insecure, Plan: plan,
-		Tests: tests, Derate: o.derate, BurstPackets: o.burst, MinRateFraction: o.minRate, ECN: o.ecn,
-		Progress: func(id string) {
-			name, _ := udprun.TestName(id)
-			fmt.Fprintf(os.Stderr, "sonde mbm: %s %s at %s…\n", id, name, units.FormatRate(plan.RateBps))
-		}}
-	if err := udprun.Validate(cfg); err != nil {
-		return usageErr(err)
+	progress := func(id string) {
+		name, _ := udprun.TestName(id)
+		fmt.Fprintf(os.Stderr, "sonde mbm: %s %s at %s…\n", id, name, units.FormatRate(plan.RateBps))
+	}
+	// One runner per transport, each Run(ctx, Config) ([]model.MBMTest, error).
+	var runTests func(context.Context) ([]model.MBMTest, error)
+	switch o.mode {
+	case "udp":
+		cfg := udprun.Config{Server: server, Token: o.token, Software: "sonde/" + version, Insecure: o.insecure, Plan: plan,
+			Tests: tests, Derate: o.derate, BurstPackets: o.burst, MinRateFraction: o.minRate, ECN: o.ecn, Progress: progress}
+		if err := udprun.Validate(cfg); err != nil {
+			return usageErr(err)
+		}
+		runTests = func(ctx context.Context) ([]model.MBMTest, error) { return udprun.Run(ctx, cfg) }
+	case "tcp":
+		return usagef("--mode tcp: not yet in this version; use --mode udp")
+	default:
+		return usagef("--mode: want udp or tcp, got %q", o.mode)
 	}
 	res := mbmResult(plan)
 	res.Subpath = o.subpath
 	res.Start = time.Now().UTC()
-	ran, runErr := udprun.Run(ctx, cfg)
+	ran, runErr := runTests(ctx)
 	res.End = time.Now().UTC()
 	if runErr != nil && len(ran) == 0 {
 		return runErr // refused, unreachable, no MBM: nothing measured

@@ -216,7 +216,11 @@ func (m *mbmService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.mu.Lock()
-	if len(m.open) >= maxMBMSessions || m.perIP[ip] >= maxMBMSessionsPerIP {
+	total := 0 // open and being admitted
+	for _, n := range m.perIP {
+		total += n
+	}
+	if total >= maxMBMSessions || m.perIP[ip] >= maxMBMSessionsPerIP {
 		m.mu.Unlock()
 		s.writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("MBM session: too many MBM sessions (limit %d per client, %d in all)", maxMBMSessionsPerIP, maxMBMSessions))
 		return
