@@ -35,6 +35,10 @@ func TestName(id string) (string, bool) {
 	return "", false
 }
 
+// maxGap bounds a packet's time at the target rate: a slower target is
+// no test of a path's capacity, and every duration below stays finite.
+const maxGap = time.Second
+
 // pattern is a test's send schedule: packets in bursts of Burst packets,
 // each burst cut into sub-bursts of Sub packets sent back to back SubGap
 // apart, bursts Headway apart. Every pattern's mean rate is the target's.
@@ -57,10 +61,11 @@ func newPattern(id string, p mbm.Plan, derate float64, burst int64) (pattern, er
 		return pattern{}, fmt.Errorf("test %q: this runner has %s", id, testIDs())
 	}
 	// One MTU-sized IP packet at the target rate.
-	gap := time.Duration(float64(p.MTU) * 8 / p.RateBps * 1e9)
-	if gap <= 0 {
-		return pattern{}, fmt.Errorf("target rate %g bit/s: a packet would take no time", p.RateBps)
+	gapS := float64(p.MTU) * 8 / p.RateBps
+	if !(gapS >= 1e-9 && gapS <= maxGap.Seconds()) {
+		return pattern{}, fmt.Errorf("target rate %g bit/s: one %d-byte packet every %.3g s; the UDP mode sends one every 1 ns to %s", p.RateBps, p.MTU, gapS, maxGap)
 	}
+	gap := time.Duration(gapS * 1e9)
 	pt := pattern{ID: id, Name: name, Gap: gap}
 	switch id {
 	case TestPaced: // constant rate at the target

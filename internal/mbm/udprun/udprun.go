@@ -47,6 +47,8 @@ const (
 	// (4 target RTTs if longer): long enough that one scheduling stall of
 	// a busy host does not fail it, short enough to see a rate that sags.
 	rateWindow = time.Second
+	// maxDurationS is the longest sending time a client asks for.
+	maxDurationS = 86400
 	// serverSilence ends a test whose server sent no feedback this long.
 	serverSilence = 3 * time.Second
 )
@@ -180,12 +182,14 @@ func runTest(ctx context.Context, api *apiclient.Client, cfg Config, pt pattern)
 	growth := (max(2*p.W, 16) + pt.Burst - 1) / pt.Burst * pt.Burst
 	planned := growth + p.MaxPackets
 	bursts := (planned + pt.Burst - 1) / pt.Burst
-	duration := time.Duration(bursts) * pt.Headway
+	// In float seconds: a plan's truncation point times a slow pattern
+	// can pass what a time.Duration holds. The server cuts it further.
+	durationS := math.Min(float64(bursts)*pt.Headway.Seconds(), maxDurationS)
 	lossTimeout := max(4*p.RTT, 200*time.Millisecond)
 	reorder := int(min(max(p.W, 16), mbmwire.MaxReorderPackets))
 	req := mbmwire.SessionRequest{
 		Client: cfg.Software, Test: pt.ID, RateBps: p.RateBps, PacketBytes: size,
-		TargetRTTMs: float64(p.RTT) / 1e6, TargetMTU: p.MTU, DurationS: max(duration.Seconds(), 0.001),
+		TargetRTTMs: float64(p.RTT) / 1e6, TargetMTU: p.MTU, DurationS: max(durationS, 0.001),
 		Packets: min(planned, mbmwire.MaxPackets), ReorderPackets: reorder, LossTimeoutMs: math.Min(float64(lossTimeout)/1e6, mbmwire.MaxLossTimeoutMs),
 	}
 	var rep mbmwire.SessionReply
@@ -196,9 +200,10 @@ func runTest(ctx context.Context, api *apiclient.Client, cfg Config, pt pattern)
 		}
 		return nil, fmt.Errorf("test %s: %w", pt.ID, err)
 	}
-	if rep.Packets < 1 || rep.Packets > req.Packets || rep.Port < 1 || rep.Port > 65535 {
-		return nil, fmt.Errorf("test %s: the server granted %d packets on port %d: not a valid grant", pt.ID, rep.Packets, rep.Port)
+	if rep.Packets < 1 || rep.Packets > req.Packets || rep.Port < 1 || rep.Port > 65535 || !(rep.DurationS > 0 && rep.DurationS <= req.DurationS) {
+		return nil, fmt.Errorf("test %s: the server granted %d packets for %g s on port %d: not a valid grant", pt.ID, rep.Packets, rep.DurationS, rep.Port)
 	}
+	granted := time.Duration(rep.DurationS * float64(time.Second))
 	res := &model.MBMTest{ID: pt.ID, Name: pt.Name, Transport: "udp", MBMUDPRun: model.MBMUDPRun{Pattern: patternText(pt),
 		Derate: pt.Derate, BurstPackets: pt.Burst, GrowthPackets: growth, MinRateFraction: cfg.MinRateFraction}}
 	t := &test{cfg: cfg, pt: pt, growth: growth, sprt: p.NewSPRT()}
@@ -217,10 +222,11 @@ func runTest(ctx context.Context, api *apiclient.Client, cfg Config, pt pattern)
 	go func() { defer close(readDone); t.readFeedback(uc, rep.Token) }()
 
 	limit := rep.Packets
-	truncated := limit < planned
+	truncated := limit < planned || rep.DurationS < durationS
 	start := time.Now().Add(5 * time.Millisecond)
-	log := newSchedLog(start, time.Duration((limit+pt.Burst-1)/pt.Burst)*pt.Headway+time.Second, max(pt.spacing(), time.Millisecond))
-	sendErr := t.send(ctx, uc, rep.Token, start, limit, size, log)
+	// The log's memory and the sending time are bounded by the grant.
+	log := newSchedLog(start, granted+time.Second, max(pt.spacing(), time.Millisecond))
+	sendErr := t.send(ctx, uc, rep.Token, start, start.Add(granted), limit, size, log)
 	sent := t.sent.Load()
 	// Wait for the tail's fates unless the SPRT has decided: until the
 	// feedback covers every packet sent, or the loss timeout has passed.
@@ -242,8 +248,11 @@ func runTest(ctx context.Context, api *apiclient.Client, cfg Config, pt pattern)
 	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var final mbmwire.Report
-	endErr := api.Call(endCtx, http.MethodPost, mbmwire.PathSessions+"/"+rep.ID+"/end", mbmwire.EndRequest{Sent: sent, From: from,
-		Verdict: t.sprt.Decision().String()}, &final)
+	end := mbmwire.EndRequest{Sent: sent, From: from}
+	if d := t.sprt.Decision(); d != mbm.Continue {
+		end.Verdict, end.Reason = d.String(), "the client's SPRT, before its conformance checks"
+	}
+	endErr := api.Call(endCtx, http.MethodPost, mbmwire.PathSessions+"/"+rep.ID+"/end", end, &final)
 	uc.Close()
 	<-readDone
 	if endErr == nil && (final.Sent != sent || final.From != from) {
@@ -277,7 +286,7 @@ func runTest(ctx context.Context, api *apiclient.Client, cfg Config, pt pattern)
 
 // send runs the pattern from start until limit packets are sent, the SPRT
 // decides, the context ends or the server falls silent.
-func (t *test) send(ctx context.Context, uc *net.UDPConn, token uint64, start time.Time, limit int64, size int, log *schedLog) error {
+func (t *test) send(ctx context.Context, uc *net.UDPConn, token uint64, start, end time.Time, limit int64, size int, log *schedLog) error {
 	pc := ipv4.NewPacketConn(uc)
 	maxBatch := min(t.pt.Sub, 64)
 	bufs := make([][]byte, maxBatch)
@@ -298,6 +307,9 @@ func (t *test) send(ctx context.Context, uc *net.UDPConn, token uint64, start ti
 		off, n := t.pt.at(seq)
 		n = min(n, limit-seq)
 		deadline := start.Add(off + shift)
+		if deadline.After(end) {
+			return nil // the server's grant is over
+		}
 		if err := clk.waitUntil(ctx, deadline, spinWindow); err != nil {
 			return err
 		}

@@ -179,3 +179,26 @@ func TestServerGone(t *testing.T) {
 	}
 	t.Logf("%s: %s; n %d of %d sent", x.Verdict, x.Reason, x.Packets, x.PacketsSent)
 }
+
+// TestGrantEnds: a server whose duration limit is shorter than the test
+// needs: the sender stops at the grant and the test is INCONCLUSIVE.
+func TestGrantEnds(t *testing.T) {
+	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1, MaxDuration: time.Second})
+	// 4 Mbit/s at 50 ms: the cheapest PASS is 952 packets, 2.9 s.
+	p, err := mbm.NewPlan(mbm.Inputs{Target: mbm.Target{RateBps: 4e6, RTT: 50 * time.Millisecond, MTU: 1500, HeaderOverhead: mbm.DefaultHeaderOverhead},
+		Alpha: mbm.DefaultAlpha, Beta: mbm.DefaultBeta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests, err := Run(context.Background(), Config{Server: addr, Plan: p, Tests: []string{TestPaced}})
+	if err != nil || len(tests) != 1 {
+		t.Fatalf("%v, %d tests", err, len(tests))
+	}
+	x := tests[0]
+	if hostReason(tests) != "" {
+		t.Skipf("the host was too busy: %s", x.Reason)
+	}
+	if x.Verdict != "INCONCLUSIVE" || !strings.Contains(x.Reason, "server's grant") || x.DurationMs > 1100 || x.PacketsSent > 400 {
+		t.Errorf("%s (%s), sent %d in %.0f ms", x.Verdict, x.Reason, x.PacketsSent, x.DurationMs)
+	}
+}
