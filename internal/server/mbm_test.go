@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/ipv4"
+
 	"github.com/sonde-project/sonde/internal/mbmwire"
 )
 
@@ -102,11 +104,16 @@ func TestMBMSink(t *testing.T) {
 	}
 	send(rep.Token, 7)
 	send(rep.Token, 150)
-	// The feedback: packets up to 49 final after the loss timeout.
+	// Packet 50 with ECN CE (the DS field read with IP_RECVTOS).
+	if err := ipv4.NewConn(c.(*net.UDPConn)).SetTOS(0x03); err != nil {
+		t.Fatal(err)
+	}
+	send(rep.Token, 50)
+	// The feedback: packets up to 50 final after the loss timeout, 50 with CE.
 	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
 	buf := make([]byte, 2048)
 	var fb mbmwire.Feedback
-	for fb.First+uint64(fb.Count) < 50 {
+	for fb.First+uint64(fb.Count) < 51 {
 		n, err := c.Read(buf)
 		if err != nil {
 			t.Fatalf("feedback: %v (last %+v)", err, fb)
@@ -116,21 +123,21 @@ func TestMBMSink(t *testing.T) {
 		}
 	}
 	for i := uint32(0); i < fb.Count; i++ {
-		arrived, _ := fb.Fate(i)
-		if seq := fb.First + uint64(i); arrived != (seq != 20) {
-			t.Errorf("feedback: packet %d arrived %v", seq, arrived)
+		arrived, ce := fb.Fate(i)
+		if seq := fb.First + uint64(i); arrived != (seq != 20) || ce != (seq == 50) {
+			t.Errorf("feedback: packet %d arrived %v CE %v", seq, arrived, ce)
 		}
 	}
 	var final mbmwire.Report
 	if code := postJSON(t, base+mbmwire.PathSessions+"/"+rep.ID+"/end", mbmwire.EndRequest{Sent: 60, From: 10, Verdict: "PASS"}, &final); code != http.StatusOK {
 		t.Fatalf("end: %d", code)
 	}
-	if final.Received != 49 || final.Duplicates != 1 || final.OutOfRange != 1 || final.Sent != 60 {
+	if final.Received != 50 || final.CE != 1 || final.Duplicates != 1 || final.OutOfRange != 1 || final.Sent != 60 {
 		t.Errorf("report: %+v", final)
 	}
 	for seq := int64(10); seq < 60; seq++ {
 		arrived, _, ok := final.Fate(seq)
-		if want := seq < 50 && seq != 20; !ok || arrived != want {
+		if want := seq <= 50 && seq != 20; !ok || arrived != want {
 			t.Errorf("report: packet %d arrived %v ok %v", seq, arrived, ok)
 		}
 	}
@@ -145,7 +152,7 @@ func TestMBMSink(t *testing.T) {
 	}
 	// A repeated end returns the same counts; an unknown session is 404.
 	var again mbmwire.Report
-	if code := postJSON(t, base+mbmwire.PathSessions+"/"+rep.ID+"/end", mbmwire.EndRequest{}, &again); code != http.StatusOK || again.Received != 49 {
+	if code := postJSON(t, base+mbmwire.PathSessions+"/"+rep.ID+"/end", mbmwire.EndRequest{}, &again); code != http.StatusOK || again.Received != 50 {
 		t.Errorf("repeated end: %d %+v", code, again)
 	}
 	if code := postJSON(t, base+mbmwire.PathSessions+"/nope/end", mbmwire.EndRequest{}, nil); code != http.StatusNotFound {
