@@ -29,9 +29,9 @@ after which an undecided test is INCONCLUSIVE. A target with R ≤ 4 is refused.
 sonde mbm SERVER --rate R --rtt T runs RFC 8337's tests against a sonde
 server (--mode udp: an open-loop UDP sender, every packet's fate fed to the
 SPRT, which stops the test as soon as it decides): --tests 8.1.1 (paced full
-data rate, the default), 8.3.1 (full window slowstart), 8.4 (sender rate
-bursts, --burst packets), 8.5.1 (sustained full-rate bursts, --derate), or
-all. Each test gives PASS, FAIL (exit 5), INCONCLUSIVE or ERROR with its
+data rate, the default), 8.1.2 (full data windowed rate: at most W packets in
+flight), 8.3.1 (full window slowstart), 8.4 (sender rate bursts, --burst
+packets), 8.5.1 (sustained full-rate bursts, --derate), or all. Each test gives PASS, FAIL (exit 5), INCONCLUSIVE or ERROR with its
 reason; a sender that could not produce a pattern gives ERROR or
 INCONCLUSIVE, never a verdict on the path.
 
@@ -90,7 +90,7 @@ func newMBMCmd() *cobra.Command {
 	f.Float64Var(&o.trunc, "trunc-factor", mbm.DefaultTruncFactor, "truncation point as a multiple of the largest expected packets to a decision (1 to 100)")
 	f.Float64Var(&o.budget, "budget", 0, "this subpath's loss budget b, used as p0 (0: the whole path's 1/R)")
 	f.StringVar(&o.mode, "mode", "udp", "transport of a run: udp (tcp: not in this version)")
-	f.StringVar(&o.tests, "tests", udprun.TestPaced, "tests of a run, comma-separated RFC 8337 sections (8.1.1, 8.3.1, 8.4, 8.5.1) or all")
+	f.StringVar(&o.tests, "tests", udprun.TestPaced, "tests of a run, comma-separated RFC 8337 sections (8.1.1, 8.1.2, 8.3.1, 8.4, 8.5.1) or all")
 	f.Float64Var(&o.derate, "derate", 1, "8.5.1's derating: bursts of W·derate packets every RTT·derate (more than 0, at most 1)")
 	f.Int64Var(&o.burst, "burst", udprun.DefaultBurstPackets, "8.4's burst size in packets, sent back to back (1 to 10000)")
 	f.Float64Var(&o.minRate, "min-rate", udprun.DefaultMinRateFraction, "precondition: the sustained rate must reach this share of the target (more than 0, at most 1)")
@@ -265,7 +265,7 @@ func mbmTests(s string) ([]string, error) {
 			continue
 		}
 		if _, ok := udprun.TestName(id); !ok {
-			return nil, usagef("--tests: %q is not a test of the UDP mode (8.1.1, 8.3.1, 8.4, 8.5.1 or all)", clipText(id))
+			return nil, usagef("--tests: %q is not a test of the UDP mode (8.1.1, 8.1.2, 8.3.1, 8.4, 8.5.1 or all)", clipText(id))
 		}
 		if !seen[id] {
 			seen[id] = true

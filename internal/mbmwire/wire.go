@@ -60,6 +60,10 @@ type SessionRequest struct {
 	// after the latest arrival.
 	ReorderPackets int     `json:"reorder_packets"`
 	LossTimeoutMs  float64 `json:"loss_timeout_ms"`
+	// FeedbackPackets (0: none) asks for a feedback datagram after every
+	// this many arrivals too, besides the timer: a windowed sender (8.1.2)
+	// is clocked by them as TCP by its ACKs.
+	FeedbackPackets int `json:"feedback_packets,omitempty"`
 }
 
 // SessionReply is the grant.
@@ -159,6 +163,8 @@ func (q *SessionRequest) Validate() error {
 		return fmt.Errorf("reorder_packets %d: want %d to %d", q.ReorderPackets, MinReorderPackets, MaxReorderPackets)
 	case !finiteIn(q.LossTimeoutMs, 1, MaxLossTimeoutMs):
 		return fmt.Errorf("loss_timeout_ms %g: want 1 to %d", q.LossTimeoutMs, MaxLossTimeoutMs)
+	case q.FeedbackPackets < 0 || q.FeedbackPackets > MaxFeedbackPackets:
+		return fmt.Errorf("feedback_packets %d: want 0 to %d", q.FeedbackPackets, MaxFeedbackPackets)
 	}
 	return nil
 }

@@ -141,6 +141,10 @@ type MBMUDPRun struct {
 	// FeedbackGaps are feedback datagrams that came after packets the
 	// client had not heard of (lost feedback; the end report filled them).
 	FeedbackGaps int64 `json:"feedback_gaps,omitempty"`
+	// WindowPackets bounds the packets in flight (8.1.2), WindowWaitMs
+	// is the time the sender waited for it.
+	WindowPackets int64   `json:"window_packets,omitempty"`
+	WindowWaitMs  float64 `json:"window_wait_ms,omitempty"`
 	// SendErrors are packets this host refused to send.
 	SendErrors int64   `json:"send_errors,omitempty"`
 	DurationMs float64 `json:"duration_ms,omitempty"`

@@ -40,6 +40,10 @@ const (
 	mbmBin       = 10 * time.Millisecond
 	mbmMinWindow = time.Second
 	mbmBuffer    = 8 << 20
+	// mbmArrivalWindow is the window of an arrival-clocked feedback: it
+	// carries the counts that clock a windowed sender, and the timer's
+	// feedback the fates of the last MaxFeedbackPackets.
+	mbmArrivalWindow = 64
 	// mbmIPUDPHeaders are the IPv4 and UDP headers of a datagram: rates
 	// are of IP packets, as the target's (its MTU-sized packets).
 	mbmIPUDPHeaders = 28
@@ -272,6 +276,7 @@ func newToken() uint64 {
 func (m *mbmService) readLoop(conn *stamp.Conn) {
 	buf := make([]byte, 65536)
 	oob := make([]byte, stamp.OOBLen())
+	fbBuf := make([]byte, 0, mbmwire.FeedbackLen(mbmwire.MaxFeedbackPackets))
 	for {
 		n, info, err := conn.Read(buf, oob)
 		if err != nil {
@@ -297,7 +302,18 @@ func (m *mbmService) readLoop(conn *stamp.Conn) {
 			ses.peer = info.From
 		}
 		ses.record(int64(d.Seq), n, info.TOS >= 0 && info.TOS&3 == 3, info.At)
+		var fb []byte
+		if k := int64(ses.req.FeedbackPackets); k > 0 && ses.rep.Received-ses.sentFBRecv >= k {
+			// An arrival-clocked feedback, for a windowed sender.
+			ses.finalize(info.At)
+			fb = ses.appendFeedback(fbBuf[:0], mbmArrivalWindow)
+			ses.sentFB, ses.sentFBRecv, ses.sentFBAt = ses.final, ses.rep.Received, info.At
+		}
+		peer := ses.peer
 		m.mu.Unlock()
+		if fb != nil {
+			_ = conn.WriteTo(fb, peer, -1)
+		}
 	}
 }
 
@@ -381,7 +397,7 @@ func (m *mbmService) feedbackLoop(conn *stamp.Conn, stop <-chan struct{}) {
 					continue
 				}
 				start := len(out)
-				out = ses.appendFeedback(out)
+				out = ses.appendFeedback(out, mbmwire.MaxFeedbackPackets)
 				ses.sentFB, ses.sentFBRecv, ses.sentFBAt = ses.final, ses.rep.Received, now
 				sends = append(sends, send{ses.peer, out[start:]})
 			}
@@ -393,10 +409,10 @@ func (m *mbmService) feedbackLoop(conn *stamp.Conn, stop <-chan struct{}) {
 	}
 }
 
-// appendFeedback appends the feedback datagram for the last
-// MaxFeedbackPackets final packets.
-func (ses *mbmSession) appendFeedback(b []byte) []byte {
-	first := max(0, ses.final-mbmwire.MaxFeedbackPackets)
+// appendFeedback appends the feedback datagram for the last window
+// (≤ MaxFeedbackPackets) final packets.
+func (ses *mbmSession) appendFeedback(b []byte, window int64) []byte {
+	first := max(0, ses.final-window)
 	count := ses.final - first
 	r := &ses.rep
 	f := mbmwire.Feedback{Token: ses.token, First: uint64(first), Count: uint32(count), Next: uint64(ses.next),

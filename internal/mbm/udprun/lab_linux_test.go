@@ -283,3 +283,19 @@ func labConforming(t *testing.T, name, spec string, in mbm.Inputs, test string, 
 	t.Skipf("the host was too busy for the lab twice: %s", why)
 	return model.MBMTest{}, linkTruth{}
 }
+
+// TestLabWindowed: 8.1.2 holds W packets in flight. Over a 30 ms round
+// trip, a 10 ms target (W = 4) cannot carry 4 Mbit/s: FAIL, window-
+// limited; a 50 ms target (W = 18) can: PASS.
+func TestLabWindowed(t *testing.T) {
+	needRoot(t)
+	const spec = "rate=50Mbit delay=15ms"
+	short, _ := labConforming(t, "mbmwshort", spec, labInputs(4e6, 10*time.Millisecond), TestWindowed, 1)
+	if short.Verdict != "FAIL" || !strings.HasPrefix(short.Reason, "window-limited") || short.Marks != 0 {
+		t.Errorf("W 4 over 30 ms: %s (%s), %d marks", short.Verdict, short.Reason, short.Marks)
+	}
+	long, _ := labConforming(t, "mbmwlong", spec, labInputs(4e6, 50*time.Millisecond), TestWindowed, 1)
+	if long.Verdict != "PASS" {
+		t.Errorf("W 18 over 30 ms: %s (%s)", long.Verdict, long.Reason)
+	}
+}

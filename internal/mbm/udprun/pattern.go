@@ -12,6 +12,7 @@ import (
 // runs them.
 const (
 	TestPaced     = "8.1.1"
+	TestWindowed  = "8.1.2"
 	TestSlowstart = "8.3.1"
 	TestSenderBur = "8.4"
 	TestBursts    = "8.5.1"
@@ -20,6 +21,7 @@ const (
 // Tests lists the tests with their names.
 var Tests = []struct{ ID, Name string }{
 	{TestPaced, "paced full data rate"},
+	{TestWindowed, "full data windowed rate"},
 	{TestSlowstart, "full window slowstart"},
 	{TestSenderBur, "sender rate bursts"},
 	{TestBursts, "sustained full-rate bursts"},
@@ -52,6 +54,9 @@ type pattern struct {
 	Gap time.Duration
 	// Derate is 8.5.1's.
 	Derate float64
+	// Window (8.1.2; 0: none) bounds the packets in flight: sent and
+	// neither reported arrived nor final.
+	Window int64
 }
 
 // newPattern builds test id's pattern for plan; burst is 8.4's burst size.
@@ -70,6 +75,8 @@ func newPattern(id string, p mbm.Plan, derate float64, burst int64) (pattern, er
 	switch id {
 	case TestPaced: // constant rate at the target
 		pt.Burst, pt.Sub = 1, 1
+	case TestWindowed: // paced at the target, at most W packets in flight
+		pt.Burst, pt.Sub, pt.Window = 1, 1, p.W
 	case TestBursts: // W·derate packets every RTT·derate
 		if !(derate > 0 && derate <= 1) {
 			return pattern{}, fmt.Errorf("derate %g: want more than 0, at most 1", derate)

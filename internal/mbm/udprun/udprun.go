@@ -1,6 +1,6 @@
 // Package udprun runs RFC 8337's tests over UDP against a sonde server's
-// MBM sink (docs/mbm.md, docs/mbm-protocol.md): an open-loop sender on
-// absolute deadlines produces each test's pattern (growth period, then
+// MBM sink (docs/mbm.md, docs/mbm-protocol.md): a sender on absolute
+// deadlines (open loop, but for 8.1.2's window) produces each test's pattern (growth period, then
 // the test period), the server's feedback gives every packet's fate, and
 // the SPRT of internal/mbm, fed per packet in send order, stops the test
 // as soon as it decides. The sender checks its own schedule: a pattern it
@@ -131,14 +131,19 @@ type test struct {
 	growth int64
 	sprt   *mbm.SPRT
 
-	mu      sync.Mutex
-	next    int64 // the next packet whose fate the SPRT has not seen
-	losses  int64
-	ce      int64
-	lastFB  atomic.Int64 // when the last feedback came, Unix ns (0: none yet)
-	gaps    int64        // feedback windows that skipped packets
-	decided atomic.Bool
-	sent    atomic.Int64
+	mu     sync.Mutex
+	next   int64 // the next packet whose fate the SPRT has not seen
+	losses int64
+	ce     int64
+	lastFB atomic.Int64 // when the last feedback came, Unix ns (0: none yet)
+	// allLost are the packets final and lost, growth included; acked
+	// those reported arrived or final and lost: what left the window.
+	allLost    int64
+	acked      atomic.Int64
+	windowWait time.Duration // the sender's time waiting for the window
+	gaps       int64         // feedback windows that skipped packets
+	decided    atomic.Bool
+	sent       atomic.Int64
 	// sendErrors are packets the host refused to send (ENOBUFS and the like).
 	sendErrors atomic.Int64
 }
@@ -149,13 +154,19 @@ func (t *test) observe(f *mbmwire.Feedback) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lastFB.Store(time.Now().UnixNano())
+	defer func() { t.acked.Store(int64(f.Received) + t.allLost) }()
 	end := int64(f.First) + int64(f.Count)
 	if t.next < int64(f.First) {
-		t.gaps++ // the end report fills it
+		if f.Count == mbmwire.MaxFeedbackPackets { // a timer feedback's full window
+			t.gaps++ // the end report fills it
+		}
 		return
 	}
 	for ; t.next < end; t.next++ {
 		arrived, ce := f.Fate(uint32(t.next - int64(f.First)))
+		if !arrived {
+			t.allLost++
+		}
 		t.count(t.next, arrived, ce)
 	}
 }
@@ -191,6 +202,12 @@ func runTest(ctx context.Context, api *apiclient.Client, cfg Config, pt pattern)
 		Client: cfg.Software, Test: pt.ID, RateBps: p.RateBps, PacketBytes: size,
 		TargetRTTMs: float64(p.RTT) / 1e6, TargetMTU: p.MTU, DurationS: max(durationS, 0.001),
 		Packets: min(planned, mbmwire.MaxPackets), ReorderPackets: reorder, LossTimeoutMs: math.Min(float64(lossTimeout)/1e6, mbmwire.MaxLossTimeoutMs),
+	}
+	if pt.Window > 0 {
+		req.FeedbackPackets = 1 // an ACK per packet clocks the window
+		// A loss leaves the window once 3 later packets arrived (TCP's
+		// duplicate ACKs), which the window lets through.
+		req.ReorderPackets = int(min(3, max(1, pt.Window-1)))
 	}
 	var rep mbmwire.SessionReply
 	if err := api.Call(ctx, http.MethodPost, mbmwire.PathSessions, req, &rep); err != nil {
@@ -310,6 +327,16 @@ func (t *test) send(ctx context.Context, uc *net.UDPConn, token uint64, start, e
 		if deadline.After(end) {
 			return nil // the server's grant is over
 		}
+		if t.pt.Window > 0 && seq-t.acked.Load() >= t.pt.Window {
+			if err := t.waitWindow(ctx, seq, start); err != nil {
+				return err
+			}
+			// Held by the window, not late: the schedule moves on from now.
+			if now := time.Now(); now.After(deadline) {
+				shift += now.Sub(deadline)
+				deadline = now
+			}
+		}
 		if err := clk.waitUntil(ctx, deadline, spinWindow); err != nil {
 			return err
 		}
@@ -347,6 +374,27 @@ func (t *test) send(ctx context.Context, uc *net.UDPConn, token uint64, start, e
 		log.sent(deadline, at, n, size+udpIPOverhead) // rates of IP packets, as the target's
 		seq += n
 		t.sent.Store(seq)
+	}
+	return nil
+}
+
+// waitWindow waits until packet seq fits the window: fewer than Window
+// packets sent and not yet acknowledged by the feedback.
+func (t *test) waitWindow(ctx context.Context, seq int64, start time.Time) error {
+	t0 := time.Now()
+	defer func() { t.windowWait += time.Since(t0) }()
+	for seq-t.acked.Load() >= t.pt.Window {
+		if t.decided.Load() {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		now := time.Now()
+		if last := t.lastFB.Load(); now.Sub(start) > serverSilence && (last == 0 || now.UnixNano()-last > int64(serverSilence)) {
+			return fmt.Errorf("no feedback from the server for %s", serverSilence)
+		}
+		time.Sleep(20 * time.Microsecond)
 	}
 	return nil
 }
@@ -389,6 +437,7 @@ func (t *test) fill(res *model.MBMTest, log *schedLog, sent int64) {
 		res.DecisionPackets = res.Packets
 	}
 	res.FeedbackGaps = t.gaps
+	res.WindowPackets, res.WindowWaitMs = t.pt.Window, float64(t.windowWait)/1e6
 	res.SendErrors = t.sendErrors.Load()
 	win := max(rateWindow, 4*t.cfg.Plan.RTT)
 	mean, least, used := log.rates(win, t.pt.Headway)
@@ -408,6 +457,13 @@ func verdict(res *model.MBMTest, t *test, p mbm.Plan, truncated bool) {
 	need := res.MinRateFraction * p.RateBps
 	d := t.sprt.Decision()
 	switch {
+	case res.SenderMinRateBps < need && d != mbm.Fail && res.WindowWaitMs > 0 && res.SendErrors == 0 &&
+		float64(res.MissedDeadlines) <= missedShare*float64(res.Deadlines):
+		// The sender kept its schedule but for the window: the path's
+		// round trip is too long for W packets to carry the target.
+		res.Verdict = "FAIL"
+		res.Reason = fmt.Sprintf("window-limited: %d packets in flight carried %s over %.0f ms, below %.2g × the target %s (the path's round trip is longer than the target's)",
+			res.WindowPackets, rate(res.SenderMinRateBps), res.RateWindowMs, res.MinRateFraction, rate(p.RateBps))
 	case res.SenderMinRateBps < need && d != mbm.Fail:
 		res.Verdict = "ERROR"
 		res.Reason = fmt.Sprintf("the sender could not produce the pattern: %s sustained over %.0f ms, below %.2g × the target %s", rate(res.SenderMinRateBps), res.RateWindowMs, res.MinRateFraction, rate(p.RateBps))
@@ -456,6 +512,8 @@ func patternText(pt pattern) string {
 	switch pt.ID {
 	case TestPaced:
 		return fmt.Sprintf("1 packet every %s", pt.Gap)
+	case TestWindowed:
+		return fmt.Sprintf("1 packet every %s, at most %d in flight", pt.Gap, pt.Window)
 	case TestSlowstart:
 		return fmt.Sprintf("%d packets in sub-bursts of %d every %s at twice the rate, every %s", pt.Burst, pt.Sub, pt.SubGap, pt.Headway)
 	}

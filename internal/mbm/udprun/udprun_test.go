@@ -72,7 +72,7 @@ func TestPatterns(t *testing.T) {
 	}
 }
 
-// TestLoopbackPass runs 8.1.1 and 8.5.1 at 4 Mbit/s on loopback, where
+// TestLoopbackPass runs 8.1.1, 8.1.2 and 8.5.1 at 4 Mbit/s on loopback, where
 // nothing is lost: both PASS, after about R packets, and stop there.
 func TestLoopbackPass(t *testing.T) {
 	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1})
@@ -82,7 +82,7 @@ func TestLoopbackPass(t *testing.T) {
 	var tests []model.MBMTest
 	for try := 0; ; try++ {
 		var err error
-		tests, err = Run(ctx, Config{Server: addr, Software: "test", Plan: p, Tests: []string{TestPaced, TestBursts}, Derate: 1})
+		tests, err = Run(ctx, Config{Server: addr, Software: "test", Plan: p, Tests: []string{TestPaced, TestWindowed, TestBursts}, Derate: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestLoopbackPass(t *testing.T) {
 		}
 		t.Logf("try %d: %s", try+1, why)
 	}
-	if len(tests) != 2 {
+	if len(tests) != 3 {
 		t.Fatalf("%d tests", len(tests))
 	}
 	for _, r := range tests {
