@@ -81,11 +81,13 @@ func (s *Server) StartUDP() (netip.AddrPort, error) {
 func (u *udpService) reflector() (*stamp.Reflector, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.refl != nil {
-		return u.refl, nil
-	}
+	// Closed first: a session opened during shutdown would be granted a
+	// reflector that is about to stop.
 	if u.closed {
 		return nil, errors.New("server is shutting down")
+	}
+	if u.refl != nil {
+		return u.refl, nil
 	}
 	addr := u.s.cfg.UDPAddr
 	if addr == "off" {
@@ -262,6 +264,14 @@ func (u *udpService) grant(w http.ResponseWriter, kind string, req stamp.Session
 	}
 	us := &udpSession{release: release}
 	u.mu.Lock()
+	if u.closed {
+		// close ran between reflector() and here: it has ended the
+		// sessions it knew; this one must not outlive it.
+		u.mu.Unlock()
+		release()
+		s.writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+		return
+	}
 	u.open[ses.ID] = us
 	us.timer = time.AfterFunc(time.Until(spec.Expires), func() { u.finish(ses.ID) })
 	u.mu.Unlock()
