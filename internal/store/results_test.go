@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+func record(kind string, i int) *model.ServerRecord {
+	k := len(model.ResultKinds)
+	for j, x := range model.ResultKinds {
+		if x == kind {
+			k = j
+		}
+	}
+	return &model.ServerRecord{
+		Schema: model.ServerRecordSchemaVersion, ID: fmt.Sprintf("%031x%x", i+1, k), Kind: kind,
+		Start:    time.Date(2026, 1, 2, 3, 5, i, 0, time.UTC),
+		Client:   model.Endpoint{Software: "sonde/test"},
+		Download: &model.DirectionResult{Direction: "download", GoodputBps: 1e6 * float64(i+1)},
+		Upload:   &model.DirectionResult{Direction: "upload", GoodputBps: 2e6},
+		IdleRTTMs: 3, LoadedRTTMs: 30, Errors: []string{"a", "b"},
+	}
+}
+
+// testResultKinds: server records of every kind beside the page's
+// results, each kind keeping its own last Keep, listed per kind; a page
+// kind or an unknown one is refused as a record.
+func testResultKinds(t *testing.T, url string) {
+	ctx := context.Background()
+	s := open(t, url, Options{Results: Limits{Keep: 2}})
+	for i := range 3 {
+		if err := s.AddResult(ctx, result(i)); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{model.KindTCP, model.KindNDT7, model.KindUDP, model.KindMBM} {
+			if err := s.AddRecord(ctx, record(k, i)); err != nil {
+				t.Fatalf("%s record: %v", k, err)
+			}
+		}
+	}
+	all, err := s.ListResults(ctx, 100)
+	if err != nil || len(all) != 2*len(model.ResultKinds) {
+		t.Fatalf("every kind keeps its last 2: %d rows, %v", len(all), err)
+	}
+	pages, err := s.ListResultsKind(ctx, model.KindPage, 100)
+	if err != nil || len(pages) != 2 || pages[0].ID != result(2).ID || pages[0].Kind != model.KindPage {
+		t.Fatalf("page results %+v, %v", pages, err)
+	}
+	tcp, err := s.ListResultsKind(ctx, model.KindTCP, 100)
+	if err != nil || len(tcp) != 2 {
+		t.Fatalf("tcp records %+v, %v", tcp, err)
+	}
+	want := Summary{ID: record(model.KindTCP, 2).ID, Kind: model.KindTCP, Start: record("", 2).Start, Software: "sonde/test",
+		DownloadBps: 3e6, UploadBps: 2e6, IdleRTTMs: 3, LoadedRTTMs: 30, Errors: 2}
+	if tcp[0] != want {
+		t.Errorf("newest tcp row %+v, want %+v", tcp[0], want)
+	}
+	raw, err := s.GetResult(ctx, want.ID)
+	var got model.ServerRecord
+	if err != nil || json.Unmarshal(raw, &got) != nil || got.Kind != model.KindTCP || got.Schema != model.ServerRecordSchemaVersion {
+		t.Errorf("stored record %s: %v", raw, err)
+	}
+	if _, err := s.ListResultsKind(ctx, "nope", 10); !errors.Is(err, ErrBadKind) {
+		t.Errorf("unknown kind listed: %v", err)
+	}
+	for _, k := range []string{model.KindPage, "", "x' OR 1=1", strings.Repeat("k", 100)} {
+		if err := s.AddRecord(ctx, record(k, 9)); !errors.Is(err, ErrBadKind) {
+			t.Errorf("record of kind %q: %v, want ErrBadKind", k, err)
+		}
+	}
+	bad := record(model.KindUDP, 9)
+	bad.ID = "../x"
+	if err := s.AddRecord(ctx, bad); !errors.Is(err, ErrBadID) {
+		t.Errorf("malformed record id: %v", err)
+	}
+}
+
+// TestRecordByteBudget: records count in the one byte budget of all
+// results: the total stays within it, the newest row always kept.
+func TestRecordByteBudget(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir()+"/s.db", Options{Results: Limits{MaxRowBytes: 4 << 10, MaxTotalBytes: 8 << 10}})
+	for i := range 20 {
+		r := record(model.KindTCP, i)
+		r.Notes = []string{strings.Repeat("n", 2000)}
+		if err := s.AddRecord(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddResult(ctx, result(i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, b, err := s.ResultUsage(ctx); err != nil || b > 8<<10 {
+			t.Fatalf("after %d: %d bytes stored, budget 8 KiB (%v)", i, b, err)
+		}
+	}
+	big := record(model.KindTCP, 99)
+	big.Notes = []string{strings.Repeat("n", 5000)}
+	if err := s.AddRecord(ctx, big); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("record over the row cap: %v", err)
+	}
+}
