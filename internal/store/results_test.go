@@ -21,10 +21,10 @@ func record(kind string, i int) *model.ServerRecord {
 	}
 	return &model.ServerRecord{
 		Schema: model.ServerRecordSchemaVersion, ID: fmt.Sprintf("%031x%x", i+1, k), Kind: kind,
-		Start:    time.Date(2026, 1, 2, 3, 5, i, 0, time.UTC),
-		Client:   model.Endpoint{Software: "sonde/test"},
-		Download: &model.DirectionResult{Direction: "download", GoodputBps: 1e6 * float64(i+1)},
-		Upload:   &model.DirectionResult{Direction: "upload", GoodputBps: 2e6},
+		Start:     time.Date(2026, 1, 2, 3, 5, i, 0, time.UTC),
+		Client:    model.Endpoint{Software: "sonde/test"},
+		Download:  &model.DirectionResult{Direction: "download", GoodputBps: 1e6 * float64(i+1)},
+		Upload:    &model.DirectionResult{Direction: "upload", GoodputBps: 2e6},
 		IdleRTTMs: 3, LoadedRTTMs: 30, Errors: []string{"a", "b"},
 	}
 }
