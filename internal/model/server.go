@@ -17,7 +17,7 @@ const (
 )
 
 // ResultKinds lists every kind, the page's first.
-var ResultKinds = []string{KindPage, KindTCP, KindNDT7, KindUDP, KindMBM}
+func ResultKinds() []string { return []string{KindPage, KindTCP, KindNDT7, KindUDP, KindMBM} }
 
 // ServerRecord is what a server measured of one finished test, from its
 // own side only: the bytes it sent and received, the TCP_INFO of its

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sonde-project/sonde/internal/model"
 )
@@ -88,7 +90,7 @@ var ErrBadKind = errors.New("store: unknown result kind")
 
 // ValidKind reports whether kind is a result kind (model.ResultKinds).
 func ValidKind(kind string) bool {
-	for _, k := range model.ResultKinds {
+	for _, k := range model.ResultKinds() {
 		if kind == k {
 			return true
 		}
@@ -127,6 +129,9 @@ func (s *sqlStore) AddRecord(ctx context.Context, rec *model.ServerRecord) error
 // of the same ID, then forgets the kind's oldest beyond Keep and the
 // oldest of all kinds beyond the byte budget.
 func (s *sqlStore) addRow(ctx context.Context, sum Summary, raw []byte) error {
+	// The software column is a client's words: PostgreSQL refuses a NUL
+	// or invalid UTF-8 in TEXT, and a list row needs no more than this.
+	sum.Software = cleanText(sum.Software, maxSoftwareLen)
 	if int64(len(raw)) > s.lim.MaxRowBytes {
 		return fmt.Errorf("%w: %d bytes of JSON, the limit is %d", ErrTooLarge, len(raw), s.lim.MaxRowBytes)
 	}
@@ -224,6 +229,26 @@ func (s *sqlStore) ResultUsage(ctx context.Context) (rows int, bytes int64, err 
 		return 0, 0, fmt.Errorf("store: result usage: %w", err)
 	}
 	return rows, bytes, nil
+}
+
+// maxSoftwareLen bounds a summary row's software name, in bytes.
+const maxSoftwareLen = 256
+
+// cleanText is s as valid UTF-8 without control characters, cut to at
+// most n bytes on a character boundary.
+func cleanText(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	for len(s) > n {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }
 
 // summarizeRecord is a server record's row: its own figures, with the

@@ -13,8 +13,8 @@ import (
 )
 
 func record(kind string, i int) *model.ServerRecord {
-	k := len(model.ResultKinds)
-	for j, x := range model.ResultKinds {
+	k := len(model.ResultKinds())
+	for j, x := range model.ResultKinds() {
 		if x == kind {
 			k = j
 		}
@@ -46,7 +46,7 @@ func testResultKinds(t *testing.T, url string) {
 		}
 	}
 	all, err := s.ListResults(ctx, 100)
-	if err != nil || len(all) != 2*len(model.ResultKinds) {
+	if err != nil || len(all) != 2*len(model.ResultKinds()) {
 		t.Fatalf("every kind keeps its last 2: %d rows, %v", len(all), err)
 	}
 	pages, err := s.ListResultsKind(ctx, model.KindPage, 100)
