@@ -43,8 +43,14 @@ func ServerSession(reps []protocol.FlowReport) *model.ServerRecord {
 	var probe []protocol.FlowReport
 	byDir := map[string][]protocol.FlowReport{}
 	for _, f := range reps {
-		if f.Error != "" {
-			rec.Errors = append(rec.Errors, fmt.Sprintf("%s stream %d %q: %s", f.Kind, f.ID, f.Tag, f.Error))
+		// A limit that ended a stream is the test's failure; any other
+		// stream error is only a note: a client ends a phase by closing
+		// its streams, which the server reads as a reset or a cut frame.
+		switch msg := fmt.Sprintf("%s stream %d %q: %s", f.Kind, f.ID, f.Tag, f.Error); {
+		case f.Limit != "":
+			rec.Errors = append(rec.Errors, msg)
+		case f.Error != "":
+			rec.Notes = append(rec.Notes, msg)
 		}
 		switch f.Kind {
 		case protocol.KindProbe:
