@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sonde-project/sonde/internal/model"
 )
@@ -105,4 +106,22 @@ func TestRecordByteBudget(t *testing.T) {
 	if err := s.AddRecord(ctx, big); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("record over the row cap: %v", err)
 	}
+}
+
+// FuzzCleanText: whatever a client calls itself, the software column gets
+// valid UTF-8 without control characters (PostgreSQL refuses a NUL in
+// TEXT), within the bound, and a clean short name unchanged.
+func FuzzCleanText(f *testing.F) {
+	for _, s := range []string{"sonde/1.0", "a\x00b", "\xff\xfe", "é" + strings.Repeat("ü", 200), "x\ny\tz\x7f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c := cleanText(s, maxSoftwareLen)
+		if len(c) > maxSoftwareLen || !utf8.ValidString(c) || strings.ContainsFunc(c, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			t.Fatalf("cleanText(%q) = %q", s, c)
+		}
+		if len(s) <= maxSoftwareLen && utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) && c != s {
+			t.Fatalf("clean %q changed to %q", s, c)
+		}
+	})
 }
