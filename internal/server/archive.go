@@ -26,6 +26,12 @@ const (
 	maxArchiveWrites = 16
 	// archiveTimeout bounds one record's write to the store.
 	archiveTimeout = 30 * time.Second
+	// pageTimeout bounds the page's result write, which its reply waits
+	// for: a store that hangs must not cost the page its report.
+	pageTimeout = 5 * time.Second
+	// closeGrace is how long a closing server waits for the writes in
+	// flight before it cancels them.
+	closeGrace = 5 * time.Second
 	// flowWait bounds how long a finished session's record waits for its
 	// streams' reports (they end with the session, at once).
 	flowWait = 5 * time.Second
@@ -46,6 +52,8 @@ type archive struct {
 	stored   *prometheus.CounterVec
 	failed   *prometheus.CounterVec
 	slots    chan struct{}
+	ctx      context.Context // cancelled when close gives up waiting
+	cancel   context.CancelFunc
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup
@@ -65,16 +73,32 @@ func newArchive(st store.Results, reg *prometheus.Registry, cfg *Config) *archiv
 		}, []string{"kind"}),
 		slots: make(chan struct{}, maxArchiveWrites),
 	}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
 	reg.MustRegister(a.stored, a.failed)
 	return a
 }
 
-// close waits for the writes in flight; later records are dropped.
+// close waits for the writes in flight, for closeGrace at most before it
+// cancels them; later records are dropped.
 func (a *archive) close() {
 	a.mu.Lock()
 	a.closed = true
 	a.mu.Unlock()
-	a.inflight.Wait()
+	done := make(chan struct{})
+	go func() {
+		a.inflight.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		a.log.Warn("closing: cancelling the result writes still pending")
+		a.cancel()
+		<-done
+	}
+	a.cancel()
 }
 
 // save builds a record with build, off the caller's goroutine, and
@@ -106,7 +130,7 @@ func (a *archive) save(kind string, build func() *model.ServerRecord) {
 		}()
 		rec := build()
 		rec.Schema, rec.ID, rec.Kind, rec.Server = model.ServerRecordSchemaVersion, newID(), kind, a.server
-		ctx, cancel := context.WithTimeout(context.Background(), archiveTimeout)
+		ctx, cancel := context.WithTimeout(a.ctx, archiveTimeout)
 		defer cancel()
 		a.done(kind, rec.Session, a.st.AddRecord(ctx, rec))
 	}()
@@ -125,6 +149,8 @@ func (a *archive) done(kind, session string, err error) {
 // page stores the page's assembled result, on the caller's goroutine (the
 // page's request, whose reply does not wait on it for anything else).
 func (a *archive) page(ctx context.Context, res *model.Result) {
+	ctx, cancel := context.WithTimeout(ctx, pageTimeout)
+	defer cancel()
 	a.done(model.KindPage, res.ID, a.st.AddResult(ctx, res))
 }
 

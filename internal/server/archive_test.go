@@ -373,6 +373,22 @@ func testCounter(t *testing.T, v *prometheus.CounterVec, label string) float64 {
 	return 0
 }
 
+// TestArchiveCloseHung: a store that never answers holds a closing
+// server for closeGrace, not for the writes' own timeout.
+func TestArchiveCloseHung(t *testing.T) {
+	st := &blockingStore{release: make(chan struct{})}
+	a := newArchive(st, prometheus.NewRegistry(), &Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	a.save(model.KindTCP, func() *model.ServerRecord { return &model.ServerRecord{} })
+	start := time.Now()
+	a.close()
+	if d := time.Since(start); d > archiveTimeout/2 {
+		t.Errorf("close took %v with a hung store", d)
+	}
+	if testCounter(t, a.failed, model.KindTCP) != 1 {
+		t.Errorf("the cancelled write is not counted as failed")
+	}
+}
+
 // TestArchiveOff: NoServerRecords keeps the page's results only.
 func TestArchiveOff(t *testing.T) {
 	s, _ := start(t, Config{PerIPPerMinute: -1, UDPAddr: "off", NoServerRecords: true})
