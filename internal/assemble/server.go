@@ -20,6 +20,39 @@ import (
 // are the payload it received, and the sender's TCP_INFO is the client's,
 // so the upload has no sender figures.
 
+// MaxRecordTCPSamples bounds the TCP_INFO samples a server record keeps
+// of one direction, all its flows together (at least 16 per flow), so a
+// record of many streams sampled every 5 ms for minutes stays well within
+// the store's row cap: about 700 bytes of JSON each. The figures are
+// computed from every sample first.
+const MaxRecordTCPSamples = 4096
+
+// thinTCPInfo keeps at most MaxRecordTCPSamples of d's flows' TCP_INFO,
+// evenly spaced, the first and last of each flow always; it returns a
+// note saying so when it dropped any.
+func thinTCPInfo(d *model.DirectionResult) string {
+	if d == nil || len(d.Flows) == 0 {
+		return ""
+	}
+	per := max(MaxRecordTCPSamples/len(d.Flows), 16)
+	thinned := false
+	for i := range d.Flows {
+		in := d.Flows[i].TCPInfo
+		if len(in) <= per {
+			continue
+		}
+		out := make([]model.TCPSample, 0, per)
+		for k := range per {
+			out = append(out, in[k*(len(in)-1)/(per-1)])
+		}
+		d.Flows[i].TCPInfo, thinned = out, true
+	}
+	if !thinned {
+		return ""
+	}
+	return fmt.Sprintf("%s: the record keeps %d TCP_INFO samples per flow, evenly spaced; its figures are from all of them", d.Direction, per)
+}
+
 // AckedCounts turns a sender's TCP_INFO series into a cumulative count of
 // the bytes its peer acknowledged, at the samples' times.
 func AckedCounts(tcp []model.TCPSample) []model.ByteCount {
@@ -69,6 +102,11 @@ func ServerSession(reps []protocol.FlowReport) *model.ServerRecord {
 	}
 	if fs := byDir[protocol.KindUpload]; len(fs) > 0 {
 		rec.Upload = serverDirection(protocol.KindUpload, fs, rec.IdleRTTMs)
+	}
+	for _, d := range []*model.DirectionResult{rec.Download, rec.Upload} {
+		if n := thinTCPInfo(d); n != "" {
+			rec.Notes = append(rec.Notes, n)
+		}
 	}
 	return rec
 }
@@ -145,6 +183,9 @@ func ServerNDT7(dir string, counts []model.ByteCount, tcp []model.TCPSample) *mo
 		p.Flows = []Flow{f}
 		rec.Download = Direction(p)
 		rec.LoadedRTTMs = medianRTTMs(rec.Download)
+		if n := thinTCPInfo(rec.Download); n != "" {
+			rec.Notes = append(rec.Notes, n)
+		}
 	} else {
 		f.Counts = counts
 		p.Flows = []Flow{f}

@@ -94,3 +94,32 @@ func TestServerUDP(t *testing.T) {
 		t.Errorf("nothing received: %+v", e)
 	}
 }
+
+// TestServerSessionThinned: 64 flows of 2 minutes sampled every 5 ms
+// keep MaxRecordTCPSamples in all, first and last of each, with a note;
+// the goodput is from every sample.
+func TestServerSessionThinned(t *testing.T) {
+	var reps []protocol.FlowReport
+	for i := range 64 {
+		tcp := tcpSeries(0, 401, 8e6)
+		for k := range tcp {
+			tcp[k].TS = 0.005 * float64(k)
+			tcp[k].BytesAcked = uint64(k) * 5000
+		}
+		reps = append(reps, protocol.FlowReport{ID: i, Kind: protocol.KindDownload, StartS: 0, EndS: 2, TCPInfo: tcp})
+	}
+	rec := ServerSession(reps)
+	total := 0
+	for _, f := range rec.Download.Flows {
+		total += len(f.TCPInfo)
+		if f.TCPInfo[0].TS != 0 || f.TCPInfo[len(f.TCPInfo)-1].TS != 2 {
+			t.Fatalf("first or last sample dropped: %v … %v", f.TCPInfo[0].TS, f.TCPInfo[len(f.TCPInfo)-1].TS)
+		}
+	}
+	if total > MaxRecordTCPSamples || len(rec.Notes) != 1 {
+		t.Errorf("%d samples kept, notes %q", total, rec.Notes)
+	}
+	if b := rec.Download.Bytes; b != 64*400*5000 {
+		t.Errorf("bytes %d, want %d from every sample", b, 64*400*5000)
+	}
+}

@@ -61,6 +61,7 @@ func records(t *testing.T, s *Server, kind string, n int) []model.ServerRecord {
 				if rec.Schema != model.ServerRecordSchemaVersion || rec.Kind != kind || rec.ID != sum.ID || sum.Kind != kind {
 					t.Fatalf("%s record: schema %q kind %q id %q (row %+v)", kind, rec.Schema, rec.Kind, rec.ID, sum)
 				}
+				t.Logf("%s record %s: %d bytes of JSON", kind, sum.ID, len(raw))
 				out = append(out, rec)
 			}
 			return out
