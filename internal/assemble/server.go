@@ -23,7 +23,7 @@ import (
 // MaxRecordTCPSamples bounds the TCP_INFO samples a server record keeps
 // of one direction, all its flows together (at least 16 per flow), so a
 // record of many streams sampled every 5 ms for minutes stays well within
-// the store's row cap: about 700 bytes of JSON each. The figures are
+// the store's row cap: about 600 bytes of JSON each. The figures are
 // computed from every sample first.
 const MaxRecordTCPSamples = 4096
 
