@@ -149,7 +149,8 @@ func (a *archive) done(kind, session string, err error) {
 // page stores the page's assembled result, on the caller's goroutine (the
 // page's request, whose reply does not wait on it for anything else).
 func (a *archive) page(ctx context.Context, res *model.Result) {
-	ctx, cancel := context.WithTimeout(ctx, pageTimeout)
+	// Stored even when the page goes away before the reply.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pageTimeout)
 	defer cancel()
 	a.done(model.KindPage, res.ID, a.st.AddResult(ctx, res))
 }
