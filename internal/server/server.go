@@ -448,7 +448,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	ses := &session{
 		id: newID(), start: now, expires: now.Add(s.cfg.MaxDuration), interval: interval,
 		maxBytes: s.cfg.MaxBytes, ctx: ctx, cancel: cancel, release: release,
-		client: clientIP(r), software: req.Client,
+		client: clientIP(r), software: clip(req.Client),
 	}
 	s.sessions.add(ses)
 	ses.watch(max(s.cfg.SessionIdle, 0))

@@ -261,6 +261,7 @@ func (u *udpService) grant(w http.ResponseWriter, kind string, req stamp.Session
 		s.writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
+	req.Client = clip(req.Client) // kept for the session's life
 	us := &udpSession{release: release, info: udpInfo{start: time.Now(), req: req, grant: grant, client: client,
 		testSession: req.TestSession, monitor: req.Monitor}}
 	u.mu.Lock()
