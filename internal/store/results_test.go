@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,4 +125,33 @@ func FuzzCleanText(f *testing.F) {
 			t.Fatalf("clean %q changed to %q", s, c)
 		}
 	})
+}
+
+// TestOldResultsArePage: rows stored before migration 5 are the page's,
+// listed as its kind and kept by its Keep.
+func TestOldResultsArePage(t *testing.T) {
+	path := t.TempDir() + "/results.db"
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE results (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+		start TEXT NOT NULL, software TEXT NOT NULL, download_bps REAL NOT NULL, upload_bps REAL NOT NULL,
+		idle_rtt_ms REAL NOT NULL, loaded_rtt_ms REAL NOT NULL, errors INTEGER NOT NULL, json BLOB NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO results (id, start, software, download_bps, upload_bps, idle_rtt_ms, loaded_rtt_ms, errors, json)
+		VALUES (?, '2026-01-02T03:04:00Z', 'old', 1, 2, 3, 4, 0, '{}')`, result(0).ID); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ctx := context.Background()
+	s := open(t, path, Options{Results: Limits{Keep: 1}})
+	if err := s.AddRecord(ctx, record(model.KindTCP, 1)); err != nil {
+		t.Fatal(err)
+	}
+	pages, err := s.ListResultsKind(ctx, model.KindPage, 10)
+	if err != nil || len(pages) != 1 || pages[0].ID != result(0).ID || pages[0].Kind != model.KindPage {
+		t.Errorf("old row after migration 5: %+v %v", pages, err)
+	}
 }
