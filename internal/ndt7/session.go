@@ -387,9 +387,10 @@ type Result struct {
 	Client, Server string
 	Start, End     time.Time
 	// Bytes is the application payload sent (download) or received
-	// (upload); Counts the same at each measurement and at the end, and
-	// TCPInfo the server socket's TCP_INFO at each measurement, both in
-	// seconds since Start (at most maxRecorded of them).
+	// (upload); Counts the same at the start (0), at each measurement and
+	// at the end; TCPInfo the server socket's TCP_INFO at each
+	// measurement; times in seconds since Start (at most maxRecorded
+	// measurements).
 	Bytes   int64
 	Counts  []model.ByteCount
 	TCPInfo []model.TCPSample
@@ -400,7 +401,12 @@ type Result struct {
 // result is the test's Result once run has returned.
 func (s *session) result(err error) Result {
 	end := time.Now()
-	counts := append(s.counts, model.ByteCount{TS: end.Sub(s.start).Seconds(), Bytes: s.bytes()})
+	// Nothing had moved at the start: the reader may have counted bytes
+	// before the first measurement.
+	counts := make([]model.ByteCount, 0, len(s.counts)+2)
+	counts = append(counts, model.ByteCount{})
+	counts = append(counts, s.counts...)
+	counts = append(counts, model.ByteCount{TS: end.Sub(s.start).Seconds(), Bytes: s.bytes()})
 	return Result{Kind: s.kind, UUID: s.uuid, Client: s.conn.RemoteAddr().String(), Server: s.conn.LocalAddr().String(),
 		Start: s.start, End: end, Bytes: s.bytes(), Counts: counts, TCPInfo: s.tcp, Err: err}
 }
