@@ -87,6 +87,7 @@ func TestArchive(t *testing.T) {
 			t.Run("ndt7", func(t *testing.T) { testArchiveNDT7(t, fresh(t)) })
 			t.Run("udp", func(t *testing.T) { testArchiveUDP(t, fresh(t)) })
 			t.Run("mbm", func(t *testing.T) { testArchiveMBM(t, fresh(t)) })
+			t.Run("page", func(t *testing.T) { testArchivePage(t, fresh(t)) })
 		})
 	}
 }
@@ -247,6 +248,32 @@ func testArchiveUDP(t *testing.T, url string) {
 	}
 	if len(u.TOS) == 0 || u.TOS[0].DSCP != 10 {
 		t.Errorf("DS field counts %+v", u.TOS)
+	}
+}
+
+// testArchivePage: the page's result is stored as its kind, listed by
+// default, beside the server's record of the same session.
+func testArchivePage(t *testing.T, url string) {
+	s, addr := start(t, Config{PerIPPerMinute: -1, UDPAddr: "off", HistoryDB: url})
+	_, rep := createSession(t, addr, nil)
+	r, err := http.Post("http://"+addr+"/sonde/v1/sessions/"+rep.ID+"/result", "application/json",
+		strings.NewReader(`{"software":"sonde-web","duration_s":1,"baseline":{"samples":[{"t_s":0.1,"rtt_ms":5}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+addr+"/sonde/v1/sessions/"+rep.ID, nil)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+	if tcp := records(t, s, model.KindTCP, 1); tcp[0].Session != rep.ID || tcp[0].Client.Software != "test" {
+		t.Errorf("the page session's record %+v", tcp[0])
+	}
+	code, body := get(t, "http://"+addr+PathResults)
+	var list struct{ Results []store.Summary }
+	if err := json.Unmarshal(body, &list); code != http.StatusOK || err != nil || len(list.Results) != 1 ||
+		list.Results[0].ID != rep.ID || list.Results[0].Kind != model.KindPage || list.Results[0].IdleRTTMs != 5 {
+		t.Errorf("page results: %d %s", code, body)
 	}
 }
 
