@@ -44,6 +44,7 @@ func TestConformance(t *testing.T) {
 	}{
 		{"results", testResults},
 		{"result-bounds", testResultBounds},
+		{"result-kinds", testResultKinds},
 		{"bad-ids", testBadIDs},
 		{"monitor-identity", testIdentity},
 		{"monitor-rows", testMonitorRows},
@@ -107,7 +108,7 @@ func testResults(t *testing.T, url string) {
 	if len(list) != 3 {
 		t.Fatalf("kept %d results, want the last 3", len(list))
 	}
-	want := Summary{ID: result(4).ID, Start: result(4).Start, Software: "sonde-web", DownloadBps: 500e6,
+	want := Summary{ID: result(4).ID, Kind: model.KindPage, Start: result(4).Start, Software: "sonde-web", DownloadBps: 500e6,
 		UploadBps: 10e6, IdleRTTMs: 14, LoadedRTTMs: 400, Errors: 1}
 	if list[0] != want {
 		t.Errorf("newest row %+v, want %+v", list[0], want)

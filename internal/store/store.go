@@ -28,13 +28,20 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 )
 
-// Results is the history of assembled test results.
+// Results is the history of test results: the page's assembled results
+// and the server's own records of the tests it served, each of a kind
+// (model.ResultKinds) that keeps its own last Limits.Keep.
 type Results interface {
 	// AddResult stores res (replacing one of the same ID) and forgets the
 	// oldest results beyond the store's Limits.
 	AddResult(ctx context.Context, res *model.Result) error
-	// ListResults returns up to limit summaries, newest first.
+	// AddRecord stores a server's own record of a test under its kind
+	// (any but model.KindPage), within the same Limits.
+	AddRecord(ctx context.Context, rec *model.ServerRecord) error
+	// ListResults returns up to limit summaries of every kind, newest
+	// first; ListResultsKind those of one kind ("": every kind).
 	ListResults(ctx context.Context, limit int) ([]Summary, error)
+	ListResultsKind(ctx context.Context, kind string, limit int) ([]Summary, error)
 	// GetResult returns a stored result's JSON.
 	GetResult(ctx context.Context, id string) (json.RawMessage, error)
 	// ResultUsage returns the results stored and the bytes of their JSON.
