@@ -330,8 +330,8 @@ type group struct {
 	// requirement (not firing yet) or back at the resolve level (firing);
 	// 0: not so at the last evaluation.
 	below, clear int64
-	value   float64
-	summary string
+	value        float64
+	summary      string
 }
 
 // NewEvaluator prepares rules (checked by AlertConfig.Check) for a
