@@ -306,6 +306,7 @@ type Evaluator struct {
 	runStart []int64 // send time of the run's first failed probe
 	inRun    []bool
 	upAt     []int64 // send time of the answered probe that ended the last run (0: none)
+	firstOK  []int64 // send time of the first answered probe (0: none yet)
 	sent     []bool
 }
 
@@ -338,7 +339,7 @@ type group struct {
 // monitor's streams. A rule naming a stream the monitor lacks is an error.
 func NewEvaluator(rules []AlertRule, monitor string, streams []model.MonitorStream) (*Evaluator, error) {
 	e := &Evaluator{streams: streams, monitor: monitor, runStart: make([]int64, len(streams)), inRun: make([]bool, len(streams)),
-		upAt: make([]int64, len(streams)), sent: make([]bool, len(streams))}
+		upAt: make([]int64, len(streams)), firstOK: make([]int64, len(streams)), sent: make([]bool, len(streams))}
 	for _, r := range rules {
 		rs := &ruleState{rule: r}
 		for i, s := range streams {
@@ -404,6 +405,9 @@ func (e *Evaluator) Add(s model.ProbeSample) {
 	}
 	e.sent[i] = true
 	failed := s.Lost || s.Late || s.RTTNs < 0
+	if !failed && e.firstOK[i] == 0 {
+		e.firstOK[i] = s.SentNs
+	}
 	if failed {
 		if !e.inRun[i] {
 			e.inRun[i], e.runStart[i] = true, s.SentNs
@@ -489,6 +493,21 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 					}
 				}
 				if !any {
+					// No loss run on a stream since this evaluator began:
+					// only an outage restored from an earlier run (Restore)
+					// can be firing; it is over at the first answered probe.
+					up := int64(math.MaxInt64)
+					for _, i := range g.streams {
+						if !e.inRun[i] && e.firstOK[i] != 0 {
+							up = min(up, e.firstOK[i])
+						}
+					}
+					if g.firing && up != math.MaxInt64 {
+						end := max(up, g.start)
+						g.firing, g.value = false, float64(end-g.start)/1e9
+						g.summary = fmt.Sprintf("outage of %s over after %v (restored after a restart; first probe answered since)", g.what, time.Duration(end-g.start).Round(time.Millisecond))
+						out = append(out, g.alert(r, AlertResolved, end))
+					}
 					continue
 				}
 				long := min(end, atNs)-start >= int64(r.For)
@@ -499,7 +518,9 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 				}
 				if g.firing && !down {
 					end = max(min(end, atNs), g.start)
-					g.firing, g.value = false, float64(end-g.start)/1e9
+					// fired: this run is reported (an alert restored after
+					// a restart began before it, and covers it).
+					g.firing, g.value, g.fired = false, float64(end-g.start)/1e9, start
 					g.summary = fmt.Sprintf("outage of %s over after %v", g.what, time.Duration(end-g.start).Round(time.Millisecond))
 					out = append(out, g.alert(r, AlertResolved, end))
 				}

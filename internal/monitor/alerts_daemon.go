@@ -64,6 +64,17 @@ func (w *watcher) start(ctx context.Context, wg *sync.WaitGroup) {
 	go func() { defer wg.Done(); w.hook.run(ctx) }()
 }
 
+// restore runs once at a start, after the restart is recorded and before
+// the first pass: it makes the alerts an earlier run left firing firing
+// again (alerts_persist.go) and fills the dashboard's series from the
+// store (dashboard.go). A store that cannot be read costs the history,
+// not the start: one log line.
+func (w *watcher) restore(ctx context.Context, c *core, now int64) {
+	if err := w.restoreAlerts(ctx, c, now); err != nil {
+		w.log.Print(oneLine(err))
+	}
+}
+
 // pass runs after c.step at now, on the loop's goroutine (it reads
 // c.recent). A probe is final once its timeout has passed and the loop
 // has drained it: the cut leaves the prober a probe interval and two
@@ -109,20 +120,10 @@ func (w *watcher) pass(c *core, now int64) {
 		}
 	}
 	w.prev = next
-	changes := w.ev.Eval(cut)
-	for _, a := range changes {
-		w.log.Print(FormatAlert(a))
-		if w.hook != nil {
-			w.hook.send(a)
-		}
-	}
+	w.deliver(c, w.ev.Eval(cut), now)
 	firing := w.ev.Firing()
 	w.mu.Lock()
 	w.firing = firing
-	w.recent = append(w.recent, changes...)
-	if n := len(w.recent) - maxRecentAlerts; n > 0 {
-		w.recent = append(w.recent[:0], w.recent[n:]...)
-	}
 	w.mu.Unlock()
 }
 
