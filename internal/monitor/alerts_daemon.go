@@ -73,6 +73,9 @@ func (w *watcher) restore(ctx context.Context, c *core, now int64) {
 	if err := w.restoreAlerts(ctx, c, now); err != nil {
 		w.log.Print(oneLine(err))
 	}
+	if err := w.seedSeries(ctx, c, now); err != nil {
+		w.log.Print(oneLine(err))
+	}
 }
 
 // pass runs after c.step at now, on the loop's goroutine (it reads
