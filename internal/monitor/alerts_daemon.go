@@ -22,6 +22,7 @@ type watcher struct {
 	hook   *webhook
 	log    *log.Logger
 	series *liveSeries
+	clock  *clockWatch // wall-clock steps (clockstep.go)
 	fedTo  int64 // probes sent before this were fed
 	fed    bool
 	prev   map[eventKey]bool // the events of the last status snapshot
@@ -44,7 +45,7 @@ func newWatcher(plan *Plan, lg *log.Logger) (*watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &watcher{ev: ev, log: lg, series: newLiveSeries(plan.Streams), prev: map[eventKey]bool{}}
+	w := &watcher{ev: ev, log: lg, series: newLiveSeries(plan.Streams), prev: map[eventKey]bool{}, clock: newClockWatch(nil)}
 	if plan.Alerts.Webhook != "" {
 		ext := ""
 		if plan.Listen != "off" {
@@ -70,6 +71,7 @@ func (w *watcher) start(ctx context.Context, wg *sync.WaitGroup) {
 // store (dashboard.go). A store that cannot be read costs the history,
 // not the start: one log line.
 func (w *watcher) restore(ctx context.Context, c *core, now int64) {
+	w.clock.check(now) // the reference the passes compare with
 	if err := w.restoreAlerts(ctx, c, now); err != nil {
 		w.log.Print(oneLine(err))
 	}
@@ -83,6 +85,13 @@ func (w *watcher) restore(ctx context.Context, c *core, now int64) {
 // has drained it: the cut leaves the prober a probe interval and two
 // ticks beyond the timeout to declare a loss.
 func (w *watcher) pass(c *core, now int64) {
+	if ev, ok := w.clock.check(now); ok {
+		w.log.Print(ev.Text)
+		c.events = append(c.events, ev) // stored with the next batch
+		c.mu.Lock()
+		c.status.Clock = w.clock.view()
+		c.mu.Unlock()
+	}
 	interval := int64(float64(time.Second) / c.plan.Rate)
 	cut := now - c.timeoutNs - 2*int64(tick) - interval
 	lag := c.timeoutNs + 4*int64(tick) + interval

@@ -217,7 +217,7 @@ func (w *watcher) handler(c *core, rules []AlertRule) http.Handler {
 	}
 	mux.HandleFunc("GET /series", func(rw http.ResponseWriter, r *http.Request) { writeJSON(rw, w.series.view()) })
 	mux.HandleFunc("GET /alerts", func(rw http.ResponseWriter, r *http.Request) { writeJSON(rw, w.view(rules)) })
-	mux.Handle("/", c.handler())
+	mux.Handle("/", c.handler(w.clock.reg))
 	return mux
 }
 
