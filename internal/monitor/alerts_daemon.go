@@ -23,7 +23,7 @@ type watcher struct {
 	log    *log.Logger
 	series *liveSeries
 	clock  *clockWatch // wall-clock steps (clockstep.go)
-	fedTo  int64 // probes sent before this were fed
+	fedTo  int64       // probes sent before this were fed
 	fed    bool
 	prev   map[eventKey]bool // the events of the last status snapshot
 	buf    []model.ProbeSample
