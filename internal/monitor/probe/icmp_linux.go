@@ -29,20 +29,20 @@ const icmpPayload = 20
 // only its own replies; a raw one sees every ICMP message of the host and
 // keeps those with its identifier and token.
 type icmpKind struct {
-	s     *stream
-	c     *icmp.PacketConn
-	pc    net.PacketConn // c's socket, read with its control messages
-	raw   bool
+	s   *stream
+	c   *icmp.PacketConn
+	pc  net.PacketConn // c's socket, read with its control messages
+	raw bool
 	// kernelTS: the socket reports the kernel's receive timestamp
 	// (SO_TIMESTAMPNS, as STAMP's sockets do), so a reply is timed when
 	// it arrived, not when the reader got to it.
 	kernelTS bool
-	v6    bool
-	dst   netip.AddrPort
-	to    net.Addr
-	id    uint16
-	token uint64
-	done  chan struct{}
+	v6       bool
+	dst      netip.AddrPort
+	to       net.Addr
+	id       uint16
+	token    uint64
+	done     chan struct{}
 }
 
 func newICMP(s *stream) (kind, error) {
