@@ -176,3 +176,26 @@ func TestAlertEventRoundTrip(t *testing.T) {
 		t.Fatalf("%+v\n%+v", a, b)
 	}
 }
+
+// FuzzAlertFromEvent: stored events are read back at every start; any
+// event (a damaged or foreign row) reads as an alert or as none, without
+// a panic, and what reads as one folds and restores without one.
+func FuzzAlertFromEvent(f *testing.F) {
+	f.Add("status=firing", "label:alertname=link-outage", "label:scope=link", "alert x [w] FIRING at T: outage", int64(5), int64(9))
+	f.Add("status=resolved", "label:alertname=r", "label:stream=a=b", "", int64(-1), int64(0))
+	f.Add("status=", "label:", "label:=", ": : :", int64(0), int64(1<<62))
+	evals, _ := NewEvaluator(DefaultRules(), "", twoTargets)
+	f.Fuzz(func(t *testing.T, f1, f2, f3, text string, start, end int64) {
+		ev := model.MonitorEvent{Kind: EventAlert, StartNs: start, EndNs: end, Stream: -1, Text: text, Flags: []string{f1, f2, f3},
+			Detail: map[string]float64{"value": 1}}
+		a, ok := alertFromEvent(ev)
+		if ok && (a.Rule == "" || a.Status != AlertFiring && a.Status != AlertResolved) {
+			t.Fatalf("read %+v", a)
+		}
+		firing, at := firingFromEvents([]model.MonitorEvent{ev, ev})
+		for i, a := range firing {
+			evals.Restore(a, at[i])
+		}
+		evals.Eval(end)
+	})
+}
