@@ -227,6 +227,7 @@ const (
 	// hour that have no rollup yet (a kill -9 leaves up to the late
 	// horizon's and the open minute's unrolled).
 	seedRawMax = 400_000
+	seedChunk  = 4096 // probes fed to the series at once
 )
 
 // seedSeries fills the dashboard's series at a start from the store: the
@@ -266,26 +267,33 @@ func (w *watcher) seedSeries(ctx context.Context, c *core, now int64) error {
 		return fmt.Errorf("dashboard: read the rollups: %w", err)
 	}
 	w.series.seed(pts)
-	var raw []model.ProbeSample
+	// The store gives the probes by stream, then send time: the order
+	// the series takes per stream, so they go in small chunks (a minute
+	// closes when a stream's next minute begins, or at the end).
+	buf := make([]model.ProbeSample, 0, seedChunk)
+	n, newest := 0, int64(0)
 	errFull := errors.New("full")
 	err = c.st.Probes(ctx, c.mid, rolled, now, func(p model.ProbeSample) error {
 		i, ok := index[p.Stream]
 		if !ok {
 			return nil
 		}
-		if len(raw) >= seedRawMax {
+		if n >= seedRawMax {
 			return errFull
 		}
-		p.Stream = i
-		raw = append(raw, p)
+		n++
+		p.Stream, newest = i, max(newest, p.SentNs)
+		if buf = append(buf, p); len(buf) == seedChunk {
+			w.series.add(buf, rolled)
+			buf = buf[:0]
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errFull) {
 		return fmt.Errorf("dashboard: read the recent probes: %w", err)
 	}
-	slices.SortStableFunc(raw, func(a, b model.ProbeSample) int { return int(min(max(a.SentNs-b.SentNs, -1), 1)) })
-	if len(raw) > 0 {
-		w.series.add(raw, raw[len(raw)-1].SentNs+1)
+	if n > 0 {
+		w.series.add(buf, newest+1)
 	}
 	return nil
 }
