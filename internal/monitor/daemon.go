@@ -176,6 +176,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := c.restart(ctx, now); err != nil {
 		return err
 	}
+	d.watch.restore(ctx, c, now)
 	var wg sync.WaitGroup
 	ictx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); wg.Wait() }()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sonde-project/sonde/internal/model"
@@ -22,6 +23,8 @@ type Status struct {
 	Store     StoreStatus    `json:"store"`
 	// LastEvents are the newest events written (at most 20), oldest first.
 	LastEvents []model.MonitorEvent `json:"last_events"`
+	// Clock counts the wall clock's steps since the start (clockstep.go).
+	Clock ClockStatus `json:"clock"`
 }
 
 // StreamStatus is one stream's state.
@@ -175,10 +178,12 @@ func (c *core) snapshot() Status {
 	return s
 }
 
-// handler serves /metrics, /status and /healthz.
-func (c *core) handler() http.Handler {
+// handler serves /metrics (the core's registry and extra ones, e.g. the
+// clock watch's), /status and /healthz.
+func (c *core) handler(extra ...prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 4}))
+	gs := append(prometheus.Gatherers{c.metrics.reg}, extra...)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(gs, promhttp.HandlerOpts{MaxRequestsInFlight: 4}))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
