@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" driver
@@ -92,6 +93,8 @@ type Monitors interface {
 type Store interface {
 	Results
 	Monitors
+	Fleet    // a shared store's monitors and shipped batches (fleet.go)
+	Shipping // a monitor's side of shipping (shipsrc.go)
 	// Location is where the store is (without a password).
 	Location() Location
 	Close() error
@@ -191,7 +194,7 @@ func OpenLocation(ctx context.Context, loc Location, opt Options) (Store, error)
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
-	return &sqlStore{db: db, loc: loc, lim: opt.Results.withDefaults(), sids: map[int64][]int32{}}, nil
+	return newSQLStore(db, loc, opt), nil
 }
 
 // Migrate applies the migrations to the store at rawURL and returns the
@@ -210,7 +213,16 @@ func Migrate(ctx context.Context, rawURL string) (int64, error) {
 	if err != nil {
 		return v, fmt.Errorf("%s: %w", loc, err)
 	}
+	// PostgreSQL: the coming days' partitions, so writes at midnight do
+	// not wait on creating them.
+	if err := newSQLStore(db, loc, Options{}).ensureAhead(ctx, time.Now().UnixNano()); err != nil {
+		return v, fmt.Errorf("%s: %w", loc, err)
+	}
 	return v, nil
+}
+
+func newSQLStore(db *sql.DB, loc Location, opt Options) *sqlStore {
+	return &sqlStore{db: db, loc: loc, lim: opt.Results.withDefaults(), sids: map[int64][]int32{}, parts: map[string]bool{}}
 }
 
 func openDB(loc Location) (*sql.DB, error) {
@@ -262,8 +274,9 @@ type sqlStore struct {
 	loc Location
 	lim Limits
 
-	mu   sync.Mutex
-	sids map[int64][]int32 // monitor → stream index → store stream ID
+	mu    sync.Mutex
+	sids  map[int64][]int32 // monitor → stream index → store stream ID
+	parts map[string]bool   // PostgreSQL day partitions known to exist (partition.go)
 
 	stmts stmtCache // the write path's prepared statements (monitor.go)
 }
