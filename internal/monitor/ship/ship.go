@@ -364,7 +364,9 @@ func (s *Shipper) shipOne(ctx context.Context, ts *tableState, streams []model.M
 	}
 	// Tables by time: from the first row past the mark, a window of time
 	// that holds at most MaxRows rows (halved until it does), up to now
-	// less the table's settling time.
+	// less the table's settling time. The new mark is the newest row
+	// shipped, not the window's end: a row of a time inside the window
+	// may still be written (a minute's rollup comes after the minute).
 	first, ok, err := s.local.NextAfter(ctx, s.cfg.Monitor, ts.t, mark)
 	if err != nil || !ok {
 		return 0, err
@@ -379,7 +381,7 @@ func (s *Shipper) shipOne(ctx context.Context, ts *tableState, streams []model.M
 			end = first + ts.window - 1
 		}
 		*sh = store.Shipment{Monitor: s.cfg.Name, Token: s.cfg.Token, Instance: s.instance, Streams: streams}
-		err := s.read(ctx, ts.t, first, end, index, sh)
+		newest, err := s.read(ctx, ts.t, first, end, index, sh)
 		if errors.Is(err, errFull) && ts.window > 1 {
 			ts.window = max(ts.window/2, 1)
 			continue
@@ -387,7 +389,7 @@ func (s *Shipper) shipOne(ctx context.Context, ts *tableState, streams []model.M
 		if err != nil {
 			return 0, err
 		}
-		if err := s.send(ctx, ts, sh, end); err != nil {
+		if err := s.send(ctx, ts, sh, max(newest, first)); err != nil {
 			return 0, err
 		}
 		ts.window = min(ts.window*2, ts.maxWin)
@@ -396,10 +398,13 @@ func (s *Shipper) shipOne(ctx context.Context, ts *tableState, streams []model.M
 }
 
 // read fills sh with the rows of table t in [from, to], mapping store
-// stream IDs to indexes; errFull past MaxRows.
-func (s *Shipper) read(ctx context.Context, t store.Table, from, to int64, index map[int32]int32, sh *store.Shipment) error {
+// stream IDs to indexes, and returns the newest row's time; errFull past
+// MaxRows.
+func (s *Shipper) read(ctx context.Context, t store.Table, from, to int64, index map[int32]int32, sh *store.Shipment) (int64, error) {
 	n := 0
-	count := func() error {
+	newest := int64(math.MinInt64)
+	row := func(at int64) error {
+		newest = max(newest, at)
 		if n++; n > s.cfg.MaxRows {
 			return errFull
 		}
@@ -413,40 +418,43 @@ func (s *Shipper) read(ctx context.Context, t store.Table, from, to int64, index
 		return i, nil
 	}
 	mid, end := s.cfg.Monitor, to+1
+	var err error
 	switch t {
 	case store.TableRollups:
-		return s.local.Rollups(ctx, mid, from, end, func(r store.Rollup) (err error) {
+		err = s.local.Rollups(ctx, mid, from, end, func(r store.Rollup) (err error) {
 			if r.Stream, err = stream(r.Stream); err != nil {
 				return err
 			}
 			sh.Batch.Rollups = append(sh.Batch.Rollups, r)
-			return count()
+			return row(r.MinuteNs)
 		})
 	case store.TableProbes:
-		return s.local.Probes(ctx, mid, from, end, func(p model.ProbeSample) (err error) {
+		err = s.local.Probes(ctx, mid, from, end, func(p model.ProbeSample) (err error) {
 			if p.Stream, err = stream(p.Stream); err != nil {
 				return err
 			}
 			sh.Batch.Probes = append(sh.Batch.Probes, p)
-			return count()
+			return row(p.SentNs)
 		})
 	case store.TableCounters:
-		return s.local.Counters(ctx, mid, from, end, func(c model.CounterSample) error {
+		err = s.local.Counters(ctx, mid, from, end, func(c model.CounterSample) error {
 			sh.Batch.Counters = append(sh.Batch.Counters, c)
-			return count()
+			return row(c.TimeNs)
 		})
 	case store.TableRestarts:
-		rs, err := s.local.Restarts(ctx, mid, from, end)
-		if err != nil {
-			return err
+		var rs []store.RestartRow
+		if rs, err = s.local.Restarts(ctx, mid, from, end); err == nil {
+			sh.Restarts = rs
+			for _, r := range rs {
+				if err = row(r.TimeNs); err != nil {
+					break
+				}
+			}
 		}
-		if len(rs) > s.cfg.MaxRows {
-			return errFull
-		}
-		sh.Restarts = rs
-		return nil
+	default:
+		err = fmt.Errorf("no reader for table %s", t)
 	}
-	return fmt.Errorf("no reader for table %s", t)
+	return newest, err
 }
 
 // send hands sh to the sink and, once it confirmed, moves the mark. A
