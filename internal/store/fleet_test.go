@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -290,6 +291,38 @@ func FuzzParseLabels(f *testing.F) {
 		}
 		if checkIdentity(Identity{Name: "m", Labels: l}) != nil {
 			t.Fatalf("labels %q %q parsed but the store refuses them", a, b)
+		}
+	})
+}
+
+// FuzzAccept: a shipment of any name, token, instance, stream and times
+// is stored or refused with ErrRefused or ErrBadInput, never half.
+func FuzzAccept(f *testing.F) {
+	now := time.Now().UnixNano()
+	f.Add("home", "", "i1", "s", int64(0), int32(0), now)
+	f.Add("home", "sonde_x", "", "", int64(-1), int32(5), now+int64(time.Hour))
+	f.Add("", "t", "i\x00", "s\n", int64(1<<62), int32(-1), int64(0))
+	// A file: an in-memory store has one connection, which a write's
+	// prepared statements wait on until the context ends.
+	s, err := Open(context.Background(), filepath.Join(f.TempDir(), "fleet.db"), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.AddMonitor(context.Background(), Identity{Name: "home"}, true, false); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, name, token, instance, stream string, dt int64, idx int32, at int64) {
+		sh := &Shipment{Monitor: name, Token: token, Instance: instance,
+			Streams: []model.MonitorStream{{Name: stream, Target: "198.18.0.1", Kind: model.ProbeSTAMP}},
+			Batch: Batch{Rollups: []Rollup{{Stream: idx, MinuteNs: at}}, Probes: []model.ProbeSample{{Stream: idx, SentNs: at + dt}},
+				Events: []model.MonitorEvent{{Kind: model.EventOutage, StartNs: at, EndNs: at + dt, Stream: idx}}}}
+		err := s.Accept(context.Background(), sh)
+		if err != nil && !errors.Is(err, ErrRefused) && !errors.Is(err, ErrBadInput) && !errors.Is(err, ErrUnknownStream) {
+			t.Fatalf("Accept: %v: want stored, refused or bad input", err)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Fatalf("Accept: %q: want one line", err)
 		}
 	})
 }

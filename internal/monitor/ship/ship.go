@@ -159,8 +159,8 @@ func New(ctx context.Context, local store.Store, cfg Config) (*Shipper, error) {
 	add(store.TableRollups, 6*time.Hour, 0)
 	add(store.TableEvents, 0, 0)
 	if cfg.Raw {
-		add(store.TableCounters, 10*time.Minute, cfg.RawSettle)
-		add(store.TableProbes, time.Minute, cfg.RawSettle)
+		add(store.TableCounters, time.Hour, cfg.RawSettle)
+		add(store.TableProbes, 10*time.Minute, cfg.RawSettle)
 	}
 	s.status.Dest = s.dest
 	return s, nil
@@ -363,7 +363,8 @@ func (s *Shipper) shipOne(ctx context.Context, ts *tableState, streams []model.M
 		return len(rows), nil
 	}
 	// Tables by time: from the first row past the mark, a window of time
-	// that holds at most MaxRows rows (halved until it does), up to now
+	// that holds at most MaxRows rows (halved until it does, doubled again
+	// after a shipment under half full), up to now
 	// less the table's settling time. The new mark is the newest row
 	// shipped, not the window's end: a row of a time inside the window
 	// may still be written (a minute's rollup comes after the minute).
@@ -392,7 +393,9 @@ func (s *Shipper) shipOne(ctx context.Context, ts *tableState, streams []model.M
 		if err := s.send(ctx, ts, sh, max(newest, first)); err != nil {
 			return 0, err
 		}
-		ts.window = min(ts.window*2, ts.maxWin)
+		if sh.Rows() < s.cfg.MaxRows/2 {
+			ts.window = min(ts.window*2, ts.maxWin) // room for twice as long
+		}
 		return max(sh.Rows(), 1), nil
 	}
 }

@@ -33,7 +33,7 @@ type local struct {
 	base int64 // the first minute
 }
 
-func newLocal(t *testing.T, name string) *local {
+func newLocal(t testing.TB, name string) *local {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "monitor.db"), store.Options{})
@@ -53,7 +53,7 @@ func newLocal(t *testing.T, name string) *local {
 }
 
 // add writes minutes [from, to) of rows (minutes after base).
-func (l *local) add(t *testing.T, from, to int) {
+func (l *local) add(t testing.TB, from, to int) {
 	t.Helper()
 	ctx := context.Background()
 	for m := from; m < to; m++ {
@@ -132,10 +132,10 @@ type fleet struct {
 	token string
 }
 
-func newFleet(t *testing.T, name string) *fleet {
+func newFleet(t testing.TB, name string) *fleet {
 	t.Helper()
 	pg := pgtest.Start(t)
-	url := pg.NewDatabase(t)
+	url := pg.NewDB(t)
 	st, err := store.Open(context.Background(), url, store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func (f *fleet) monitorID(t *testing.T, name string) int64 {
 	return ms[name]
 }
 
-func newShipper(t *testing.T, l *local, cfg Config) *Shipper {
+func newShipper(t testing.TB, l *local, cfg Config) *Shipper {
 	t.Helper()
 	cfg.Monitor = l.mid
 	if cfg.Name == "" {

@@ -149,7 +149,10 @@ func (s *Server) URL(db string) string {
 }
 
 // NewDatabase creates an empty database and returns its URL.
-func (s *Server) NewDatabase(t *testing.T) string {
+func (s *Server) NewDatabase(t *testing.T) string { return s.NewDB(t) }
+
+// NewDB is NewDatabase for a test or a benchmark.
+func (s *Server) NewDB(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("t%d", s.dbs.Add(1))
 	db, err := sql.Open("pgx", s.URL("postgres"))
