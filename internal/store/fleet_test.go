@@ -326,3 +326,18 @@ func FuzzAccept(f *testing.F) {
 		}
 	})
 }
+
+// TestMemoryWrite: an in-memory store (one connection) writes a batch;
+// it used to wait for its own connection until the context ended.
+func TestMemoryWrite(t *testing.T) {
+	s := open(t, Memory, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mid, _ := monitor(t, s, "m")
+	if err := s.Write(ctx, mid, &Batch{Probes: probes(10, 0, t0), Counters: []model.CounterSample{{TimeNs: t0}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.CountAfter(ctx, mid, TableProbes, 0, 100); n != 10 || err != nil {
+		t.Errorf("probes stored: %d, %v", n, err)
+	}
+}

@@ -538,6 +538,11 @@ type stmtCache struct {
 // exec runs query with args inside tx, through a statement prepared
 // once per store.
 func (c *stmtCache) exec(ctx context.Context, db *sql.DB, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if db.Stats().MaxOpenConnections == 1 {
+		// An in-memory store's one connection is tx's: preparing on the
+		// pool would wait for it until ctx ends.
+		return tx.ExecContext(ctx, query, args...)
+	}
 	st, err := c.get(ctx, db, query)
 	if err != nil {
 		return nil, err
