@@ -225,6 +225,47 @@ func (s *sqlStore) FleetMonitors(ctx context.Context) ([]FleetMonitor, error) {
 	return out, rows.Err()
 }
 
+// shippedStreams registers a shipment's streams, once per monitor and
+// list: a shipper sends the same list with every shipment.
+func (s *sqlStore) shippedStreams(ctx context.Context, mid int64, streams []model.MonitorStream) ([]int32, error) {
+	if len(streams) == 0 {
+		return nil, nil
+	}
+	if len(streams) > MaxStreams {
+		return nil, fmt.Errorf("%w: %d streams, the limit is %d", ErrBadInput, len(streams), MaxStreams)
+	}
+	key, err := json.Marshal(streams)
+	if err != nil {
+		return nil, fmt.Errorf("store: streams: %w", err)
+	}
+	s.mu.Lock()
+	c, ok := s.shipped[mid]
+	s.mu.Unlock()
+	if ok && c.key == string(key) {
+		return c.sids, nil
+	}
+	sids, err := s.Streams(ctx, mid, streams)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(s.shipped) >= maxShippedMonitors {
+		clear(s.shipped)
+	}
+	s.shipped[mid] = shippedList{key: string(key), sids: sids}
+	s.mu.Unlock()
+	return sids, nil
+}
+
+// shippedList is a monitor's stream list as last shipped, and its IDs.
+type shippedList struct {
+	key  string
+	sids []int32
+}
+
+// maxShippedMonitors bounds the cache of shipped stream lists.
+const maxShippedMonitors = 1024
+
 // refused is an ErrRefused with its reason.
 func refused(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, args...))
@@ -373,11 +414,9 @@ func (s *sqlStore) Accept(ctx context.Context, b *Shipment) error {
 	if err != nil {
 		return err
 	}
-	var sids []int32
-	if len(b.Streams) > 0 {
-		if sids, err = s.Streams(ctx, mid, b.Streams); err != nil {
-			return err
-		}
+	sids, err := s.shippedStreams(ctx, mid, b.Streams)
+	if err != nil {
+		return err
 	}
 	return s.writeBatch(ctx, mid, sids, &b.Batch, func(tx *sql.Tx) error {
 		for _, r := range b.Restarts {

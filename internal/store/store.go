@@ -222,7 +222,7 @@ func Migrate(ctx context.Context, rawURL string) (int64, error) {
 }
 
 func newSQLStore(db *sql.DB, loc Location, opt Options) *sqlStore {
-	return &sqlStore{db: db, loc: loc, lim: opt.Results.withDefaults(), sids: map[int64][]int32{}, parts: map[string]bool{}}
+	return &sqlStore{db: db, loc: loc, lim: opt.Results.withDefaults(), sids: map[int64][]int32{}, parts: map[string]bool{}, shipped: map[int64]shippedList{}}
 }
 
 func openDB(loc Location) (*sql.DB, error) {
@@ -277,6 +277,8 @@ type sqlStore struct {
 	mu    sync.Mutex
 	sids  map[int64][]int32 // monitor → stream index → store stream ID
 	parts map[string]bool   // PostgreSQL day partitions known to exist (partition.go)
+	// shipped: per fleet monitor, the stream list last registered (fleet.go)
+	shipped map[int64]shippedList
 
 	stmts stmtCache // the write path's prepared statements (monitor.go)
 }
