@@ -341,3 +341,46 @@ func TestMemoryWrite(t *testing.T) {
 		t.Errorf("probes stored: %d, %v", n, err)
 	}
 }
+
+// TestMigrate3SQLite: a SQLite store of schema 2 with a duplicate event
+// migrates: the duplicate goes, the rest stays, and the natural key holds.
+func TestMigrate3SQLite(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	loc, _ := ParseURL(path)
+	db, err := openDB(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fsys, err := migrations(SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fstest.MapFS{}
+	for _, n := range []string{"00001_initial.sql", "00002_capacities.sql"} {
+		data, _ := fs.ReadFile(fsys, n)
+		old[n] = &fstest.MapFile{Data: data}
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, old, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, `INSERT INTO monitors (name, labels, created_ns) VALUES ('m', '{}', 0)`)
+	for _, start := range []int64{t0, t0, t0 + 1} {
+		mustExec(t, db, `INSERT INTO events (monitor_id, kind, start_ns, end_ns, stream_id, text, detail, flags) VALUES (1, 'outage', ?, ?, -1, '', 'null', 'null')`, start, start)
+	}
+	s := open(t, path, Options{})
+	if evs, _ := s.Events(ctx, 1, 0, 1<<62, 10); len(evs) != 2 {
+		t.Errorf("events after the migration: %d, want 2", len(evs))
+	}
+	if err := s.Write(ctx, 1, &Batch{Events: []model.MonitorEvent{{Kind: model.EventOutage, StartNs: t0 + 1, EndNs: t0 + 1, Stream: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if evs, _ := s.Events(ctx, 1, 0, 1<<62, 10); len(evs) != 2 {
+		t.Errorf("events after writing one again: %d, want 2", len(evs))
+	}
+}
