@@ -439,3 +439,34 @@ func TestShipRefused(t *testing.T) {
 }
 
 func newLog(w io.Writer) *log.Logger { return log.New(w, "", 0) }
+
+// TestHardCap: rows the fleet store never confirmed are kept past their
+// age up to twice it; what the cap then deletes is counted and recorded
+// as a storage event.
+func TestHardCap(t *testing.T) {
+	l := newLocal(t, "home")
+	l.add(t, 0, 120) // two hours of rows, none shipped
+	s := newShipper(t, l, Config{URL: filepath.Join(t.TempDir(), "unreachable", "fleet.db"), Raw: true})
+	if _, err := s.Pass(context.Background()); err == nil {
+		t.Fatal("pass to a store that cannot open: no error")
+	}
+	g := s.Guard(l.st)
+	ctx := context.Background()
+	// An hour's age, now 2 h 30 min after the first row: everything is
+	// over an hour old, the first 30 minutes over two hours.
+	now := l.base + int64(150*time.Minute)
+	d, err := g.Retain(ctx, store.Retention{Raw: time.Hour, Rollups: time.Hour, Batch: 500}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Probes != 30*240 || d.Rollups != 30*2 || d.Counters != 30 {
+		t.Errorf("deleted %+v: want the 30 minutes past twice the age", d)
+	}
+	if got := s.Status().UnshippedDeleted; got != 30*240+60+30 {
+		t.Errorf("unshipped deleted: %d", got)
+	}
+	evs, err := l.st.Events(ctx, l.mid, now-1, now+1, 10)
+	if err != nil || len(evs) != 1 || evs[0].Kind != model.EventStorage || !strings.Contains(evs[0].Text, "never confirmed") {
+		t.Errorf("loss event: %+v, %v", evs, err)
+	}
+}
