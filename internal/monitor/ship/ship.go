@@ -96,6 +96,7 @@ type Shipper struct {
 
 	mu     sync.Mutex
 	status Status
+	lagAt  int64 // when the tables' lag was counted
 }
 
 // Status is the shipper's state for /status and /metrics.
@@ -235,7 +236,7 @@ func (s *Shipper) Run(ctx context.Context) {
 // Pass ships what is pending, up to maxPerPass shipments; more says rows
 // are left. It refreshes the status either way.
 func (s *Shipper) Pass(ctx context.Context) (more bool, err error) {
-	defer func() { s.refresh(ctx, err) }()
+	defer func() { s.refresh(ctx, more, err) }()
 	if s.sink == nil {
 		octx, cancel := context.WithTimeout(ctx, openTimeout)
 		sink, err := s.cfg.Open(octx)
@@ -499,9 +500,23 @@ func (s *Shipper) rewind(ctx context.Context, to int64) error {
 	return nil
 }
 
-// refresh recomputes the lag of every table and the health.
-func (s *Shipper) refresh(ctx context.Context, passErr error) {
+// refresh recomputes the health, and the lag of every table unless a
+// backlog is shipping and the lag is younger than a pass interval
+// (counting a day of raw rows after every pass would slow it down).
+func (s *Shipper) refresh(ctx context.Context, more bool, passErr error) {
 	now := s.cfg.Now()
+	s.mu.Lock()
+	if passErr != nil {
+		s.status.Healthy, s.status.LastError = false, oneLine(passErr)
+		s.status.Errors++
+	} else {
+		s.status.Healthy, s.status.LastError, s.status.LastOKNs = true, "", now
+	}
+	fresh := more && passErr == nil && now-s.lagAt < int64(s.cfg.Interval)
+	s.mu.Unlock()
+	if fresh {
+		return
+	}
 	var tables []TableStatus
 	for _, ts := range s.tables {
 		st := TableStatus{Table: ts.t}
@@ -528,13 +543,7 @@ func (s *Shipper) refresh(ctx context.Context, passErr error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.status.Tables = tables
-	if passErr != nil {
-		s.status.Healthy, s.status.LastError = false, oneLine(passErr)
-		s.status.Errors++
-		return
-	}
-	s.status.Healthy, s.status.LastError, s.status.LastOKNs = true, "", now
+	s.status.Tables, s.lagAt = tables, now
 }
 
 // lagOf is the age in seconds of the oldest row of t past mark.
