@@ -11,6 +11,7 @@ import (
 	"github.com/sonde-project/sonde/internal/ifstat"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor/probe"
+	"github.com/sonde-project/sonde/internal/monitor/ship"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/store"
 )
@@ -30,6 +31,8 @@ type core struct {
 	version  string
 	metrics  *metrics
 	capRec   capRecorder // capacity.go
+	// shipStatus is the shipper's state for /status (nil: no --ship).
+	shipStatus func() ship.Status
 
 	timeoutNs  int64
 	horizonNs  int64 // a minute is rolled up this long after its end

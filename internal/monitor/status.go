@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/monitor/ship"
 )
 
 // Status is what /status answers (JSON) and `sonde monitor status` prints.
@@ -21,6 +22,7 @@ type Status struct {
 	Streams   []StreamStatus `json:"streams"`
 	Load      *LoadStatus    `json:"load,omitempty"` // only with --interface
 	Store     StoreStatus    `json:"store"`
+	Ship      *ship.Status   `json:"ship,omitempty"` // only with --ship
 	// LastEvents are the newest events written (at most 20), oldest first.
 	LastEvents []model.MonitorEvent `json:"last_events"`
 	// Clock counts the wall clock's steps since the start (clockstep.go).
@@ -174,6 +176,10 @@ func (c *core) snapshot() Status {
 	if s.Load != nil {
 		l := *s.Load
 		s.Load = &l
+	}
+	if c.shipStatus != nil {
+		sh := c.shipStatus()
+		s.Ship = &sh
 	}
 	return s
 }
