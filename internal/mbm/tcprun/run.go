@@ -1,0 +1,383 @@
+package tcprun
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/mbm"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/protocol"
+	"github.com/sonde-project/sonde/internal/tcpinfo"
+)
+
+// Verdicts beside the SPRT's decisions.
+const verdictError = "ERROR"
+
+// Run runs the configured tests one after the other, each on a new upload
+// stream, and returns one result per test, in order. A test that cannot
+// run (its stream refused, a socket option missing) is an ERROR with the
+// reason and the next test still runs; err is only for a configuration
+// that cannot run at all. When ctx ends, the test running stops with
+// what it measured so far and the rest are not run.
+func Run(ctx context.Context, c Config) ([]model.MBMTest, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ssai := -1
+	if s, err := c.Sysctl("net.ipv4.tcp_slow_start_after_idle"); err == nil {
+		if v, err := strconv.Atoi(s); err == nil {
+			ssai = v
+		}
+	}
+	var out []model.MBMTest
+	for _, id := range c.Tests {
+		if ctx.Err() != nil {
+			break
+		}
+		r := &runner{cfg: c, id: id, ssai: ssai}
+		out = append(out, r.run(ctx))
+	}
+	return out, nil
+}
+
+// runner is one test.
+type runner struct {
+	cfg  Config
+	id   string
+	ssai int
+
+	tcp  model.MBMTCP
+	conn net.Conn
+	rc   syscall.RawConn
+	// growthRetrans is the retransmissions from the stream's start to
+	// the last sample, for a rate shortfall's reason.
+	growthRetrans int64
+	// frameOverhead is the share of the bytes written that are frame
+	// headers, not payload.
+	frameOverhead float64
+}
+
+// result is a test's outcome before it becomes a model.MBMTest.
+type result struct {
+	verdict string
+	reason  string
+}
+
+func (r *runner) run(ctx context.Context) model.MBMTest {
+	t := model.MBMTest{ID: r.id, Name: testName[r.id], Transport: "tcp", TCP: &r.tcp}
+	r.tcp.SlowStartAfterIdle = r.ssai
+	r.tcp.SampleIntervalMs = ms(r.cfg.SampleInterval)
+	r.tcp.WindowS = r.cfg.RateWindow.Seconds()
+	res, sprt := r.measure(ctx)
+	t.Verdict, t.Reason = res.verdict, res.reason
+	if sprt != nil {
+		t.Packets, t.Marks = sprt.Packets(), sprt.Marks()
+		t.CE = min(r.tcp.CE, t.Marks) // marks are fed CE and losses together
+		t.Losses = t.Marks - t.CE
+		if t.Packets > 0 {
+			t.Loss = float64(t.Marks) / float64(t.Packets)
+		}
+		t.LossLow, t.LossHigh = mbm.Wilson(t.Marks, t.Packets)
+	}
+	return t
+}
+
+// measure opens the stream, runs the pattern and the sampling, and
+// returns the verdict and the SPRT (nil if the test period never began).
+func (r *runner) measure(ctx context.Context) (result, *mbm.SPRT) {
+	errorf := func(format string, a ...any) (result, *mbm.SPRT) {
+		return result{verdictError, fmt.Sprintf(format, a...)}, nil
+	}
+	conn, err := r.cfg.Streams.OpenUpload(ctx, "mbm-"+strings.ReplaceAll(r.id, ".", "-"))
+	if err != nil {
+		return errorf("%v", err)
+	}
+	r.conn = conn
+	defer conn.Close()
+	if r.rc, err = tcpinfo.RawConn(conn); err != nil {
+		return errorf("the upload stream is not a TCP socket: %v", err)
+	}
+	if r.tcp.CongestionControl, err = setCongestion(r.rc, r.cfg.CongestionControl); err != nil {
+		return errorf("%v", err)
+	}
+	first, err := tcpinfo.Read(r.rc, 0)
+	if err != nil {
+		return errorf("%v", err)
+	}
+	r.tcp.MSS = int(first.SndMSS)
+
+	wctx, stop := context.WithCancel(ctx)
+	var w writer
+	switch r.id {
+	case TestPaced:
+		err = r.setupPaced(&w)
+	case TestBurst:
+		err = r.setupBurst(&w)
+	}
+	if err != nil {
+		stop()
+		return errorf("%v", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.run(wctx, conn)
+	}()
+	res, sprt := r.sample(ctx, &w, CountersOf(first, 0))
+	stop()
+	// Unblock a write held by a full socket, then wait for the writer:
+	// its schedule is part of the result.
+	_ = conn.SetWriteDeadline(time.Unix(1, 0))
+	wg.Wait()
+	w.fill(&r.tcp)
+	return r.conform(res, sprt), sprt
+}
+
+// payload is the target packet's payload: the pattern is in the target's
+// packets (the socket's MSS is recorded beside it).
+func (r *runner) payload() int { return r.cfg.Plan.MTU - r.cfg.Plan.HeaderOverhead }
+
+// setupPaced sets the pacing rate and the writer of 8.1.1: frames of
+// about 5 ms of data, written as fast as the socket takes them.
+func (r *runner) setupPaced(w *writer) error {
+	rate := r.cfg.Plan.RateBps
+	frame := int(math.Round(rate / 8 * 0.005))
+	frame = max(4<<10, min(frame, 256<<10))
+	// The kernel paces the payload it sends; the stream's frame headers
+	// are payload to it, so the pacing rate carries them on top of the
+	// target's payload rate.
+	r.frameOverhead = float64(protocol.HeaderLen) / float64(frame+protocol.HeaderLen)
+	bytesPerSec := uint32(math.Ceil(rate / 8 / (1 - r.frameOverhead)))
+	got, err := setPacing(r.rc, bytesPerSec)
+	if err != nil {
+		return err
+	}
+	if got != bytesPerSec {
+		return fmt.Errorf("SO_MAX_PACING_RATE set to %d B/s reads back %d B/s: the kernel does not pace", bytesPerSec, got)
+	}
+	r.tcp.PacingRateBps = float64(got) * 8 * (1 - r.frameOverhead)
+	// Enough unsent data to ride out ~25 ms of a stalled writer, little
+	// enough that the stream stops soon after a decision.
+	lowat := max(128<<10, min(int(rate/8*0.025), 2<<20))
+	if err := setNotsentLowat(r.rc, lowat); err != nil {
+		return err
+	}
+	w.payload = frame
+	return nil
+}
+
+// setupBurst sets the writer of 8.5.1: unpaced writes of W·derate target
+// packets every RTT·derate (mean rate W·MSS/RTT ≥ the target rate, as W
+// is rounded up).
+func (r *runner) setupBurst(w *writer) error {
+	p := r.cfg.Plan
+	burst := int64(math.Ceil(float64(p.W) * r.cfg.Derate))
+	head := time.Duration(float64(p.RTT) * r.cfg.Derate)
+	if head < MinHeadway {
+		return fmt.Errorf("burst headway %s (RTT %s × derate %g): below %s, which this host's timers cannot keep", head, p.RTT, r.cfg.Derate, MinHeadway)
+	}
+	bytes := burst * int64(r.payload())
+	if bytes-protocol.HeaderLen > protocol.MaxPayload || bytes <= protocol.HeaderLen {
+		return fmt.Errorf("burst of %d packets (%d bytes): want more than %d and at most %d bytes per write", burst, bytes, protocol.HeaderLen, protocol.MaxPayload)
+	}
+	r.tcp.BurstPackets, r.tcp.HeadwayMs, r.tcp.Derate = burst, ms(head), r.cfg.Derate
+	r.frameOverhead = float64(protocol.HeaderLen) / float64(bytes)
+	// A whole burst must fit unsent in the socket at once.
+	if err := setNotsentLowat(r.rc, int(max(bytes*2, 128<<10))); err != nil {
+		return err
+	}
+	w.payload, w.headway = int(bytes)-protocol.HeaderLen, head
+	return nil
+}
+
+// sample reads TCP_INFO every SampleInterval through the growth and test
+// periods and returns the verdict (before the pattern's conformance is
+// checked) and the SPRT.
+func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result, *mbm.SPRT) {
+	cfg := r.cfg
+	target := cfg.Plan.RateBps
+	need := cfg.Precondition * target
+	win := NewRateWindow(cfg.RateWindow)
+	var (
+		acc       Accountant
+		sprt      *mbm.SPRT
+		t0        = time.Now()
+		testStart Counters
+		last      Counters
+		samples   []Counters // the test period's, for the limits (bounded below)
+		prevT     time.Duration
+		minRate   = math.Inf(1)
+		interval  = cfg.SampleInterval
+		maxRTT    uint32
+	)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	finish := func(res result) (result, *mbm.SPRT) {
+		if acc.Started() {
+			if sprt.Decision() == mbm.Continue {
+				acc.Flush(sprt)
+			}
+			r.tcp.TestS = (last.T - testStart.T).Seconds()
+			r.tcp.Delivered, r.tcp.Retrans, r.tcp.DSACKDups, r.tcp.CE = acc.Delivered, acc.Retrans, acc.DSACK, acc.CE
+			r.tcp.CounterResets = acc.Resets
+			if r.tcp.TestS > 0 && last.BytesAcked >= testStart.BytesAcked {
+				r.tcp.GoodputBps = float64(last.BytesAcked-testStart.BytesAcked) * 8 * (1 - r.frameOverhead) / r.tcp.TestS
+			}
+			r.tcp.RwndLimitedPct, r.tcp.SndbufLimitedPct, r.tcp.NotsentEmptyPct = limits(testStart, last, samples)
+			if r.tcp.BurstPackets > 0 && len(samples) > 0 {
+				below := 0
+				for _, s := range samples {
+					if int64(s.Cwnd) < r.tcp.BurstPackets {
+						below++
+					}
+				}
+				r.tcp.CwndBelowBurstPct = 100 * float64(below) / float64(len(samples))
+			}
+		} else {
+			r.tcp.GrowthS = last.T.Seconds()
+		}
+		if !math.IsInf(minRate, 1) {
+			r.tcp.MinWindowRateBps = minRate * (1 - r.frameOverhead)
+		}
+		return res, sprt
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return finish(result{verdictError, fmt.Sprintf("interrupted after %.1f s (%v); the counts so far are kept", time.Since(t0).Seconds(), context.Cause(ctx))})
+		case <-w.done():
+			return finish(result{verdictError, fmt.Sprintf("the upload stream failed: %v", w.error())})
+		case <-tick.C:
+		}
+		now := time.Since(t0)
+		smp, err := tcpinfo.Read(r.rc, now.Seconds())
+		if err != nil {
+			return finish(result{verdictError, err.Error()})
+		}
+		c := CountersOf(smp, now)
+		if gap := now - prevT; prevT > 0 && ms(gap) > r.tcp.MaxSampleGapMs {
+			r.tcp.MaxSampleGapMs = ms(gap)
+		}
+		prevT, last = now, c
+		if d, ok := delta(c.TotalRetrans, first.TotalRetrans); ok {
+			r.growthRetrans = d
+		}
+		maxRTT = max(maxRTT, smp.RTTUs)
+		// Sample at most every half of the path's own RTT too.
+		if half := time.Duration(smp.MinRTTUs) * time.Microsecond / 2; smp.MinRTTUs > 0 && half >= MinSampleInterval && half < interval {
+			interval = half
+			tick.Reset(interval)
+			r.tcp.SampleIntervalMs = ms(interval)
+		}
+		win.Add(c)
+		rate, full := win.Rate()
+		if !acc.Started() {
+			if now >= cfg.MinGrowth && full && rate >= need {
+				r.tcp.GrowthS = now.Seconds()
+				acc.Start(c)
+				testStart = c
+				sprt = cfg.Plan.NewSPRT()
+				cfg.Logger.Info("mbm tcp: growth period over", "test", r.id, "after_s", now.Seconds(), "rate_bps", rate)
+				continue
+			}
+			if now >= cfg.MaxGrowth {
+				if full {
+					minRate = rate
+				}
+				return finish(r.shortfall(win, rate, full, "in the growth period (max "+cfg.MaxGrowth.String()+")"))
+			}
+			continue
+		}
+		if full {
+			minRate = min(minRate, rate)
+		}
+		r.tcp.Samples++
+		if len(samples) < maxRatePoints*4 {
+			samples = append(samples, c)
+		}
+		st := acc.Add(c)
+		if st.Reset {
+			cfg.Logger.Warn("mbm tcp: a TCP_INFO counter went backwards; that interval is not counted", "test", r.id)
+		}
+		switch Feed(sprt, st) {
+		case mbm.Pass:
+			return finish(result{"PASS", fmt.Sprintf("%d packets delivered with %d marks: the mark rate is at most p0 = %.4g (SPRT)", sprt.Packets(), sprt.Marks(), cfg.Plan.P0)})
+		case mbm.Fail:
+			return finish(result{"FAIL", fmt.Sprintf("%d marks in %d packets (%d retransmissions − %d DSACK duplicates, %d CE): the mark rate is at least p1 = %.4g (SPRT)", sprt.Marks(), sprt.Packets(), acc.Retrans, acc.DSACK, acc.CE, cfg.Plan.P1)})
+		case mbm.Inconclusive:
+			return finish(result{mbm.Inconclusive.String(), fmt.Sprintf("no decision after %d packets (%d marks), the truncation point", sprt.Packets(), sprt.Marks())})
+		}
+		if full && rate < need {
+			return finish(r.shortfall(win, rate, true, "in the test period"))
+		}
+		if now-testStart.T >= cfg.MaxTest {
+			return finish(result{mbm.Inconclusive.String(), fmt.Sprintf("no decision after %d packets (%d marks) in the test period's limit of %s", sprt.Packets(), sprt.Marks(), cfg.MaxTest)})
+		}
+	}
+}
+
+// shortfall explains a rate below the precondition: the host (the
+// receiver's window, the sender's buffer, an application that did not
+// keep the socket supplied) gives ERROR, since the pattern was not
+// produced; otherwise the path could not carry the rate, a FAIL.
+func (r *runner) shortfall(win *RateWindow, rate float64, full bool, when string) result {
+	cfg := r.cfg
+	target := cfg.Plan.RateBps
+	if !full {
+		return result{verdictError, fmt.Sprintf("no whole %s window of samples %s: the host's sampling stalled", cfg.RateWindow, when)}
+	}
+	rate *= 1 - r.frameOverhead
+	rwnd, sndbuf, empty := win.Limits()
+	head := fmt.Sprintf("rate %.4g Mbit/s over %s %s, below %.2g × the target %.4g Mbit/s", rate/1e6, cfg.RateWindow, when, cfg.Precondition, target/1e6)
+	switch {
+	case rwnd+sndbuf >= 50:
+		return result{verdictError, fmt.Sprintf("%s: the hosts limited the flow, not the path (receiver's window %.0f %%, sender's buffer %.0f %% of busy time)", head, rwnd, sndbuf)}
+	case empty >= 50:
+		return result{verdictError, fmt.Sprintf("%s: the sender did not keep data queued in %.0f %% of samples (the host could not produce the pattern)", head, empty)}
+	}
+	lost := ""
+	if r.growthRetrans > 0 {
+		lost = fmt.Sprintf(" (%d retransmissions from the start)", r.growthRetrans)
+	}
+	return result{"FAIL", fmt.Sprintf("%s: the path cannot carry the target rate%s", head, lost)}
+}
+
+// conform checks the pattern the sender produced: a verdict on a pattern
+// the host did not produce is no verdict on the path.
+func (r *runner) conform(res result, sprt *mbm.SPRT) result {
+	tc := &r.tcp
+	var notes []string
+	if tc.BurstPackets > 0 {
+		if tc.Writes > 0 && float64(tc.MissedHeadways) > 0.05*float64(tc.Writes+tc.MissedHeadways) {
+			return result{mbm.Inconclusive.String(), fmt.Sprintf("the sender missed %d of %d burst headways (host timing, largest lateness %.1f ms): the pattern was not produced; the SPRT had %s",
+				tc.MissedHeadways, tc.Writes+tc.MissedHeadways, tc.MaxLatenessMs, res.verdict)}
+		}
+		if res.verdict == "PASS" && tc.CwndBelowBurstPct > 10 {
+			return result{mbm.Inconclusive.String(), fmt.Sprintf("cwnd was below the burst of %d packets in %.0f %% of samples: the bursts did not leave whole, so the PASS is not one for this burst size", tc.BurstPackets, tc.CwndBelowBurstPct)}
+		}
+		if tc.SlowStartAfterIdle == 1 {
+			notes = append(notes, "tcp_slow_start_after_idle is 1 on the sender: cwnd may collapse after an idle RTO between bursts")
+		}
+	}
+	if res.verdict == "PASS" && tc.NotsentEmptyPct > 50 {
+		return result{mbm.Inconclusive.String(), fmt.Sprintf("the sender had no data queued in %.0f %% of samples: the pattern was not sustained by the host", tc.NotsentEmptyPct)}
+	}
+	if tc.CongestionControl == "bbr" && tc.PacingRateBps > 0 {
+		notes = append(notes, "BBR's own pacing gains move a paced flow below its rate at times")
+	}
+	if len(notes) > 0 {
+		res.reason += "; " + strings.Join(notes, "; ")
+	}
+	return res
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
