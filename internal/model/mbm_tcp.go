@@ -51,15 +51,20 @@ type MBMTCP struct {
 	RwndLimitedPct   float64 `json:"rwnd_limited_pct"`
 	SndbufLimitedPct float64 `json:"sndbuf_limited_pct"`
 	NotsentEmptyPct  float64 `json:"notsent_empty_pct"`
-	// The writes' schedule: Writes done, MissedHeadways (a write that
-	// started more than half a headway late, or a headway skipped), the
-	// largest lateness of a write's start, and the writes that blocked
-	// longer than a headway (the socket had not drained: backpressure
-	// from the path, not a host fault).
+	// The writes' schedule in the test period (in the growth period if
+	// the test never began): Writes done, MissedHeadways (a write that
+	// started more than half a headway late, or a headway skipped); and
+	// over the whole run, the largest lateness of a write's start and the
+	// writes that blocked longer than a headway (the socket had not
+	// drained: backpressure from the path, not a host fault).
 	Writes         int64   `json:"writes"`
 	MissedHeadways int64   `json:"missed_headways,omitempty"`
 	MaxLatenessMs  float64 `json:"max_lateness_ms,omitempty"`
 	BlockedWrites  int64   `json:"blocked_writes,omitempty"`
+	// WholeBurstsPct is the share of bursts written when cwnd − in flight
+	// let the whole burst leave at once (8.5.1; otherwise TCP held part
+	// of it back and the ACK clock spread it).
+	WholeBurstsPct float64 `json:"whole_bursts_pct,omitempty"`
 	// CwndBelowBurstPct is the share of test-period samples whose cwnd
 	// was below BurstPackets: a burst could not leave whole.
 	CwndBelowBurstPct float64 `json:"cwnd_below_burst_pct,omitempty"`

@@ -28,6 +28,12 @@ type Counters struct {
 	NotsentBytes uint32
 	// Cwnd is the congestion window in segments.
 	Cwnd uint32
+	// Writes and WholeWrites are the writer's counts at the sample (not
+	// TCP_INFO): bursts written, and of them those whose every packet the
+	// congestion window let leave at once.
+	Writes, WholeWrites int64
+	// Missed is the writer's missed headways at the sample.
+	Missed int64
 }
 
 // CountersOf takes the counters from a TCP_INFO sample, taken t after the
@@ -223,6 +229,19 @@ func (w *RateWindow) Rate() (bps float64, ok bool) {
 		return 0, false
 	}
 	return float64(b.BytesAcked-a.BytesAcked) * 8 / (b.T - a.T).Seconds(), true
+}
+
+// Whole is the share of the writes in the window that left whole (1
+// with no write).
+func (w *RateWindow) Whole() float64 {
+	if len(w.pts) < 2 {
+		return 1
+	}
+	a, b := w.pts[0], w.pts[len(w.pts)-1]
+	if n := b.Writes - a.Writes; n > 0 {
+		return float64(b.WholeWrites-a.WholeWrites) / float64(n)
+	}
+	return 1
 }
 
 // Limits says what limited the sender over the window: the shares of

@@ -195,7 +195,11 @@ func (r *runner) setupBurst(w *writer) error {
 	if err := setNotsentLowat(r.rc, int(max(bytes*2, 128<<10))); err != nil {
 		return err
 	}
-	w.payload, w.headway = int(bytes)-protocol.HeaderLen, head
+	w.payload, w.headway, w.burst = int(bytes)-protocol.HeaderLen, head, burst
+	w.room = func(n int64) bool {
+		s, err := tcpinfo.Read(r.rc, 0)
+		return err == nil && int64(s.SndCwnd)-int64(s.Unacked) >= n
+	}
 	return nil
 }
 
@@ -222,6 +226,16 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	finish := func(res result) (result, *mbm.SPRT) {
+		// The schedule of the test period (of the growth period if the
+		// test never began).
+		from := testStart
+		if !acc.Started() {
+			from = Counters{}
+		}
+		r.tcp.Writes, r.tcp.MissedHeadways = last.Writes-from.Writes, last.Missed-from.Missed
+		if n := last.Writes - from.Writes; n > 0 && r.tcp.BurstPackets > 0 {
+			r.tcp.WholeBurstsPct = 100 * float64(last.WholeWrites-from.WholeWrites) / float64(n)
+		}
 		if acc.Started() {
 			if sprt.Decision() == mbm.Continue {
 				acc.Flush(sprt)
@@ -264,6 +278,7 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 			return finish(result{verdictError, err.Error()})
 		}
 		c := CountersOf(smp, now)
+		c.Writes, c.WholeWrites, c.Missed = w.nWrites.Load(), w.nWhole.Load(), w.nMissed.Load()
 		if gap := now - prevT; prevT > 0 && ms(gap) > r.tcp.MaxSampleGapMs {
 			r.tcp.MaxSampleGapMs = ms(gap)
 		}
@@ -281,7 +296,9 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 		win.Add(c)
 		rate, full := win.Rate()
 		if !acc.Started() {
-			if now >= cfg.MinGrowth && full && rate >= need {
+			// A burst test's pattern is produced once TCP's window lets
+			// the bursts leave whole.
+			if now >= cfg.MinGrowth && full && rate >= need && (r.tcp.BurstPackets == 0 || win.Whole() >= minWhole) {
 				r.tcp.GrowthS = now.Seconds()
 				acc.Start(c)
 				testStart = c
@@ -292,6 +309,9 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 			if now >= cfg.MaxGrowth {
 				if full {
 					minRate = rate
+				}
+				if full && rate >= need {
+					return finish(r.heldBursts(win.Whole()))
 				}
 				return finish(r.shortfall(win, rate, full, "in the growth period (max "+cfg.MaxGrowth.String()+")"))
 			}
@@ -351,6 +371,25 @@ func (r *runner) shortfall(win *RateWindow, rate float64, full bool, when string
 	return result{"FAIL", fmt.Sprintf("%s: the path cannot carry the target rate%s", head, lost)}
 }
 
+// minWhole is the share of bursts that must leave whole (cwnd − in
+// flight ≥ the burst when it is written) for the pattern to count as
+// produced.
+const minWhole = 0.9
+
+// heldBursts explains a burst test that kept the rate but whose bursts
+// TCP's window did not let leave whole by the end of the growth period.
+// If the path dropped packets meanwhile, its losses kept the window down:
+// the path cannot carry the bursts (FAIL, as for a rate the path cannot
+// carry). Without a loss it is TCP on this host that spread them (ERROR).
+func (r *runner) heldBursts(whole float64) result {
+	head := fmt.Sprintf("only %.0f %% of the %d-packet bursts in the last %s could leave whole (cwnd − in flight < burst) by the end of the growth period (%s)",
+		100*whole, r.tcp.BurstPackets, r.cfg.RateWindow, r.cfg.MaxGrowth)
+	if r.growthRetrans > 0 {
+		return result{"FAIL", fmt.Sprintf("%s, and the path dropped packets (%d retransmissions): its losses keep TCP's window below the bursts, the path cannot carry them", head, r.growthRetrans)}
+	}
+	return result{verdictError, head + ", without a loss: TCP on this host did not open its window to the bursts; the pattern was not produced"}
+}
+
 // conform checks the pattern the sender produced: a verdict on a pattern
 // the host did not produce is no verdict on the path.
 func (r *runner) conform(res result, sprt *mbm.SPRT) result {
@@ -358,8 +397,8 @@ func (r *runner) conform(res result, sprt *mbm.SPRT) result {
 	var notes []string
 	if tc.BurstPackets > 0 {
 		if tc.Writes > 0 && float64(tc.MissedHeadways) > 0.05*float64(tc.Writes+tc.MissedHeadways) {
-			return result{mbm.Inconclusive.String(), fmt.Sprintf("the sender missed %d of %d burst headways (host timing, largest lateness %.1f ms): the pattern was not produced; the SPRT had %s",
-				tc.MissedHeadways, tc.Writes+tc.MissedHeadways, tc.MaxLatenessMs, res.verdict)}
+			return result{mbm.Inconclusive.String(), fmt.Sprintf("the sender missed %d of %d burst headways (host timing, largest lateness %.1f ms): the pattern was not produced (the measurement: %s, %s)",
+				tc.MissedHeadways, tc.Writes+tc.MissedHeadways, tc.MaxLatenessMs, res.verdict, res.reason)}
 		}
 		if res.verdict == "PASS" && tc.CwndBelowBurstPct > 10 {
 			return result{mbm.Inconclusive.String(), fmt.Sprintf("cwnd was below the burst of %d packets in %.0f %% of samples: the bursts did not leave whole, so the PASS is not one for this burst size", tc.BurstPackets, tc.CwndBelowBurstPct)}
@@ -368,7 +407,12 @@ func (r *runner) conform(res result, sprt *mbm.SPRT) result {
 			notes = append(notes, "tcp_slow_start_after_idle is 1 on the sender: cwnd may collapse after an idle RTO between bursts")
 		}
 	}
-	if res.verdict == "PASS" && tc.NotsentEmptyPct > 50 {
+	if tc.BurstPackets > 0 && res.verdict == "PASS" && tc.WholeBurstsPct < 100*minWhole {
+		return result{mbm.Inconclusive.String(), fmt.Sprintf("only %.0f %% of the bursts could leave whole in the test period: the PASS is not one for this burst size", tc.WholeBurstsPct)}
+	}
+	// Between bursts the socket is empty by design: only a paced test
+	// must keep data queued.
+	if tc.BurstPackets == 0 && res.verdict == "PASS" && tc.NotsentEmptyPct > 50 {
 		return result{mbm.Inconclusive.String(), fmt.Sprintf("the sender had no data queued in %.0f %% of samples: the pattern was not sustained by the host", tc.NotsentEmptyPct)}
 	}
 	if tc.CongestionControl == "bbr" && tc.PacingRateBps > 0 {

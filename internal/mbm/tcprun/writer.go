@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/model"
@@ -19,6 +20,13 @@ import (
 type writer struct {
 	payload int
 	headway time.Duration
+
+	// room, if set, says whether the congestion window lets n packets
+	// leave now (cwnd − in flight ≥ n), read before each burst.
+	room  func(n int64) bool
+	burst int64
+	// nWrites and nWhole are read live by the sampler.
+	nWrites, nWhole, nMissed atomic.Int64
 
 	once   sync.Once
 	doneCh chan struct{}
@@ -57,6 +65,7 @@ func (w *writer) run(ctx context.Context, c net.Conn) {
 			return false
 		}
 		w.writes++
+		w.nWrites.Add(1)
 		return true
 	}
 	if w.headway <= 0 {
@@ -94,14 +103,22 @@ func (w *writer) run(ctx context.Context, c net.Conn) {
 		// a headway late for it.
 		if skip := int64(late / w.headway); skip > 0 {
 			w.missed += skip
+			w.nMissed.Add(skip)
 			next = next.Add(time.Duration(skip) * w.headway)
 			late -= time.Duration(skip) * w.headway
 		}
 		if late > w.headway/2 {
 			w.missed++
+			w.nMissed.Add(1)
 		}
+		// Whether the burst can leave whole: TCP holds back what its
+		// window does not allow, and the ACK clock then spreads it.
+		whole := w.room == nil || w.room(w.burst)
 		if !write() {
 			return
+		}
+		if whole {
+			w.nWhole.Add(1)
 		}
 		prevEnd = time.Now()
 		if prevEnd.Sub(start) > w.headway {
@@ -111,9 +128,10 @@ func (w *writer) run(ctx context.Context, c net.Conn) {
 	}
 }
 
-// fill records the schedule.
+// fill records the whole schedule's extremes (the counts of the test
+// period come from the samples, Counters.Writes and the like).
 func (w *writer) fill(t *model.MBMTCP) {
-	t.Writes, t.MissedHeadways, t.BlockedWrites = w.writes, w.missed, w.blocked
+	t.BlockedWrites = w.blocked
 	if w.headway > 0 {
 		t.MaxLatenessMs = ms(w.maxLate)
 	}
