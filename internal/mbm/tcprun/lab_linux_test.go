@@ -100,7 +100,7 @@ func upPath(t *testing.T, name, up, down string) *labPath {
 	t.Cleanup(func() { cancel(); <-done })
 	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
 		err = inNS(cns, func() (err error) {
-			c, err = (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
+			c, err = (&net.Dialer{Timeout: 5 * time.Second, Control: ClampMSS(1448)}).DialContext(ctx, network, addr)
 			return err
 		})
 		return c, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,9 +53,8 @@ type runner struct {
 	id   string
 	ssai int
 
-	tcp  model.MBMTCP
-	conn net.Conn
-	rc   syscall.RawConn
+	tcp model.MBMTCP
+	rc  syscall.RawConn
 	// growthRetrans is the retransmissions from the stream's start to
 	// the last sample, for a rate shortfall's reason.
 	growthRetrans int64
@@ -100,7 +98,6 @@ func (r *runner) measure(ctx context.Context) (result, *mbm.SPRT) {
 	if err != nil {
 		return errorf("%v", err)
 	}
-	r.conn = conn
 	defer conn.Close()
 	if r.rc, err = tcpinfo.RawConn(conn); err != nil {
 		return errorf("the upload stream is not a TCP socket: %v", err)
@@ -113,6 +110,12 @@ func (r *runner) measure(ctx context.Context) (result, *mbm.SPRT) {
 		return errorf("%v", err)
 	}
 	r.tcp.MSS = int(first.SndMSS)
+	// n counts delivered segments: they must be the target's packets.
+	// (A few bytes less, e.g. IP or TCP options, keep the count.)
+	if pl := r.payload(); r.tcp.MSS > pl || 10*r.tcp.MSS < 9*pl {
+		return errorf("the stream's MSS is %d bytes, not the target's packet payload %d (MTU %d − %d): its segments are not the target's packets (clamp the MSS: Server.MSS)",
+			r.tcp.MSS, pl, r.cfg.Plan.MTU, r.cfg.Plan.HeaderOverhead)
+	}
 
 	wctx, stop := context.WithCancel(ctx)
 	var w writer
@@ -221,7 +224,6 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 		prevT     time.Duration
 		minRate   = math.Inf(1)
 		interval  = cfg.SampleInterval
-		maxRTT    uint32
 	)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -260,7 +262,7 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 			r.tcp.GrowthS = last.T.Seconds()
 		}
 		if !math.IsInf(minRate, 1) {
-			r.tcp.MinWindowRateBps = minRate * (1 - r.frameOverhead)
+			r.tcp.MinWindowRateBps = minRate
 		}
 		return res, sprt
 	}
@@ -286,7 +288,6 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 		if d, ok := delta(c.TotalRetrans, first.TotalRetrans); ok {
 			r.growthRetrans = d
 		}
-		maxRTT = max(maxRTT, smp.RTTUs)
 		// Sample at most every half of the path's own RTT too.
 		if half := time.Duration(smp.MinRTTUs) * time.Microsecond / 2; smp.MinRTTUs > 0 && half >= MinSampleInterval && half < interval {
 			interval = half
@@ -295,6 +296,7 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 		}
 		win.Add(c)
 		rate, full := win.Rate()
+		rate *= 1 - r.frameOverhead // payload, as the target is
 		if !acc.Started() {
 			// A burst test's pattern is produced once TCP's window lets
 			// the bursts leave whole.
@@ -355,7 +357,6 @@ func (r *runner) shortfall(win *RateWindow, rate float64, full bool, when string
 	if !full {
 		return result{verdictError, fmt.Sprintf("no whole %s window of samples %s: the host's sampling stalled", cfg.RateWindow, when)}
 	}
-	rate *= 1 - r.frameOverhead
 	rwnd, sndbuf, empty := win.Limits()
 	head := fmt.Sprintf("rate %.4g Mbit/s over %s %s, below %.2g × the target %.4g Mbit/s", rate/1e6, cfg.RateWindow, when, cfg.Precondition, target/1e6)
 	switch {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/apiclient"
@@ -32,9 +33,24 @@ type Server struct {
 	// DurationS is the session length asked for; the server may grant
 	// less (Session.Deadline).
 	DurationS float64
+	// MSS, if positive, clamps the upload streams' MSS (TCP_MAXSEG
+	// before the handshake) to the target's packet payload (MTU − header
+	// overhead), so that the delivered segments TCP_INFO counts are the
+	// target's packets even where the path's MTU is larger (loopback).
+	MSS int
 	// DialContext, if set, makes every connection (control and streams),
-	// e.g. from another network namespace; nil: a net.Dialer.
+	// e.g. from another network namespace; nil: a net.Dialer. It must
+	// apply MSS itself (ClampMSS as the dialer's Control).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// ClampMSS returns a net.Dialer Control function that sets TCP_MAXSEG to
+// mss before the connection is made (nil for mss ≤ 0).
+func ClampMSS(mss int) func(network, address string, c syscall.RawConn) error {
+	if mss <= 0 {
+		return nil
+	}
+	return func(_, _ string, c syscall.RawConn) error { return setMaxSeg(c, mss) }
 }
 
 // Session is a test session on a `sonde serve`; its upload streams are
@@ -55,8 +71,11 @@ func Dial(ctx context.Context, srv Server) (*Session, error) {
 	if srv.Software == "" {
 		srv.Software = "sonde-mbm"
 	}
+	if srv.MSS < 0 || srv.MSS > 65535 {
+		return nil, fmt.Errorf("MSS %d: want 0 (the path's) to 65535 bytes", srv.MSS)
+	}
 	if srv.DialContext == nil {
-		d := &net.Dialer{Timeout: 10 * time.Second}
+		d := &net.Dialer{Timeout: 10 * time.Second, Control: ClampMSS(srv.MSS)}
 		srv.DialContext = d.DialContext
 	}
 	api, err := apiclient.New(srv.URL, srv.Token, srv.Software, srv.TLS)
@@ -97,10 +116,14 @@ func (s *Session) OpenUpload(ctx context.Context, tag string) (net.Conn, error) 
 		return nil, apiclient.ExplainDial(s.api.Base, err)
 	}
 	if s.api.Base.Scheme == "https" {
-		tc := tls.Client(c, s.srv.TLS)
-		if s.srv.TLS == nil {
-			tc = tls.Client(c, &tls.Config{ServerName: s.api.Base.Hostname()})
+		cfg := &tls.Config{}
+		if s.srv.TLS != nil {
+			cfg = s.srv.TLS.Clone()
 		}
+		if cfg.ServerName == "" {
+			cfg.ServerName = s.api.Base.Hostname()
+		}
+		tc := tls.Client(c, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			c.Close()
 			return nil, apiclient.ExplainTLS(s.api.Base, err)

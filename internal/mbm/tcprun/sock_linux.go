@@ -73,3 +73,18 @@ func kernelRelease() string {
 	}
 	return unix.ByteSliceToString(u.Release[:])
 }
+
+// setMaxSeg sets TCP_MAXSEG (before connect: it clamps the MSS both ends
+// use).
+func setMaxSeg(rc syscall.RawConn, mss int) error {
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG, mss)
+	}); err != nil {
+		return fmt.Errorf("TCP_MAXSEG: %w", err)
+	}
+	if serr != nil {
+		return fmt.Errorf("TCP_MAXSEG %d: %w", mss, serr)
+	}
+	return nil
+}
