@@ -127,6 +127,17 @@ const maxLateness = 10 * time.Millisecond
 // lab's forwarder itself could not. It takes the lab down.
 func (lp *labPath) mismatch(t *testing.T, format string, a ...any) {
 	t.Helper()
+	if late := lp.lateness(t); late > maxLateness {
+		t.Skipf("host overloaded: the lab forwarder's p99 lateness %v > %v, so the path was not the configured one (%s)",
+			late, maxLateness, fmt.Sprintf(format, a...))
+	}
+	t.Fatalf(format, a...)
+}
+
+// lateness takes the lab down and returns its forwarder's p99 lateness
+// over the delivered packets.
+func (lp *labPath) lateness(t *testing.T) time.Duration {
+	t.Helper()
 	if err := lp.lab.Down(); err != nil {
 		t.Fatal(err)
 	}
@@ -140,12 +151,11 @@ func (lp *labPath) mismatch(t *testing.T, format string, a ...any) {
 			late = append(late, rec.Lateness())
 		}
 	}
-	slices.Sort(late)
-	if len(late) > 0 && late[len(late)*99/100] > maxLateness {
-		t.Skipf("host overloaded: the lab forwarder's p99 lateness %v > %v, so the path was not the configured one (%s)",
-			late[len(late)*99/100], maxLateness, fmt.Sprintf(format, a...))
+	if len(late) == 0 {
+		return 0
 	}
-	t.Fatalf(format, a...)
+	slices.Sort(late)
+	return late[len(late)*99/100]
 }
 
 // expected is the verdict the lab's configured upstream path must give a
