@@ -31,11 +31,21 @@ type MBMTCP struct {
 	GoodputBps       float64 `json:"goodput_bps"`
 	MinWindowRateBps float64 `json:"min_window_rate_bps"`
 	WindowS          float64 `json:"window_s"`
+	// DipSamples counts test-period samples whose window rate was below
+	// the precondition while the congestion window did not hold the flow
+	// back (in flight < cwnd − 2): the sending host's pacing or stalled
+	// acknowledgements, not the path's capacity. The test measures on;
+	// a PASS needs the test period's goodput above the precondition.
+	DipSamples int `json:"dip_samples,omitempty"`
 	// Samples of TCP_INFO in the test period, their planned interval and
 	// the longest gap seen between two (a stalled host).
 	Samples          int     `json:"samples"`
 	SampleIntervalMs float64 `json:"sample_interval_ms"`
 	MaxSampleGapMs   float64 `json:"max_sample_gap_ms"`
+	// HoldMs is how long each sample's counts waited before they were
+	// fed to the SPRT, for the DSACKs of spurious retransmissions to
+	// come back first (about 1.5 RTT).
+	HoldMs float64 `json:"hold_ms"`
 	// Delivered, Retrans, DSACKDups and CE are the test period's counter
 	// deltas (segments); Losses = Retrans − DSACKDups. CounterResets
 	// counts samples where a counter went backwards (not counted).

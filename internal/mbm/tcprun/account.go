@@ -26,8 +26,8 @@ type Counters struct {
 	// NotsentBytes is what the socket held that was not yet sent (0: the
 	// application did not keep the socket supplied).
 	NotsentBytes uint32
-	// Cwnd is the congestion window in segments.
-	Cwnd uint32
+	// Cwnd is the congestion window and Unacked the segments in flight.
+	Cwnd, Unacked uint32
 	// Writes and WholeWrites are the writer's counts at the sample (not
 	// TCP_INFO): bursts written, and of them those whose every packet the
 	// congestion window let leave at once.
@@ -41,7 +41,7 @@ type Counters struct {
 func CountersOf(s model.TCPSample, t time.Duration) Counters {
 	return Counters{T: t, Delivered: s.Delivered, DeliveredCE: s.DeliveredCE, TotalRetrans: s.TotalRetrans,
 		DSACKDups: s.DsackDups, BytesAcked: s.BytesAcked, BusyUs: s.BusyTimeUs, RwndLimitedUs: s.RwndLimitedUs,
-		SndbufLimitedUs: s.SndbufLimitedUs, NotsentBytes: s.NotsentBytes, Cwnd: s.SndCwnd}
+		SndbufLimitedUs: s.SndbufLimitedUs, NotsentBytes: s.NotsentBytes, Cwnd: s.SndCwnd, Unacked: s.Unacked}
 }
 
 // Step is what one sample adds to a test: packets to feed the SPRT,
@@ -70,8 +70,12 @@ const maxDelta = 1 << 31
 // for concurrent use.
 type Accountant struct {
 	started bool
+	hold    time.Duration
 	prev    Counters
-	// Totals since Start.
+	// queue holds the intervals between samples not yet counted.
+	queue []interval
+	// Totals counted since Start (DSACK: reported up to the latest
+	// sample).
 	Delivered, Retrans, DSACK, CE int64
 	// Resets counts counters that went backwards.
 	Resets int
@@ -80,10 +84,21 @@ type Accountant struct {
 	fedLoss, pending int64
 }
 
+// interval is what one sample added to the counters.
+type interval struct {
+	end                    time.Duration
+	delivered, ce, retrans int64
+}
+
+// maxQueue bounds the intervals held back (a hold of 16 s at 1 ms).
+const maxQueue = 1 << 14
+
 // Start ends the growth period: c is the baseline the test period counts
-// from.
-func (a *Accountant) Start(c Counters) {
-	*a = Accountant{started: true, prev: c}
+// from. hold is how long an interval waits before it is counted, so that
+// the DSACKs of its spurious retransmissions (an RTT or so later) are
+// seen first; 0 counts each sample at once.
+func (a *Accountant) Start(c Counters, hold time.Duration) {
+	*a = Accountant{started: true, prev: c, hold: max(0, hold)}
 }
 
 // Started reports whether Start was called.
@@ -99,28 +114,31 @@ func delta(cur, prev uint32) (int64, bool) {
 	return int64(d), true
 }
 
-// Add counts one sample of the test period (before Start it only moves
-// the baseline).
+// Add takes one sample of the test period (before Start it only moves
+// the baseline) and returns what is counted now: the intervals at least
+// the hold old, oldest first.
 //
-// Within one sample the order of its deliveries and marks is unknown.
+// A loss is a retransmission that no DSACK called spurious. A DSACK
+// arrives an RTT or so after its retransmission; an interval is counted
+// only once it is the hold old, against the DSACKs reported up to the
+// latest sample, so a spurious retransmission whose DSACK came within the
+// hold is never a mark. Its deliveries wait with it, so the order of
+// packets and marks is kept. A mark once fed to the SPRT cannot be taken
+// back: marks are counted only when retransmissions − DSACK duplicates
+// exceeds its highest value so far; a DSACK later than the hold leaves
+// its mark counted (conservatively), and the totals (Retrans, DSACK) keep
+// the exact figures.
+//
+// Within one interval the order of its deliveries and marks is unknown.
 // They are applied conservatively: the marks first, each with one of the
-// sample's delivered segments, then the clean ones. The walk can then
+// interval's delivered segments, then the clean ones. The walk can then
 // only reach the PASS line later than in the true order, never earlier,
-// and the FAIL line at most one sample's packets earlier.
-//
-// A loss is a retransmission that no DSACK later called spurious. A
-// DSACK arrives an RTT or so after its retransmission, possibly in a
-// later sample; a mark once fed to the SPRT cannot be taken back, so a
-// mark is counted only when retransmissions − DSACK duplicates exceeds
-// its highest value so far: a spurious retransmission whose DSACK came
-// in the same sample is never counted, one whose DSACK came later is
-// (conservatively) counted, and the totals (Retrans, DSACK) keep the
-// exact figures.
+// and the FAIL line at most one interval's packets earlier.
 //
 // A lost segment's retransmission is counted by tcpi_total_retrans when
 // it is sent and by tcpi_delivered only once it is acknowledged, so a
 // mark may come before its delivered segment: marks without a delivered
-// segment in the sample wait (pending) for the next ones.
+// segment in the interval wait (pending) for the next ones.
 func (a *Accountant) Add(c Counters) Step {
 	if !a.started {
 		a.prev = c
@@ -131,28 +149,47 @@ func (a *Accountant) Add(c Counters) Step {
 	dr, ok3 := delta(c.TotalRetrans, a.prev.TotalRetrans)
 	ds, ok4 := delta(c.DSACKDups, a.prev.DSACKDups)
 	a.prev = c
-	if !(ok1 && ok2 && ok3 && ok4) {
+	var st Step
+	if ok1 && ok2 && ok3 && ok4 {
+		a.DSACK += ds
+		st.DSACK = ds
+		a.queue = append(a.queue, interval{end: c.T, delivered: dd, ce: dce, retrans: dr})
+	} else {
 		// A new connection or a counter reset: the interval's deltas
-		// are unknown. Counting resumes from this sample; the pending
-		// marks belong to packets before it and are kept.
+		// are unknown. Counting resumes from this sample; what was
+		// queued and pending belongs to packets before it and is kept.
 		a.Resets++
-		return Step{Reset: true}
+		st.Reset = true
 	}
-	a.Delivered += dd
-	a.CE += dce
-	a.Retrans += dr
-	a.DSACK += ds
-	st := Step{Delivered: dd, Retrans: dr, DSACK: ds, CE: dce}
-	marks := dce
+	n := 0
+	for n < len(a.queue) && (a.queue[n].end+a.hold <= c.T || len(a.queue)-n > maxQueue) {
+		a.count(&st, a.queue[n])
+		n++
+	}
+	a.queue = append(a.queue[:0], a.queue[n:]...)
+	return st
+}
+
+// count adds one interval to the totals and to st.
+func (a *Accountant) count(st *Step, iv interval) {
+	a.Delivered += iv.delivered
+	a.CE += iv.ce
+	a.Retrans += iv.retrans
+	st.Delivered += iv.delivered
+	st.CE += iv.ce
+	st.Retrans += iv.retrans
+	marks := iv.ce
 	if loss := a.Retrans - a.DSACK; loss > a.fedLoss {
 		marks += loss - a.fedLoss
 		a.fedLoss = loss
 	}
 	avail := a.pending + marks
-	st.Marked = min(avail, dd)
-	st.Clean = dd - st.Marked
-	a.pending = avail - st.Marked
-	return st
+	// Several intervals counted at once are fed as one step, all their
+	// marks first: conservative again.
+	m := min(avail, iv.delivered)
+	st.Marked += m
+	st.Clean += iv.delivered - m
+	a.pending = avail - m
 }
 
 // Losses is retransmissions − DSACK duplicates since Start (never below
@@ -174,10 +211,17 @@ func Feed(s *mbm.SPRT, st Step) mbm.Decision {
 	return s.Decision()
 }
 
-// Flush feeds the marks still pending at the end of a test as marked
-// packets: they are segments sent, and lost, in the test period whose
-// retransmissions were not yet delivered.
+// Flush counts the intervals still held back and feeds them, then the
+// marks still pending as marked packets (segments sent, and lost, in the
+// test period whose retransmissions were not yet delivered), at the end
+// of a test. A decided SPRT does not move; the totals are counted still.
 func (a *Accountant) Flush(s *mbm.SPRT) mbm.Decision {
+	for _, iv := range a.queue {
+		var st Step
+		a.count(&st, iv)
+		Feed(s, st)
+	}
+	a.queue = a.queue[:0]
 	st := Step{Marked: a.pending}
 	a.pending = 0
 	return Feed(s, st)
@@ -253,6 +297,22 @@ func (w *RateWindow) Limits() (rwndPct, sndbufPct, notsentEmptyPct float64) {
 		return 0, 0, 0
 	}
 	return limits(w.pts[0], w.pts[len(w.pts)-1], w.pts[1:])
+}
+
+// CwndLimited is the share (%) of the window's samples in which the
+// congestion window held the flow back: in flight at least cwnd − 2
+// (TSO sends in chunks; a paced flow the path carries keeps well below).
+func (w *RateWindow) CwndLimited() float64 {
+	if len(w.pts) < 2 {
+		return 0
+	}
+	n := 0
+	for _, c := range w.pts[1:] {
+		if c.Unacked+2 >= c.Cwnd {
+			n++
+		}
+	}
+	return 100 * float64(n) / float64(len(w.pts)-1)
 }
 
 // limits is Limits between two samples, with the samples after the

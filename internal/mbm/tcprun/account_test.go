@@ -22,7 +22,7 @@ func TestAccountantGrowthExcluded(t *testing.T) {
 			t.Fatalf("before Start: step %+v, want nothing counted", st)
 		}
 	}
-	a.Start(cnt(30, 400, 9, 1, 2))
+	a.Start(cnt(30, 400, 9, 1, 2), 0)
 	st := a.Add(cnt(40, 450, 9, 1, 2))
 	if st.Marked != 0 || st.Clean != 50 || a.Losses() != 0 || a.Delivered != 50 {
 		t.Fatalf("after Start: step %+v losses %d delivered %d, want 50 clean, no loss", st, a.Losses(), a.Delivered)
@@ -35,7 +35,7 @@ func TestAccountantGrowthExcluded(t *testing.T) {
 // (a fed mark cannot be taken back), while the totals stay exact.
 func TestAccountantRetransMinusDSACK(t *testing.T) {
 	var a Accountant
-	a.Start(cnt(0, 1000, 10, 5, 0))
+	a.Start(cnt(0, 1000, 10, 5, 0), 0)
 	steps := []struct {
 		c            Counters
 		marked, clea int64
@@ -60,11 +60,41 @@ func TestAccountantRetransMinusDSACK(t *testing.T) {
 	}
 }
 
+// TestAccountantHold: with a hold, an interval is counted only once the
+// hold has passed, against the DSACKs reported by then: a spurious
+// retransmission whose DSACK comes within the hold is no mark, and the
+// interval's deliveries wait with its marks (the order is kept).
+func TestAccountantHold(t *testing.T) {
+	var a Accountant
+	a.Start(cnt(0, 0, 0, 0, 0), 25*time.Millisecond)
+	for _, c := range []struct {
+		s             Counters
+		marked, clean int64
+	}{
+		{cnt(10, 100, 1, 0, 0), 0, 0},   // a retransmission, held
+		{cnt(20, 200, 1, 0, 0), 0, 0},   // held
+		{cnt(30, 300, 2, 1, 0), 0, 0},   // its DSACK; a second retransmission
+		{cnt(40, 400, 2, 1, 0), 0, 100}, // t=10 counted: spurious, no mark
+		{cnt(50, 500, 2, 1, 0), 0, 100}, // t=20
+		{cnt(60, 600, 2, 1, 0), 1, 99},  // t=30: the second one, no DSACK: a loss
+	} {
+		st := a.Add(c.s)
+		if st.Marked != c.marked || st.Clean != c.clean {
+			t.Errorf("t=%v: marked %d clean %d, want %d, %d", c.s.T, st.Marked, st.Clean, c.marked, c.clean)
+		}
+	}
+	s := testPlan(t).NewSPRT()
+	a.Flush(s)
+	if s.Packets() != 300 || s.Marks() != 0 || a.Delivered != 600 || a.Losses() != 1 {
+		t.Errorf("flush: SPRT n %d m %d, delivered %d losses %d; want 300, 0, 600, 1", s.Packets(), s.Marks(), a.Delivered, a.Losses())
+	}
+}
+
 // TestAccountantCEAndPending: CE marks count; marks without a delivered
 // segment in their sample wait for the next, and Flush feeds the rest.
 func TestAccountantCEAndPending(t *testing.T) {
 	var a Accountant
-	a.Start(cnt(0, 0, 0, 0, 0))
+	a.Start(cnt(0, 0, 0, 0, 0), 0)
 	if st := a.Add(cnt(10, 1, 3, 0, 1)); st.Marked != 1 || st.Clean != 0 || a.Pending() != 3 {
 		t.Fatalf("step %+v pending %d: want 1 marked, 3 pending", st, a.Pending())
 	}
@@ -86,7 +116,7 @@ func TestAccountantCEAndPending(t *testing.T) {
 // is a small forward step.
 func TestAccountantReset(t *testing.T) {
 	var a Accountant
-	a.Start(cnt(0, 5000, 10, 0, 0))
+	a.Start(cnt(0, 5000, 10, 0, 0), 0)
 	a.Add(cnt(10, 5100, 10, 0, 0))
 	st := a.Add(cnt(20, 50, 0, 0, 0))
 	if !st.Reset || st.Marked != 0 || st.Clean != 0 || a.Resets != 1 {
@@ -97,7 +127,7 @@ func TestAccountantReset(t *testing.T) {
 		t.Fatalf("after reset: step %+v delivered %d, want 100 with 1 marked, 200 in all", st, a.Delivered)
 	}
 	var w Accountant
-	w.Start(cnt(0, ^uint32(0)-9, 0, 0, 0))
+	w.Start(cnt(0, ^uint32(0)-9, 0, 0, 0), 0)
 	if st := w.Add(cnt(10, 20, 0, 0, 0)); st.Reset || st.Clean != 30 {
 		t.Errorf("wrap: step %+v, want 30 clean", st)
 	}
@@ -189,7 +219,7 @@ func FuzzAccountant(f *testing.F) {
 			step(&ce, b[i+3])
 			c := Counters{T: time.Duration(i) * time.Millisecond, Delivered: d, TotalRetrans: r, DSACKDups: s, DeliveredCE: ce}
 			if i == 8 {
-				a.Start(c)
+				a.Start(c, time.Duration(b[0]%50)*time.Millisecond)
 				continue
 			}
 			st := a.Add(c)

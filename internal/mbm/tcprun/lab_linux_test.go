@@ -209,7 +209,7 @@ func TestLabPaced(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			res, err := Run(ctx, Config{Streams: lp.session, Plan: plan, Tests: []string{TestPaced}, Sysctl: lp.sysctl, CongestionControl: c.cc})
+			res, err := Run(ctx, Config{Streams: lp.session, Plan: plan, Tests: []string{TestPaced}, Sysctl: lp.sysctl, CongestionControl: c.cc, Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -302,7 +302,13 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 			// the bursts leave whole.
 			if now >= cfg.MinGrowth && full && rate >= need && (r.tcp.BurstPackets == 0 || win.Whole() >= minWhole) {
 				r.tcp.GrowthS = now.Seconds()
-				acc.Start(c)
+				// Count each interval once its spurious retransmissions'
+				// DSACKs can have come back: an RTT and a half (the larger
+				// of the target's and the flow's smoothed RTT) and two
+				// samples.
+				rtt := max(cfg.Plan.RTT, time.Duration(smp.RTTUs)*time.Microsecond)
+				acc.Start(c, rtt*3/2+2*interval)
+				r.tcp.HoldMs = ms(rtt*3/2 + 2*interval)
 				testStart = c
 				sprt = cfg.Plan.NewSPRT()
 				cfg.Logger.Info("mbm tcp: growth period over", "test", r.id, "after_s", now.Seconds(), "rate_bps", rate)
@@ -315,7 +321,8 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 				if full && rate >= need {
 					return finish(r.heldBursts(win.Whole()))
 				}
-				return finish(r.shortfall(win, rate, full, "in the growth period (max "+cfg.MaxGrowth.String()+")"))
+				res, _ := r.shortfall(win, rate, full, "in the growth period (max "+cfg.MaxGrowth.String()+")")
+				return finish(res)
 			}
 			continue
 		}
@@ -339,7 +346,15 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 			return finish(result{mbm.Inconclusive.String(), fmt.Sprintf("no decision after %d packets (%d marks), the truncation point", sprt.Packets(), sprt.Marks())})
 		}
 		if full && rate < need {
-			return finish(r.shortfall(win, rate, true, "in the test period"))
+			if res, stop := r.shortfall(win, rate, true, "in the test period"); stop {
+				return finish(res)
+			}
+			// Not the path's capacity: measure on, and judge the test
+			// period's goodput at the end (conform).
+			if r.tcp.DipSamples == 0 {
+				cfg.Logger.Warn("mbm tcp: the rate dipped below the precondition without the window holding the flow back", "test", r.id, "rate_bps", rate)
+			}
+			r.tcp.DipSamples++
 		}
 		if now-testStart.T >= cfg.MaxTest {
 			return finish(result{mbm.Inconclusive.String(), fmt.Sprintf("no decision after %d packets (%d marks) in the test period's limit of %s", sprt.Packets(), sprt.Marks(), cfg.MaxTest)})
@@ -350,26 +365,36 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 // shortfall explains a rate below the precondition: the host (the
 // receiver's window, the sender's buffer, an application that did not
 // keep the socket supplied) gives ERROR, since the pattern was not
-// produced; otherwise the path could not carry the rate, a FAIL.
-func (r *runner) shortfall(win *RateWindow, rate float64, full bool, when string) result {
+// produced. A paced flow that the congestion window did not hold back
+// (in flight below cwnd) sent less than its pacing rate or had its
+// acknowledgements stalled: the path took all it was given, so this is
+// no evidence of its capacity (INCONCLUSIVE, and stop is false: a test
+// period measures on). Otherwise the path could not carry the rate: the
+// flow was window-limited, by losses or a queue (FAIL). stop says whether
+// the test ends on it.
+func (r *runner) shortfall(win *RateWindow, rate float64, full bool, when string) (res result, stop bool) {
 	cfg := r.cfg
 	target := cfg.Plan.RateBps
 	if !full {
-		return result{verdictError, fmt.Sprintf("no whole %s window of samples %s: the host's sampling stalled", cfg.RateWindow, when)}
+		return result{verdictError, fmt.Sprintf("no whole %s window of samples %s: the host's sampling stalled", cfg.RateWindow, when)}, true
 	}
 	rwnd, sndbuf, empty := win.Limits()
+	cwndLim := win.CwndLimited()
+	cfg.Logger.Debug("mbm tcp: rate shortfall", "test", r.id, "rate_bps", rate, "rwnd_pct", rwnd, "sndbuf_pct", sndbuf, "notsent_empty_pct", empty, "cwnd_limited_pct", cwndLim)
 	head := fmt.Sprintf("rate %.4g Mbit/s over %s %s, below %.2g × the target %.4g Mbit/s", rate/1e6, cfg.RateWindow, when, cfg.Precondition, target/1e6)
 	switch {
 	case rwnd+sndbuf >= 50:
-		return result{verdictError, fmt.Sprintf("%s: the hosts limited the flow, not the path (receiver's window %.0f %%, sender's buffer %.0f %% of busy time)", head, rwnd, sndbuf)}
+		return result{verdictError, fmt.Sprintf("%s: the hosts limited the flow, not the path (receiver's window %.0f %%, sender's buffer %.0f %% of busy time)", head, rwnd, sndbuf)}, true
 	case empty >= 50:
-		return result{verdictError, fmt.Sprintf("%s: the sender did not keep data queued in %.0f %% of samples (the host could not produce the pattern)", head, empty)}
+		return result{verdictError, fmt.Sprintf("%s: the sender did not keep data queued in %.0f %% of samples (the host could not produce the pattern)", head, empty)}, true
+	case r.tcp.BurstPackets == 0 && cwndLim < 50:
+		return result{mbm.Inconclusive.String(), fmt.Sprintf("%s, but the congestion window held the flow back in only %.0f %% of samples: the sending host's pacing or stalled acknowledgements, not the path's capacity", head, cwndLim)}, false
 	}
 	lost := ""
 	if r.growthRetrans > 0 {
 		lost = fmt.Sprintf(" (%d retransmissions from the start)", r.growthRetrans)
 	}
-	return result{"FAIL", fmt.Sprintf("%s: the path cannot carry the target rate%s", head, lost)}
+	return result{"FAIL", fmt.Sprintf("%s: the path cannot carry the target rate (window-limited in %.0f %% of samples)%s", head, cwndLim, lost)}, true
 }
 
 // minWhole is the share of bursts that must leave whole (cwnd − in
@@ -407,6 +432,13 @@ func (r *runner) conform(res result, sprt *mbm.SPRT) result {
 		if tc.SlowStartAfterIdle == 1 {
 			notes = append(notes, "tcp_slow_start_after_idle is 1 on the sender: cwnd may collapse after an idle RTO between bursts")
 		}
+	}
+	if res.verdict == "PASS" && tc.DipSamples > 0 && tc.GoodputBps < r.cfg.Precondition*r.cfg.Plan.RateBps {
+		return result{mbm.Inconclusive.String(), fmt.Sprintf("the test period's goodput %.4g Mbit/s is below %.2g × the target, with the congestion window not holding the flow back (the sending host's pacing or stalled acknowledgements): the pattern was not sustained (the SPRT had PASS)",
+			tc.GoodputBps/1e6, r.cfg.Precondition)}
+	}
+	if tc.DipSamples > 0 {
+		notes = append(notes, fmt.Sprintf("the window rate dipped below %.2g × the target in %d samples without the congestion window holding the flow back (host or acknowledgement stalls)", r.cfg.Precondition, tc.DipSamples))
 	}
 	if tc.BurstPackets > 0 && res.verdict == "PASS" && tc.WholeBurstsPct < 100*minWhole {
 		return result{mbm.Inconclusive.String(), fmt.Sprintf("only %.0f %% of the bursts could leave whole in the test period: the PASS is not one for this burst size", tc.WholeBurstsPct)}

@@ -2,6 +2,7 @@ package tcprun
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"runtime"
 	"strings"
@@ -86,7 +87,7 @@ func TestRunLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	res, err := Run(ctx, Config{Streams: s, Plan: plan, Tests: []string{TestPaced}, MinGrowth: 500 * time.Millisecond})
+	res, err := Run(ctx, Config{Streams: s, Plan: plan, Tests: []string{TestPaced}, MinGrowth: 500 * time.Millisecond, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,4 +102,16 @@ func TestRunLoopback(t *testing.T) {
 	if g := r.TCP.GoodputBps / plan.RateBps; g > 1.05 {
 		t.Errorf("goodput %.4f × the target through a pacing cap", g)
 	}
+}
+
+// testLogger logs to the test.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
