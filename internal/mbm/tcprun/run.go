@@ -83,8 +83,8 @@ func (r *runner) run(ctx context.Context) model.MBMTest {
 		if t.Packets > 0 {
 			t.Loss = float64(t.Marks) / float64(t.Packets)
 		}
-		t.LossLow, t.LossHigh = mbm.Wilson(t.Marks, t.Packets)
 	}
+	t.LossLow, t.LossHigh = mbm.Wilson(t.Marks, t.Packets) // 0 to 1 without a packet
 	return t
 }
 
