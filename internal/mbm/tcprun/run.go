@@ -220,7 +220,9 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 		t0        = time.Now()
 		testStart Counters
 		last      Counters
-		samples   []Counters // the test period's, for the limits (bounded below)
+		// Test-period samples with no unsent data, and with cwnd below
+		// a burst.
+		emptyN, belowN int
 		prevT     time.Duration
 		minRate   = math.Inf(1)
 		interval  = cfg.SampleInterval
@@ -248,15 +250,12 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 			if r.tcp.TestS > 0 && last.BytesAcked >= testStart.BytesAcked {
 				r.tcp.GoodputBps = float64(last.BytesAcked-testStart.BytesAcked) * 8 * (1 - r.frameOverhead) / r.tcp.TestS
 			}
-			r.tcp.RwndLimitedPct, r.tcp.SndbufLimitedPct, r.tcp.NotsentEmptyPct = limits(testStart, last, samples)
-			if r.tcp.BurstPackets > 0 && len(samples) > 0 {
-				below := 0
-				for _, s := range samples {
-					if int64(s.Cwnd) < r.tcp.BurstPackets {
-						below++
-					}
+			r.tcp.RwndLimitedPct, r.tcp.SndbufLimitedPct, _ = limits(testStart, last, nil)
+			if n := float64(r.tcp.Samples); n > 0 {
+				r.tcp.NotsentEmptyPct = 100 * float64(emptyN) / n
+				if r.tcp.BurstPackets > 0 {
+					r.tcp.CwndBelowBurstPct = 100 * float64(belowN) / n
 				}
-				r.tcp.CwndBelowBurstPct = 100 * float64(below) / float64(len(samples))
 			}
 		} else {
 			r.tcp.GrowthS = last.T.Seconds()
@@ -330,8 +329,11 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 			minRate = min(minRate, rate)
 		}
 		r.tcp.Samples++
-		if len(samples) < maxRatePoints*4 {
-			samples = append(samples, c)
+		if c.NotsentBytes == 0 {
+			emptyN++
+		}
+		if int64(c.Cwnd) < r.tcp.BurstPackets {
+			belowN++
 		}
 		st := acc.Add(c)
 		if st.Reset {
@@ -413,7 +415,7 @@ func (r *runner) heldBursts(whole float64) result {
 	if r.growthRetrans > 0 {
 		return result{"FAIL", fmt.Sprintf("%s, and the path dropped packets (%d retransmissions): its losses keep TCP's window below the bursts, the path cannot carry them", head, r.growthRetrans)}
 	}
-	return result{verdictError, head + ", without a loss: TCP on this host did not open its window to the bursts; the pattern was not produced"}
+	return result{verdictError, head + ", without a loss: TCP on this host did not open its window to the bursts (a larger initcwnd on the route lets it start there); the pattern was not produced"}
 }
 
 // conform checks the pattern the sender produced: a verdict on a pattern
