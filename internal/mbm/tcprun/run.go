@@ -223,9 +223,9 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 		// Test-period samples with no unsent data, and with cwnd below
 		// a burst.
 		emptyN, belowN int
-		prevT     time.Duration
-		minRate   = math.Inf(1)
-		interval  = cfg.SampleInterval
+		prevT          time.Duration
+		minRate        = math.Inf(1)
+		interval       = cfg.SampleInterval
 	)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
