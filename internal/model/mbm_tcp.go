@@ -11,8 +11,9 @@ type MBMTCP struct {
 	// PacingRateBps is SO_MAX_PACING_RATE as read back (8.1.1), in bit/s
 	// of TCP payload (the kernel paces payload bytes); 0: unpaced.
 	PacingRateBps float64 `json:"pacing_rate_bps"`
-	// BurstPackets and HeadwayMs are 8.5.1's pattern: a write of
-	// BurstPackets target packets every HeadwayMs; Derate scales both.
+	// BurstPackets and HeadwayMs are a burst test's pattern (8.4,
+	// 8.5.1): a write of BurstPackets target packets every HeadwayMs;
+	// Derate (8.5.1) scales both.
 	BurstPackets int64   `json:"burst_packets,omitempty"`
 	HeadwayMs    float64 `json:"headway_ms,omitempty"`
 	Derate       float64 `json:"derate,omitempty"`

@@ -20,15 +20,20 @@ const (
 	TestPaced = "8.1.1"
 	// TestBurst is 8.5.1, sustained full-rate bursts.
 	TestBurst = "8.5.1"
+	// TestSenderBurst is 8.4, sender rate bursts: bursts of the size a
+	// sender's TSO/GSO emits at its interface rate (Config.SenderBurst),
+	// spaced for the target's mean rate.
+	TestSenderBurst = "8.4"
 )
 
 // Tests lists the tests in the order Run runs them.
-var Tests = []string{TestPaced, TestBurst}
+var Tests = []string{TestPaced, TestSenderBurst, TestBurst}
 
 // testName says each test in words.
 var testName = map[string]string{
-	TestPaced: "paced full data rate",
-	TestBurst: "sustained full-rate bursts",
+	TestPaced:       "paced full data rate",
+	TestBurst:       "sustained full-rate bursts",
+	TestSenderBurst: "sender rate bursts",
 }
 
 // Defaults and bounds of Config.
@@ -53,11 +58,16 @@ type Config struct {
 	Streams Streams
 	// Plan is the target and the SPRT setting (mbm.NewPlan).
 	Plan mbm.Plan
-	// Tests to run (TestPaced, TestBurst); nil: all, in Tests' order.
+	// Tests to run (TestPaced, TestSenderBurst, TestBurst); nil: all, in
+	// Tests' order.
 	Tests []string
 	// Derate scales 8.5.1's bursts and headways (RFC 8337 §8.5.1):
 	// W·Derate packets every RTT·Derate; 0: DefaultDerate.
 	Derate float64
+	// SenderBurst is 8.4's burst in target packets (0: one 64 KiB
+	// TSO/GSO segment's worth, 64 KiB / (MTU − header overhead) rounded
+	// up: what Linux hands the interface at once).
+	SenderBurst int64
 	// CongestionControl is set on each test's socket ("": cubic; "-":
 	// the system's). The default is not BBR, whose own pacing gains
 	// would move a paced flow off its rate and smooth 8.5.1's bursts.
@@ -116,6 +126,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !(c.Derate >= MinDerate && c.Derate <= 1) {
 		return c, fmt.Errorf("derate %g: want %g to 1", c.Derate, MinDerate)
+	}
+	if c.SenderBurst == 0 {
+		c.SenderBurst = (64<<10 + int64(t.MTU-t.HeaderOverhead) - 1) / int64(t.MTU-t.HeaderOverhead)
+	}
+	if c.SenderBurst < 1 || c.SenderBurst*int64(t.MTU-t.HeaderOverhead) > 4<<20 {
+		return c, fmt.Errorf("sender burst %d packets: want 1 to 4 MiB of payload", c.SenderBurst)
 	}
 	if c.CongestionControl == "" {
 		c.CongestionControl = DefaultCongestionControl

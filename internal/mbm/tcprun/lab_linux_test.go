@@ -314,6 +314,15 @@ func (lp *labPath) initcwnd(t *testing.T, n int) {
 func burstOnce(t *testing.T, lp *labPath, plan mbm.Plan, derate float64, queue int) string {
 	t.Helper()
 	burst := int(math.Ceil(float64(plan.W) * derate))
+	return burstRun(t, lp, Config{Streams: lp.session, Plan: plan, Tests: []string{TestBurst}, Derate: derate, Sysctl: lp.sysctl}, burst, queue)
+}
+
+// burstRun runs one burst test (8.4 or 8.5.1) whose bursts are burst
+// packets into a queue of queue packets and returns what is wrong with
+// its verdict ("" if nothing).
+func burstRun(t *testing.T, lp *labPath, cfg Config, burst, queue int) string {
+	t.Helper()
+	derate := cfg.Derate
 	want := ""
 	switch {
 	case burst > queue+1: // arriving at once, faster than the link drains
@@ -324,15 +333,15 @@ func burstOnce(t *testing.T, lp *labPath, plan mbm.Plan, derate float64, queue i
 		t.Fatalf("burst %d against queue %d: no expected verdict", burst, queue)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	res, err := Run(ctx, Config{Streams: lp.session, Plan: plan, Tests: []string{TestBurst}, Derate: derate, Sysctl: lp.sysctl})
+	res, err := Run(ctx, cfg)
 	cancel()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := res[0]
 	tc := r.TCP
-	t.Logf("derate %g: %s (%s); n %d m %d; burst %d every %.1f ms; goodput %.4g Mbit/s, growth %.2f s, test %.2f s, retrans %d dsack %d; writes %d missed %d (max lateness %.2f ms) blocked %d; whole bursts %.0f %%",
-		derate, r.Verdict, r.Reason, r.Packets, r.Marks, tc.BurstPackets, tc.HeadwayMs, tc.GoodputBps/1e6, tc.GrowthS, tc.TestS,
+	t.Logf("%s derate %g: %s (%s); n %d m %d; burst %d every %.1f ms; goodput %.4g Mbit/s, growth %.2f s, test %.2f s, retrans %d dsack %d; writes %d missed %d (max lateness %.2f ms) blocked %d; whole bursts %.0f %%",
+		r.ID, derate, r.Verdict, r.Reason, r.Packets, r.Marks, tc.BurstPackets, tc.HeadwayMs, tc.GoodputBps/1e6, tc.GrowthS, tc.TestS,
 		tc.Retrans, tc.DSACKDups, tc.Writes, tc.MissedHeadways, tc.MaxLatenessMs, tc.BlockedWrites, tc.WholeBurstsPct)
 	if int(tc.BurstPackets) != burst {
 		t.Errorf("burst %d packets, want %d", tc.BurstPackets, burst)
@@ -350,4 +359,27 @@ func burstOnce(t *testing.T, lp *labPath, plan mbm.Plan, derate float64, queue i
 		return fmt.Sprintf("derate %g: verdict %s, want %s for %d-packet bursts into a %d-packet queue", derate, r.Verdict, want, burst, queue)
 	}
 	return ""
+}
+
+// TestLabSenderBurst runs 8.4 at 10 Mbit/s, 20 ms: bursts of one 64 KiB
+// TSO segment's worth (46 packets of 1448 bytes) every 53 ms (the
+// target's mean rate) through 20 Mbit/s links: a 100-packet queue takes
+// them (PASS), a 30-packet queue overflows (FAIL).
+func TestLabSenderBurst(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_NET_ADMIN) to build network namespaces and TUN devices")
+	}
+	if testing.Short() {
+		t.Skip("lab test")
+	}
+	plan := testPlan(t)
+	for _, queue := range []int{100, 30} {
+		t.Run(fmt.Sprintf("queue%d", queue), func(t *testing.T) {
+			lp := upPath(t, "mbmsburst", fmt.Sprintf("rate=20Mbit delay=10ms limit=%dp", queue), "rate=20Mbit delay=10ms")
+			lp.initcwnd(t, 128)
+			if msg := burstRun(t, lp, Config{Streams: lp.session, Plan: plan, Tests: []string{TestSenderBurst}, Sysctl: lp.sysctl}, 46, queue); msg != "" {
+				lp.mismatch(t, "%s", msg)
+			}
+		})
+	}
 }

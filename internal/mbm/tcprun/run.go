@@ -123,7 +123,13 @@ func (r *runner) measure(ctx context.Context) (result, *mbm.SPRT) {
 	case TestPaced:
 		err = r.setupPaced(&w)
 	case TestBurst:
-		err = r.setupBurst(&w)
+		p := r.cfg.Plan
+		err = r.setupBurst(&w, int64(math.Ceil(float64(p.W)*r.cfg.Derate)), time.Duration(float64(p.RTT)*r.cfg.Derate))
+		r.tcp.Derate = r.cfg.Derate
+	case TestSenderBurst:
+		// Spaced so that the mean rate is the target's.
+		b := r.cfg.SenderBurst
+		err = r.setupBurst(&w, b, time.Duration(float64(b)*float64(r.payload())*8/r.cfg.Plan.RateBps*1e9))
 	}
 	if err != nil {
 		stop()
@@ -178,21 +184,19 @@ func (r *runner) setupPaced(w *writer) error {
 	return nil
 }
 
-// setupBurst sets the writer of 8.5.1: unpaced writes of W·derate target
-// packets every RTT·derate (mean rate W·MSS/RTT ≥ the target rate, as W
-// is rounded up).
-func (r *runner) setupBurst(w *writer) error {
-	p := r.cfg.Plan
-	burst := int64(math.Ceil(float64(p.W) * r.cfg.Derate))
-	head := time.Duration(float64(p.RTT) * r.cfg.Derate)
+// setupBurst sets the writer of a burst test: unpaced writes of burst
+// target packets every head. 8.5.1: W·derate packets every RTT·derate
+// (mean rate W·MSS/RTT ≥ the target rate, as W is rounded up); 8.4:
+// SenderBurst packets, spaced for the target's mean rate.
+func (r *runner) setupBurst(w *writer, burst int64, head time.Duration) error {
 	if head < MinHeadway {
-		return fmt.Errorf("burst headway %s (RTT %s × derate %g): below %s, which this host's timers cannot keep", head, p.RTT, r.cfg.Derate, MinHeadway)
+		return fmt.Errorf("a burst of %d packets every %s: the headway is below %s, which this host's timers cannot keep", burst, head, MinHeadway)
 	}
 	bytes := burst * int64(r.payload())
 	if bytes-protocol.HeaderLen > protocol.MaxPayload || bytes <= protocol.HeaderLen {
 		return fmt.Errorf("burst of %d packets (%d bytes): want more than %d and at most %d bytes per write", burst, bytes, protocol.HeaderLen, protocol.MaxPayload)
 	}
-	r.tcp.BurstPackets, r.tcp.HeadwayMs, r.tcp.Derate = burst, ms(head), r.cfg.Derate
+	r.tcp.BurstPackets, r.tcp.HeadwayMs = burst, ms(head)
 	r.frameOverhead = float64(protocol.HeaderLen) / float64(bytes)
 	// A whole burst must fit unsent in the socket at once.
 	if err := setNotsentLowat(r.rc, int(max(bytes*2, 128<<10))); err != nil {
