@@ -4,6 +4,8 @@
 // figure comes from the sender's own TCP_INFO.
 //
 //   - 8.1.1 paced full data rate: SO_MAX_PACING_RATE at the target rate;
+//   - 8.4 sender rate bursts: unpaced writes of a TSO segment's worth,
+//     spaced for the target's mean rate;
 //   - 8.5.1 sustained full-rate bursts: unpaced writes of W·derate
 //     packets every RTT·derate.
 //
