@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/server/servertest"
 )
@@ -114,4 +115,50 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
+}
+
+// TestRunServerGone: the server going away mid-test ends the test as an
+// ERROR that says so, with the counts measured so far kept.
+func TestRunServerGone(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("SO_MAX_PACING_RATE and TCP_INFO are Linux's")
+	}
+	srv, err := server.New(server.Config{PerIPPerMinute: -1, WebRTCPort: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(sctx, []net.Listener{ln}, nil) }()
+	defer func() { stop(); <-done }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	plan := testPlan(t)
+	s, err := Dial(ctx, Server{URL: ln.Addr().String(), DurationS: 30, MSS: plan.MTU - plan.HeaderOverhead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A target RTT of 1 s makes R large: no decision in the second
+	// before the server goes.
+	slow, err := mbm.NewPlan(mbm.Inputs{Target: mbm.Target{RateBps: 10e6, RTT: time.Second, MTU: 1500, HeaderOverhead: 52}, Alpha: 0.05, Beta: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(1500*time.Millisecond, stop)
+	res, err := Run(ctx, Config{Streams: s, Plan: slow, Tests: []string{TestPaced}, MinGrowth: 200 * time.Millisecond, RateWindow: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	t.Logf("%s: %s; n %d", r.Verdict, r.Reason, r.Packets)
+	if r.Verdict != "ERROR" || !strings.Contains(r.Reason, "upload stream failed") {
+		t.Fatalf("verdict %s (%s), want ERROR saying the stream failed", r.Verdict, r.Reason)
+	}
+	if r.Packets == 0 || r.TCP.TestS <= 0 {
+		t.Errorf("n %d, test period %.2f s: the counts so far are not kept", r.Packets, r.TCP.TestS)
+	}
 }
