@@ -110,9 +110,10 @@ func (r *runner) measure(ctx context.Context) (result, *mbm.SPRT) {
 		return errorf("%v", err)
 	}
 	r.tcp.MSS = int(first.SndMSS)
-	// n counts delivered segments: they must be the target's packets.
-	// (A few bytes less, e.g. IP or TCP options, keep the count.)
-	if pl := r.payload(); r.tcp.MSS > pl || 10*r.tcp.MSS < 9*pl {
+	// n counts delivered segments: they must be the target's packets,
+	// within 1 % above (the timestamp option not negotiated, see
+	// ClampMSS) and 10 % below (options, a smaller path MTU).
+	if pl := r.payload(); 100*r.tcp.MSS > 101*pl || 10*r.tcp.MSS < 9*pl {
 		return errorf("the stream's MSS is %d bytes, not the target's packet payload %d (MTU %d − %d): its segments are not the target's packets (clamp the MSS: Server.MSS)",
 			r.tcp.MSS, pl, r.cfg.Plan.MTU, r.cfg.Plan.HeaderOverhead)
 	}

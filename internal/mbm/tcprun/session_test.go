@@ -93,9 +93,12 @@ func TestRunLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res[0]
-	t.Logf("%s %s: %s; goodput %.4g Mbit/s, pacing %.4g Mbit/s", r.ID, r.Verdict, r.Reason, r.TCP.GoodputBps/1e6, r.TCP.PacingRateBps/1e6)
+	t.Logf("%s %s: %s; goodput %.4g Mbit/s, pacing %.4g Mbit/s, MSS %d", r.ID, r.Verdict, r.Reason, r.TCP.GoodputBps/1e6, r.TCP.PacingRateBps/1e6, r.TCP.MSS)
 	if r.Verdict != "PASS" || r.Packets < plan.CheapestPass || r.Marks != 0 {
 		t.Fatalf("%s after %d packets, %d marks: want PASS after ≥ %d clean packets", r.Verdict, r.Packets, r.Marks, plan.CheapestPass)
+	}
+	if r.TCP.MSS != plan.MTU-plan.HeaderOverhead {
+		t.Errorf("MSS %d with the clamp, want the target's payload %d", r.TCP.MSS, plan.MTU-plan.HeaderOverhead)
 	}
 	if p := r.TCP.PacingRateBps; p < plan.RateBps || p > 1.01*plan.RateBps {
 		t.Errorf("pacing rate %.4g bit/s for a %.4g bit/s target", p, plan.RateBps)
