@@ -111,6 +111,9 @@ type MBMTest struct {
 	Loss     float64 `json:"loss"`
 	LossLow  float64 `json:"loss_low"`
 	LossHigh float64 `json:"loss_high"`
+
+	// TCP is what a TCP test measured and how (tcprun; mbm_tcp.go).
+	TCP *MBMTCP `json:"tcp,omitempty"`
 }
 
 // MBMEnv is the sending host's setting a verdict depends on.
