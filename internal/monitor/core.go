@@ -53,6 +53,7 @@ type core struct {
 	nextEvents int64
 	nextRetain int64
 	written    map[eventKey]int64 // events written (by kind, stream, start) → start
+	long       map[outageKey]longOutage // outages seen open and whole (longoutage.go)
 	events     []model.MonitorEvent
 	backlog    []*store.Batch
 	backRows   int
@@ -77,7 +78,7 @@ func newCore(plan *Plan, st store.Store, mid int64, ring *probe.Ring, lg *log.Lo
 	c := &core{plan: plan, st: st, mid: mid, ring: ring, log: lg,
 		timeoutNs: timeout, horizonNs: 4*timeout + int64(2*tick),
 		eventEvery: int64(eventEvery), settleNs: int64(settle),
-		written: map[eventKey]int64{}}
+		written: map[eventKey]int64{}, long: map[outageKey]longOutage{}}
 	perSec := float64(len(plan.Streams))*plan.Rate*1.5 + 50
 	c.backlogLimit = min(maxBacklogRows, int(perSec*backlogSpan.Seconds()))
 	c.th = c.thresholds()
@@ -371,11 +372,21 @@ func (c *core) detect(now int64) []model.MonitorEvent {
 	}
 	c.metrics.setReliability(ss, c.th, to)
 	var out []model.MonitorEvent
+	full := now-from >= int64(recentSpan)-int64(time.Minute)
 	for _, e := range rep.Events {
+		cut := e.StartNs <= from && full
+		if e.Kind == model.EventOutage {
+			var ok bool
+			settled := e.EndNs <= to-c.settleNs
+			if e, ok = c.trackOutage(e, cut, settled, now); !ok {
+				continue
+			}
+			cut = false // whole again: its start is the remembered one
+		}
 		if slices.Contains(e.Flags, "open") || e.EndNs > to-c.settleNs {
 			continue // may still grow
 		}
-		if e.StartNs <= from && now-from >= int64(recentSpan)-int64(time.Minute) {
+		if cut {
 			continue // cut by the window's start: written when it was whole
 		}
 		k := eventKey{e.Kind, e.Stream, e.StartNs}
@@ -391,6 +402,7 @@ func (c *core) detect(now int64) []model.MonitorEvent {
 			delete(c.written, k)
 		}
 	}
+	c.pruneLong(now)
 	return out
 }
 
