@@ -52,7 +52,7 @@ type core struct {
 	lastCount  int64               // newest counter sample written
 	nextEvents int64
 	nextRetain int64
-	written    map[eventKey]int64 // events written (by kind, stream, start) → start
+	written    map[eventKey]int64       // events written (by kind, stream, start) → start
 	long       map[outageKey]longOutage // outages seen open and whole (longoutage.go)
 	events     []model.MonitorEvent
 	backlog    []*store.Batch
