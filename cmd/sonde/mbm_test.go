@@ -205,12 +205,12 @@ func TestMBMRun(t *testing.T) {
 		t.Fatalf("result: %+v", r)
 	}
 	for _, x := range r.Tests {
-		if x.Verdict != "PASS" || x.Transport != "udp" || x.Packets == 0 || x.DecisionPackets != x.Packets || x.Deadlines == 0 {
+		if x.Verdict != "PASS" || x.Transport != "udp" || x.Packets == 0 || x.UDP.DecisionPackets != x.Packets || x.UDP.Deadlines == 0 {
 			t.Errorf("test %s: %+v", x.ID, x)
 		}
 	}
-	if r.Tests[1].Derate != 0.5 || r.Tests[1].BurstPackets != 2 {
-		t.Errorf("8.5.1 at derate 0.5, W 4: %+v", r.Tests[1].MBMUDPRun)
+	if r.Tests[1].UDP == nil || r.Tests[1].UDP.Derate != 0.5 || r.Tests[1].UDP.BurstPackets != 2 {
+		t.Errorf("8.5.1 at derate 0.5, W 4: %+v", r.Tests[1].UDP)
 	}
 	if b, _ := os.ReadFile(csv); strings.Count(string(b), "\n") != 3 {
 		t.Errorf("csv: %q", b)

@@ -73,10 +73,13 @@ func mbmHeader(r *model.MBMResult) []row {
 func mbmTestRows(x model.MBMTest) []row {
 	rows := []row{{Label: "reason", Value: x.Reason, Level: verdictLevel(x.Verdict)}}
 	rows = append(rows, row{Label: "counted", Value: fmt.Sprintf("%d packets, %d marks (%d lost, %d CE)", x.Packets, x.Marks, x.Losses, x.CE)})
-	if x.DecisionPackets > 0 {
-		rows = append(rows, row{Label: "SPRT decided at", Value: n64(x.DecisionPackets) + " packets"})
+	u := x.UDP
+	if u == nil {
+		u = &model.MBMUDP{} // a TCP test or an older result: no UDP rows
 	}
-	u := x.MBMUDPRun
+	if u.DecisionPackets > 0 {
+		rows = append(rows, row{Label: "SPRT decided at", Value: n64(u.DecisionPackets) + " packets"})
+	}
 	if u.Pattern != "" {
 		rows = append(rows, row{Label: "pattern", Value: u.Pattern})
 	}
@@ -149,7 +152,10 @@ func WriteMBMCSV(w io.Writer, r *model.MBMResult) error {
 	t.row("id", "name", "transport", "verdict", "reason", "packets", "marks", "losses", "ce", "loss", "loss_low", "loss_high",
 		"decision_packets", "packets_sent", "sender_min_rate_bps", "receiver_min_rate_bps", "schedule_error_p50_us", "schedule_error_p99_us", "missed_deadlines", "reordered")
 	for _, x := range r.Tests {
-		u := x.MBMUDPRun
+		u := x.UDP
+		if u == nil {
+			u = &model.MBMUDP{}
+		}
 		t.row(x.ID, x.Name, x.Transport, x.Verdict, x.Reason, n64(x.Packets), n64(x.Marks), n64(x.Losses), n64(x.CE),
 			fmt.Sprint(x.Loss), fmt.Sprint(x.LossLow), fmt.Sprint(x.LossHigh), n64(u.DecisionPackets), n64(u.PacketsSent),
 			fmt.Sprint(u.SenderMinRateBps), fmt.Sprint(u.ReceiverMinRateBps), fmt.Sprint(u.ScheduleErrorP50Us), fmt.Sprint(u.ScheduleErrorP99Us),

@@ -16,11 +16,11 @@ func mbmFixture() *model.MBMResult {
 		SPRT:   model.MBMSPRT{Alpha: 0.05, Beta: 0.05, MaxPackets: 60512},
 		Tests: []model.MBMTest{
 			{ID: "8.1.1", Name: "paced full data rate", Transport: "udp", Verdict: "PASS", Reason: "0 marks in 5698 packets reached the PASS line",
-				Packets: 5698, LossHigh: 6.7e-4, MBMUDPRun: model.MBMUDPRun{Pattern: "1 packet every 1.2ms", PacketsSent: 5786, DecisionPackets: 5698,
+				Packets: 5698, LossHigh: 6.7e-4, UDP: &model.MBMUDP{Pattern: "1 packet every 1.2ms", PacketsSent: 5786, DecisionPackets: 5698,
 					SenderRateBps: 10e6, SenderMinRateBps: 9.9e6, ReceiverRateBps: 10e6, ReceiverMinRateBps: 9.9e6, RateWindowMs: 1000,
 					Deadlines: 5786, ScheduleErrorP50Us: 3, ScheduleErrorP99Us: 21, ScheduleErrorMaxUs: 80}},
 			{ID: "8.5.1", Name: "sustained full-rate bursts", Transport: "udp", Verdict: "FAIL", Reason: "3 marks in 14 packets crossed the FAIL line",
-				Packets: 14, Marks: 3, Losses: 3, Loss: 3.0 / 14, MBMUDPRun: model.MBMUDPRun{Derate: 1, BurstPackets: 44, Reordered: 2}},
+				Packets: 14, Marks: 3, Losses: 3, Loss: 3.0 / 14, UDP: &model.MBMUDP{Derate: 1, BurstPackets: 44, Reordered: 2}},
 		}}
 }
 

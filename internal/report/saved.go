@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -187,14 +188,12 @@ func Decode(name string, b []byte) (*Saved, error) {
 	if len(b) > MaxSavedBytes {
 		return nil, inputErrorf("%s: more than the %d MiB a saved result may have", name, MaxSavedBytes>>20)
 	}
-	var head struct {
-		Schema string `json:"schema"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
+	schema, err := schemaOf(b)
+	if err != nil {
 		return nil, inputErrorf("%s: not a saved sonde result: %w", name, err)
 	}
 	for _, k := range kinds {
-		if k.schema != head.Schema {
+		if k.schema != schema {
 			continue
 		}
 		v, err := k.decode(b)
@@ -203,10 +202,34 @@ func Decode(name string, b []byte) (*Saved, error) {
 		}
 		return &Saved{Name: name, kind: k, v: v}, nil
 	}
-	if head.Schema == "" {
+	if schema == "" {
 		return nil, inputErrorf("%s: no \"schema\" field: not a saved sonde result (want one of %s)", name, strings.Join(Schemas(), ", "))
 	}
-	return nil, inputErrorf("%s: unknown schema %q (want one of %s)", name, head.Schema, strings.Join(Schemas(), ", "))
+	return nil, inputErrorf("%s: unknown schema %q (want one of %s)", name, schema, strings.Join(Schemas(), ", "))
+}
+
+// schemaOf returns the top-level "schema" of a saved result. sonde writes
+// it as the first field, so it is read from the first tokens; only a file
+// written otherwise costs a second full parse (the kind's decoder parses
+// it anyway).
+func schemaOf(b []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err == nil && t == json.Delim('{') {
+		if k, err := dec.Token(); err == nil && k == "schema" {
+			if v, err := dec.Token(); err == nil {
+				if s, ok := v.(string); ok {
+					return s, nil
+				}
+			}
+		}
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return "", err
+	}
+	return head.Schema, nil
 }
 
 // WriteText re-renders the result as the command that made it printed it.

@@ -102,10 +102,11 @@ func (s *Server) mbmRoutes() {
 }
 
 // mbmFinished is where a server's MBM session ends, with what the server
-// measured and the verdict the client sent: the one place a result store
-// (the server's history) takes it.
-func (s *Server) mbmFinished(res model.MBMResult) {
+// measured and the verdict the client sent: the one place the server's
+// archive (RecordMBM) takes it.
+func (s *Server) mbmFinished(client model.Endpoint, res *model.MBMResult) {
 	s.cfg.Logger.Info("mbm session ended", "id", res.ID, "tests", len(res.Tests))
+	s.RecordMBM(client, res)
 }
 
 // StartMBM opens the MBM socket now instead of on the first MBM session
@@ -509,7 +510,7 @@ func (m *mbmService) handleEnd(w http.ResponseWriter, r *http.Request) {
 	m.drop(ses)
 	m.keep(id, rep)
 	m.mu.Unlock()
-	s.mbmFinished(ses.result(rep, req.Verdict, req.Reason))
+	s.mbmFinished(ses.endpoint(), ses.result(rep, req.Verdict, req.Reason))
 	writeJSON(w, http.StatusOK, rep)
 }
 
@@ -538,18 +539,26 @@ func (m *mbmService) expire(id string) {
 	m.keep(id, rep)
 	m.mu.Unlock()
 	m.s.cfg.Logger.Info("mbm session expired", "id", id, "received", rep.Received)
-	m.s.mbmFinished(ses.result(rep, "", "the client did not end the session: what the server received"))
+	m.s.mbmFinished(ses.endpoint(), ses.result(rep, "", "the client did not end the session: what the server received"))
 }
 
 // result is the server's record of a session as a sonde.mbm/v1 result:
-// its own counts, with the verdict the client sent.
-func (ses *mbmSession) result(rep mbmwire.Report, verdict, reason string) model.MBMResult {
+// its own counts over every packet sent (growth included), with the
+// verdict the client sent.
+func (ses *mbmSession) result(rep mbmwire.Report, verdict, reason string) *model.MBMResult {
 	q := ses.req
 	lost := max(rep.Sent-rep.Received, 0)
-	return model.MBMResult{
+	return &model.MBMResult{
 		Schema: model.MBMSchemaVersion, ID: ses.id, Start: ses.start, End: time.Now(),
 		Target: model.MBMTarget{RateBps: q.RateBps, RTTMs: q.TargetRTTMs, MTUBytes: q.TargetMTU},
 		Tests: []model.MBMTest{{ID: q.Test, Transport: "udp", Verdict: verdict, Reason: reason,
-			Packets: rep.Sent, Marks: lost + rep.CE, Losses: lost, CE: rep.CE}},
+			Packets: rep.Sent, Marks: lost + rep.CE, Losses: lost, CE: rep.CE,
+			UDP: &model.MBMUDP{PacketsSent: rep.Sent, Reordered: rep.Reordered, Duplicates: rep.Duplicates, Late: rep.Late,
+				ReceiverRateBps: rep.RateBps, ReceiverMinRateBps: rep.MinRateBps, RateWindowMs: rep.WindowMs}}},
 	}
+}
+
+// endpoint names the session's client for the archive.
+func (ses *mbmSession) endpoint() model.Endpoint {
+	return model.Endpoint{Address: ses.client.String(), Software: ses.req.Client}
 }

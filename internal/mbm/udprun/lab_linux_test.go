@@ -158,8 +158,8 @@ func labRun(t *testing.T, name, spec string, in mbm.Inputs, tests []string, dera
 			}
 			for _, x := range hr.Tests {
 				t.Logf("%s %s: %s (%s); n %d m %d (lost %d, CE %d), sent %d, sender %.3g/%.3g bit/s, receiver %.3g/%.3g bit/s, schedule p50 %g p99 %g µs",
-					x.ID, name, x.Verdict, x.Reason, x.Packets, x.Marks, x.Losses, x.CE, x.PacketsSent, x.SenderRateBps, x.SenderMinRateBps,
-					x.ReceiverRateBps, x.ReceiverMinRateBps, x.ScheduleErrorP50Us, x.ScheduleErrorP99Us)
+					x.ID, name, x.Verdict, x.Reason, x.Packets, x.Marks, x.Losses, x.CE, x.UDP.PacketsSent, x.UDP.SenderRateBps, x.UDP.SenderMinRateBps,
+					x.UDP.ReceiverRateBps, x.UDP.ReceiverMinRateBps, x.UDP.ScheduleErrorP50Us, x.UDP.ScheduleErrorP99Us)
 			}
 			stop()
 			l.Down() // flushes the truth file

@@ -221,7 +221,7 @@ func runTest(ctx context.Context, api *apiclient.Client, cfg Config, pt pattern)
 		return nil, fmt.Errorf("test %s: the server granted %d packets for %g s on port %d: not a valid grant", pt.ID, rep.Packets, rep.DurationS, rep.Port)
 	}
 	granted := time.Duration(rep.DurationS * float64(time.Second))
-	res := &model.MBMTest{ID: pt.ID, Name: pt.Name, Transport: "udp", MBMUDPRun: model.MBMUDPRun{Pattern: patternText(pt),
+	res := &model.MBMTest{ID: pt.ID, Name: pt.Name, Transport: "udp", UDP: &model.MBMUDP{Pattern: patternText(pt),
 		Derate: pt.Derate, BurstPackets: pt.Burst, GrowthPackets: growth, MinRateFraction: cfg.MinRateFraction}}
 	t := &test{cfg: cfg, pt: pt, growth: growth, sprt: p.NewSPRT()}
 	conn, err := net.Dial("udp", net.JoinHostPort(api.Base.Hostname(), fmt.Sprint(rep.Port)))
@@ -288,8 +288,8 @@ func runTest(ctx context.Context, api *apiclient.Client, cfg Config, pt pattern)
 	}
 	t.fill(res, log, sent)
 	if endErr == nil {
-		res.Reordered, res.Duplicates, res.Late = final.Reordered, final.Duplicates, final.Late
-		res.ReceiverRateBps, res.ReceiverMinRateBps = final.RateBps, final.MinRateBps
+		res.UDP.Reordered, res.UDP.Duplicates, res.UDP.Late = final.Reordered, final.Duplicates, final.Late
+		res.UDP.ReceiverRateBps, res.UDP.ReceiverMinRateBps = final.RateBps, final.MinRateBps
 	}
 	switch {
 	case sendErr != nil:
@@ -426,7 +426,7 @@ func (t *test) readFeedback(uc *net.UDPConn, token uint64) {
 func (t *test) fill(res *model.MBMTest, log *schedLog, sent int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	res.PacketsSent = sent
+	res.UDP.PacketsSent = sent
 	res.Packets, res.Marks = t.sprt.Packets(), t.sprt.Marks()
 	res.Losses, res.CE = t.losses, t.ce
 	if res.Packets > 0 {
@@ -434,19 +434,19 @@ func (t *test) fill(res *model.MBMTest, log *schedLog, sent int64) {
 	}
 	res.LossLow, res.LossHigh = mbm.Wilson(res.Marks, res.Packets)
 	if d := t.sprt.Decision(); d == mbm.Pass || d == mbm.Fail {
-		res.DecisionPackets = res.Packets
+		res.UDP.DecisionPackets = res.Packets
 	}
-	res.FeedbackGaps = t.gaps
-	res.WindowPackets, res.WindowWaitMs = t.pt.Window, float64(t.windowWait)/1e6
-	res.SendErrors = t.sendErrors.Load()
+	res.UDP.FeedbackGaps = t.gaps
+	res.UDP.WindowPackets, res.UDP.WindowWaitMs = t.pt.Window, float64(t.windowWait)/1e6
+	res.UDP.SendErrors = t.sendErrors.Load()
 	win := max(rateWindow, 4*t.cfg.Plan.RTT)
 	mean, least, used := log.rates(win, t.pt.Headway)
-	res.SenderRateBps, res.SenderMinRateBps, res.RateWindowMs = mean, least, float64(used)/1e6
-	res.Deadlines, res.MissedDeadlines = log.deadlines, log.missed
-	res.ScheduleErrorP50Us, res.ScheduleErrorP99Us = log.quantile(0.5), log.quantile(0.99)
-	res.ScheduleErrorMaxUs = float64(log.maxErr) / 1e3
+	res.UDP.SenderRateBps, res.UDP.SenderMinRateBps, res.UDP.RateWindowMs = mean, least, float64(used)/1e6
+	res.UDP.Deadlines, res.UDP.MissedDeadlines = log.deadlines, log.missed
+	res.UDP.ScheduleErrorP50Us, res.UDP.ScheduleErrorP99Us = log.quantile(0.5), log.quantile(0.99)
+	res.UDP.ScheduleErrorMaxUs = float64(log.maxErr) / 1e3
 	if !log.first.IsZero() {
-		res.DurationMs = float64(log.last.Sub(log.start)+t.pt.Headway) / 1e6
+		res.UDP.DurationMs = float64(log.last.Sub(log.start)+t.pt.Headway) / 1e6
 	}
 }
 
@@ -454,34 +454,34 @@ func (t *test) fill(res *model.MBMTest, log *schedLog, sent int64) {
 // the sender did not produce is ERROR (rate) or INCONCLUSIVE (timing),
 // never a verdict on the path; a path that did not carry the rate FAILs.
 func verdict(res *model.MBMTest, t *test, p mbm.Plan, truncated bool) {
-	need := res.MinRateFraction * p.RateBps
+	need := res.UDP.MinRateFraction * p.RateBps
 	d := t.sprt.Decision()
 	switch {
-	case res.SenderMinRateBps < need && d != mbm.Fail && res.WindowWaitMs > 0 && res.SendErrors == 0 &&
-		float64(res.MissedDeadlines) <= missedShare*float64(res.Deadlines):
+	case res.UDP.SenderMinRateBps < need && d != mbm.Fail && res.UDP.WindowWaitMs > 0 && res.UDP.SendErrors == 0 &&
+		float64(res.UDP.MissedDeadlines) <= missedShare*float64(res.UDP.Deadlines):
 		// The sender kept its schedule but for the window: the path's
 		// round trip is too long for W packets to carry the target.
 		res.Verdict = "FAIL"
 		res.Reason = fmt.Sprintf("window-limited: %d packets in flight carried %s over %.0f ms, below %.2g × the target %s (the path's round trip is longer than the target's)",
-			res.WindowPackets, rate(res.SenderMinRateBps), res.RateWindowMs, res.MinRateFraction, rate(p.RateBps))
-	case res.SenderMinRateBps < need && d != mbm.Fail:
+			res.UDP.WindowPackets, rate(res.UDP.SenderMinRateBps), res.UDP.RateWindowMs, res.UDP.MinRateFraction, rate(p.RateBps))
+	case res.UDP.SenderMinRateBps < need && d != mbm.Fail:
 		res.Verdict = "ERROR"
-		res.Reason = fmt.Sprintf("the sender could not produce the pattern: %s sustained over %.0f ms, below %.2g × the target %s", rate(res.SenderMinRateBps), res.RateWindowMs, res.MinRateFraction, rate(p.RateBps))
-	case res.SendErrors > 0:
+		res.Reason = fmt.Sprintf("the sender could not produce the pattern: %s sustained over %.0f ms, below %.2g × the target %s", rate(res.UDP.SenderMinRateBps), res.UDP.RateWindowMs, res.UDP.MinRateFraction, rate(p.RateBps))
+	case res.UDP.SendErrors > 0:
 		res.Verdict = "INCONCLUSIVE"
-		res.Reason = fmt.Sprintf("pattern not produced: this host refused to send %d packets", res.SendErrors)
-	case res.Deadlines > 0 && float64(res.MissedDeadlines) > missedShare*float64(res.Deadlines):
+		res.Reason = fmt.Sprintf("pattern not produced: this host refused to send %d packets", res.UDP.SendErrors)
+	case res.UDP.Deadlines > 0 && float64(res.UDP.MissedDeadlines) > missedShare*float64(res.UDP.Deadlines):
 		res.Verdict = "INCONCLUSIVE"
-		res.Reason = fmt.Sprintf("pattern not produced: %d of %d deadlines missed (schedule error p99 %.0f µs)", res.MissedDeadlines, res.Deadlines, res.ScheduleErrorP99Us)
+		res.Reason = fmt.Sprintf("pattern not produced: %d of %d deadlines missed (schedule error p99 %.0f µs)", res.UDP.MissedDeadlines, res.UDP.Deadlines, res.UDP.ScheduleErrorP99Us)
 	case d == mbm.Fail:
 		res.Verdict = "FAIL"
 		res.Reason = fmt.Sprintf("%d marks in %d packets crossed the FAIL line (p1 = %.4g)", res.Marks, res.Packets, p.P1)
-		if res.ReceiverMinRateBps > 0 && res.ReceiverMinRateBps < need {
-			res.Reason += fmt.Sprintf("; the path carried %s, below %.2g × the target", rate(res.ReceiverMinRateBps), res.MinRateFraction)
+		if res.UDP.ReceiverMinRateBps > 0 && res.UDP.ReceiverMinRateBps < need {
+			res.Reason += fmt.Sprintf("; the path carried %s, below %.2g × the target", rate(res.UDP.ReceiverMinRateBps), res.UDP.MinRateFraction)
 		}
-	case res.ReceiverMinRateBps > 0 && res.ReceiverMinRateBps < need:
+	case res.UDP.ReceiverMinRateBps > 0 && res.UDP.ReceiverMinRateBps < need:
 		res.Verdict = "FAIL"
-		res.Reason = fmt.Sprintf("the path carried %s, below %.2g × the target %s", rate(res.ReceiverMinRateBps), res.MinRateFraction, rate(p.RateBps))
+		res.Reason = fmt.Sprintf("the path carried %s, below %.2g × the target %s", rate(res.UDP.ReceiverMinRateBps), res.UDP.MinRateFraction, rate(p.RateBps))
 	case d == mbm.Pass:
 		res.Verdict = "PASS"
 		res.Reason = fmt.Sprintf("%d marks in %d packets reached the PASS line (p0 = %.4g)", res.Marks, res.Packets, p.P0)

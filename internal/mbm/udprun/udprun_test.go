@@ -104,15 +104,15 @@ func TestLoopbackPass(t *testing.T) {
 			t.Errorf("%s: %s (%s), %+v", r.ID, r.Verdict, r.Reason, r)
 			continue
 		}
-		if r.Marks != 0 || r.Packets != p.CheapestPass || r.DecisionPackets != r.Packets {
-			t.Errorf("%s: n %d m %d decided after %d; want %d clean packets", r.ID, r.Packets, r.Marks, r.DecisionPackets, p.CheapestPass)
+		if r.Marks != 0 || r.Packets != p.CheapestPass || r.UDP.DecisionPackets != r.Packets {
+			t.Errorf("%s: n %d m %d decided after %d; want %d clean packets", r.ID, r.Packets, r.Marks, r.UDP.DecisionPackets, p.CheapestPass)
 		}
 		// The SPRT stopped the sender: far fewer packets than the truncation.
-		if r.PacketsSent >= r.GrowthPackets+p.MaxPackets {
-			t.Errorf("%s: sent %d packets, the whole plan: the decision did not stop it", r.ID, r.PacketsSent)
+		if r.UDP.PacketsSent >= r.UDP.GrowthPackets+p.MaxPackets {
+			t.Errorf("%s: sent %d packets, the whole plan: the decision did not stop it", r.ID, r.UDP.PacketsSent)
 		}
-		if r.SenderRateBps < 0.9*p.RateBps || r.Deadlines == 0 {
-			t.Errorf("%s: sender rate %g, %d deadlines", r.ID, r.SenderRateBps, r.Deadlines)
+		if r.UDP.SenderRateBps < 0.9*p.RateBps || r.UDP.Deadlines == 0 {
+			t.Errorf("%s: sender rate %g, %d deadlines", r.ID, r.UDP.SenderRateBps, r.UDP.Deadlines)
 		}
 	}
 }
@@ -174,10 +174,10 @@ func TestServerGone(t *testing.T) {
 		t.Fatalf("err %v, %d tests", err, len(tests))
 	}
 	x := tests[0]
-	if x.Verdict != "ERROR" || x.Packets == 0 || x.PacketsSent == 0 || x.Packets >= p.CheapestPass {
-		t.Errorf("partial result: %s (%s), n %d, sent %d", x.Verdict, x.Reason, x.Packets, x.PacketsSent)
+	if x.Verdict != "ERROR" || x.Packets == 0 || x.UDP.PacketsSent == 0 || x.Packets >= p.CheapestPass {
+		t.Errorf("partial result: %s (%s), n %d, sent %d", x.Verdict, x.Reason, x.Packets, x.UDP.PacketsSent)
 	}
-	t.Logf("%s: %s; n %d of %d sent", x.Verdict, x.Reason, x.Packets, x.PacketsSent)
+	t.Logf("%s: %s; n %d of %d sent", x.Verdict, x.Reason, x.Packets, x.UDP.PacketsSent)
 }
 
 // TestGrantEnds: a server whose duration limit is shorter than the test
@@ -198,7 +198,7 @@ func TestGrantEnds(t *testing.T) {
 	if hostReason(tests) != "" {
 		t.Skipf("the host was too busy: %s", x.Reason)
 	}
-	if x.Verdict != "INCONCLUSIVE" || !strings.Contains(x.Reason, "server's grant") || x.DurationMs > 1100 || x.PacketsSent > 400 {
-		t.Errorf("%s (%s), sent %d in %.0f ms", x.Verdict, x.Reason, x.PacketsSent, x.DurationMs)
+	if x.Verdict != "INCONCLUSIVE" || !strings.Contains(x.Reason, "server's grant") || x.UDP.DurationMs > 1100 || x.UDP.PacketsSent > 400 {
+		t.Errorf("%s (%s), sent %d in %.0f ms", x.Verdict, x.Reason, x.UDP.PacketsSent, x.UDP.DurationMs)
 	}
 }
