@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/mbm"
+	"github.com/sonde-project/sonde/internal/mbm/tcprun"
 	"github.com/sonde-project/sonde/internal/mbm/udprun"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
@@ -27,8 +30,10 @@ the packets a PASS and a FAIL are expected to take, and the truncation point
 after which an undecided test is INCONCLUSIVE. A target with R ≤ 4 is refused.
 
 sonde mbm SERVER --rate R --rtt T runs RFC 8337's tests against a sonde
-server (--mode udp: an open-loop UDP sender, every packet's fate fed to the
-SPRT, which stops the test as soon as it decides): --tests 8.1.1 (paced full
+server. --mode udp (the default): an open-loop UDP sender, every packet's
+fate fed to the SPRT, which stops the test as soon as it decides. --mode
+tcp: a paced TCP upload counted from the sender's TCP_INFO (8.1.1, 8.4 and
+8.5.1; docs/mbm.md). The UDP tests: --tests 8.1.1 (paced full
 data rate, the default), 8.1.2 (full data windowed rate: at most W packets in
 flight), 8.3.1 (full window slowstart), 8.4 (sender rate bursts, --burst
 packets), 8.5.1 (sustained full-rate bursts, --derate), or all. Each test gives PASS, FAIL (exit 5), INCONCLUSIVE or ERROR with its
@@ -53,6 +58,7 @@ type mbmFlags struct {
 	insecure, ecn               bool
 	derate, minRate             float64
 	burst                       int64
+	burstSet                    bool
 }
 
 // newMBMCmd is `sonde mbm`: the model and plan of RFC 8337's tests, a run
@@ -74,6 +80,7 @@ func newMBMCmd() *cobra.Command {
 			if len(args) == 0 {
 				return usagef("sonde mbm: want SERVER (a run), --plan (the model, nothing sent) or the compose command")
 			}
+			o.burstSet = cmd.Flags().Changed("burst")
 			return runMBM(cmd.Context(), cmd.OutOrStdout(), args[0], &o, cmd.Flags().Changed("rtt"))
 		},
 	}
@@ -89,10 +96,10 @@ func newMBMCmd() *cobra.Command {
 	f.Int64Var(&o.floor, "floor", 0, "no FAIL before this many packets (0: none), against early false FAILs on bursty loss")
 	f.Float64Var(&o.trunc, "trunc-factor", mbm.DefaultTruncFactor, "truncation point as a multiple of the largest expected packets to a decision (1 to 100)")
 	f.Float64Var(&o.budget, "budget", 0, "this subpath's loss budget b, used as p0 (0: the whole path's 1/R)")
-	f.StringVar(&o.mode, "mode", "udp", "transport of a run: udp (tcp: not in this version)")
+	f.StringVar(&o.mode, "mode", "udp", "transport of a run: udp (an open-loop UDP sender, every RFC 8337 pattern) or tcp (a paced TCP upload: 8.1.1, 8.4, 8.5.1)")
 	f.StringVar(&o.tests, "tests", udprun.TestPaced, "tests of a run, comma-separated RFC 8337 sections (8.1.1, 8.1.2, 8.3.1, 8.4, 8.5.1) or all")
 	f.Float64Var(&o.derate, "derate", 1, "8.5.1's derating: bursts of W·derate packets every RTT·derate (more than 0, at most 1)")
-	f.Int64Var(&o.burst, "burst", udprun.DefaultBurstPackets, "8.4's burst size in packets, sent back to back (1 to 10000)")
+	f.Int64Var(&o.burst, "burst", udprun.DefaultBurstPackets, "8.4's burst size in packets, sent back to back (1 to 10000; tcp's default: one 64 KiB TSO segment)")
 	f.Float64Var(&o.minRate, "min-rate", udprun.DefaultMinRateFraction, "precondition: the sustained rate must reach this share of the target (more than 0, at most 1)")
 	f.BoolVar(&o.ecn, "ecn", true, "send ECT(0), so that an AQM marks CE instead of dropping (marks = losses + CE)")
 	f.StringVar(&o.subpath, "subpath", "", "name of the part of the path measured, for sonde mbm compose (e.g. access)")
@@ -169,7 +176,10 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if err != nil {
 		return err
 	}
-	tests, err := mbmTests(o.tests)
+	if o.mode != "udp" && o.mode != "tcp" {
+		return usagef("--mode: want udp or tcp, got %q", o.mode)
+	}
+	tests, err := mbmTests(o.tests, o.mode)
 	if err != nil {
 		return err
 	}
@@ -193,6 +203,7 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	}
 	// One runner per transport, each Run(ctx, Config) ([]model.MBMTest, error).
 	var runTests func(context.Context) ([]model.MBMTest, error)
+	fillEnv := func(env *model.MBMEnv) { env.Kernel = kernelRelease() }
 	switch o.mode {
 	case "udp":
 		cfg := udprun.Config{Server: server, Token: o.token, Software: "sonde/" + version, Insecure: o.insecure, Plan: plan,
@@ -202,7 +213,30 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 		}
 		runTests = func(ctx context.Context) ([]model.MBMTest, error) { return udprun.Run(ctx, cfg) }
 	case "tcp":
-		return usagef("--mode tcp: not yet in this version; use --mode udp")
+		cfg := tcprun.Config{Plan: plan, Tests: tests, Derate: o.derate, Precondition: o.minRate}
+		if o.burstSet {
+			cfg.SenderBurst = o.burst // else tcprun's: one 64 KiB TSO segment
+		}
+		var tlsCfg *tls.Config
+		if o.insecure {
+			tlsCfg = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // --insecure asks for it
+		}
+		runTests = func(ctx context.Context) ([]model.MBMTest, error) {
+			for _, id := range tests {
+				progress(id)
+			}
+			sess, err := tcprun.Dial(ctx, tcprun.Server{URL: server, Token: o.token, TLS: tlsCfg,
+				Software: "sonde/" + version, MSS: plan.MTU - plan.HeaderOverhead})
+			if err != nil {
+				return nil, err
+			}
+			defer sess.Close()
+			cfg.Streams = sess
+			ctx, cancel := context.WithDeadline(ctx, sess.Deadline())
+			defer cancel()
+			return tcprun.Run(ctx, cfg)
+		}
+		fillEnv = func(env *model.MBMEnv) { tcprun.FillEnv(env, cfg) }
 	default:
 		return usagef("--mode: want udp or tcp, got %q", o.mode)
 	}
@@ -215,7 +249,8 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 		return runErr // refused, unreachable, no MBM: nothing measured
 	}
 	res.Tests = ran
-	res.Env = &model.MBMEnv{Kernel: kernelRelease()}
+	res.Env = &model.MBMEnv{}
+	fillEnv(res.Env)
 	if runErr != nil {
 		res.Errors = append(res.Errors, runErr.Error())
 	}
@@ -248,14 +283,18 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	return nil
 }
 
-// mbmTests reads --tests: "all" or a comma-separated list of sections.
-func mbmTests(s string) ([]string, error) {
-	if strings.TrimSpace(s) == "all" {
-		var ids []string
+// mbmTests reads --tests: "all" or a comma-separated list of sections,
+// each one the mode runs.
+func mbmTests(s, mode string) ([]string, error) {
+	known := tcprun.Tests
+	if mode == "udp" {
+		known = nil
 		for _, t := range udprun.Tests {
-			ids = append(ids, t.ID)
+			known = append(known, t.ID)
 		}
-		return ids, nil
+	}
+	if strings.TrimSpace(s) == "all" {
+		return known, nil
 	}
 	var ids []string
 	seen := map[string]bool{}
@@ -264,8 +303,8 @@ func mbmTests(s string) ([]string, error) {
 		if id == "" {
 			continue
 		}
-		if _, ok := udprun.TestName(id); !ok {
-			return nil, usagef("--tests: %q is not a test of the UDP mode (8.1.1, 8.1.2, 8.3.1, 8.4, 8.5.1 or all)", clipText(id))
+		if !slices.Contains(known, id) {
+			return nil, usagef("--tests: %q is not a test of the %s mode (%s or all)", clipText(id), mode, strings.Join(known, ", "))
 		}
 		if !seen[id] {
 			seen[id] = true

@@ -52,7 +52,7 @@ func TestMBMBadInput(t *testing.T) {
 		{"mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "--json", dir},
 		{"mbm", "--plan", "--rate", "10M", "--rtt", "50ms", "-q"},
 		{"mbm", "SERVER", "--rate", "10M"},
-		{"mbm", "SERVER", "--rate", "10M", "--rtt", "50ms", "--mode", "tcp"},
+		{"mbm", "SERVER", "--rate", "10M", "--rtt", "50ms", "--mode", "tcp", "--tests", "8.3.1"},
 		{"mbm", "SERVER", "--rate", "10M", "--rtt", "50ms", "--mode", "quic"},
 		{"mbm", "SERVER", "--rate", "10M", "--rtt", "50ms", "--tests", "8.9"},
 		{"mbm", "SERVER", "--rate", "10M", "--rtt", "50ms", "--tests", "8.5.1", "--derate", "1.5"},
@@ -239,4 +239,21 @@ func TestMBMNoServerSupport(t *testing.T) {
 	if code != exitRefused || !strings.Contains(stderr, "limit of 1.0 Mbit/s") {
 		t.Errorf("rate above the limit: exit %d, %q", code, stderr)
 	}
+}
+
+// TestMBMRunTCP: --mode tcp runs tcprun's 8.1.1 over the server's upload
+// stream and writes its test with the tcp block (the verdict is tcprun's
+// own business, tested there).
+func TestMBMRunTCP(t *testing.T) {
+	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1})
+	js := filepath.Join(t.TempDir(), "r.json")
+	_, stderr, code := run(t, "mbm", addr, "--mode", "tcp", "--rate", "4M", "--rtt", "10ms", "--json", js, "-q")
+	r, err := loadMBM(js)
+	if err != nil {
+		t.Fatalf("exit %d, %s: %v", code, stderr, err)
+	}
+	if len(r.Tests) != 1 || r.Tests[0].Transport != "tcp" || r.Tests[0].TCP == nil || r.Tests[0].Verdict == "" || r.Env == nil || r.Env.CongestionControl == "" {
+		t.Errorf("exit %d, %s: %+v", code, stderr, r.Tests)
+	}
+	t.Logf("exit %d: %s %s", code, r.Tests[0].Verdict, r.Tests[0].Reason)
 }
