@@ -196,6 +196,7 @@ func (s *sqlStore) Write(ctx context.Context, monitor int64, b *Batch) error {
 			id, r.MinuteNs, int64(r.Sent), int64(r.Lost), int64(r.Late), r.SumNs, r.SumSqNs, r.MinNs, r.MaxNs, data)
 	}
 	ins.flush()
+	markHours(&ins, b.Rollups, sids) // the fleet's hourly aggregate (fleet.go)
 	if ins.err != nil {
 		return ins.err
 	}

@@ -1,0 +1,392 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// HourNs is the span of a row of the fleet's hourly aggregate.
+const HourNs = int64(3600e9)
+
+// Fleet is what the fleet report reads from a store shared by many
+// monitors, and the job that keeps its hourly aggregate (rollup_hours,
+// migration 4; docs/fleet.md). It is separate from Monitors: a monitor
+// never calls it. Every read is bounded or streamed.
+type Fleet interface {
+	// FleetMonitors lists every monitor with its labels and streams.
+	FleetMonitors(ctx context.Context) ([]FleetMonitor, error)
+	// HourRows calls fn for the merged hours of q's monitors whose hour
+	// lies wholly in [q.FromNs, q.ToNs) and is not marked dirty, by stream
+	// then hour.
+	HourRows(ctx context.Context, q FleetQuery, fn func(HourRow) error) error
+	// MinuteRows calls fn for the minute rollups HourRows does not stand
+	// for: those of marked hours, and those of the range's partial first
+	// and last hours. Stream is the store's stream ID.
+	MinuteRows(ctx context.Context, q FleetQuery, fn func(Rollup) error) error
+	// FleetEvents returns up to limit events of the given kinds of q's
+	// monitors that overlap the range, oldest first.
+	FleetEvents(ctx context.Context, q FleetQuery, kinds []model.EventKind, limit int) ([]FleetEvent, error)
+	// DirtyHours returns up to limit hours whose minute rollups changed
+	// since they were merged, oldest first.
+	DirtyHours(ctx context.Context, limit int) ([]StreamHour, error)
+	// MergeHour, in one transaction, removes h's mark, reads its minute
+	// rollups, and stores what merge makes of them (no rollup: the hour's
+	// row is deleted). A rollup written meanwhile marks the hour again.
+	MergeHour(ctx context.Context, h StreamHour, merge func([]Rollup) (HourRow, error)) error
+}
+
+// FleetMonitor is a monitor as the fleet report lists it.
+type FleetMonitor struct {
+	ID      int64
+	Name    string
+	Labels  map[string]string
+	Streams map[int32]model.MonitorStream // by store stream ID
+}
+
+// FleetQuery selects monitors (nil: all) and a range [FromNs, ToNs).
+type FleetQuery struct {
+	Monitors     []int64
+	FromNs, ToNs int64
+}
+
+// StreamHour names one stream's hour.
+type StreamHour struct {
+	Stream int32 // store stream ID
+	HourNs int64
+}
+
+// HourRow is one stream's hour merged from its minute rollups: the sums
+// as in Rollup, and Data in the fleet package's encoding (opaque here).
+type HourRow struct {
+	Stream           int32 // store stream ID
+	HourNs           int64
+	Minutes          int
+	Sent, Lost, Late uint64
+	SumNs, SumSqNs   float64
+	MinNs, MaxNs     int64
+	Data             []byte
+}
+
+// FleetEvent is a stored event with its monitor.
+type FleetEvent struct {
+	Monitor int64
+	model.MonitorEvent
+}
+
+// MaxHourData bounds an hour's encoded data.
+const MaxHourData = 256 << 10
+
+// AsFleet returns st's fleet reads, or false for a store without them.
+func AsFleet(st Store) (Fleet, bool) {
+	f, ok := st.(Fleet)
+	return f, ok
+}
+
+func floorHour(t int64) int64 {
+	h := t / HourNs
+	if t%HourNs < 0 {
+		h--
+	}
+	return h * HourNs
+}
+
+func ceilHour(t int64) int64 {
+	if f := floorHour(t); f != t {
+		return f + HourNs
+	}
+	return t
+}
+
+// monitorClause is "AND col IN (…)" for a monitor list (IDs are integers
+// the store itself handed out, formatted here, never a client's text).
+func monitorClause(col string, ids []int64) string {
+	if ids == nil {
+		return ""
+	}
+	if len(ids) == 0 {
+		return " AND 1 = 0"
+	}
+	var b strings.Builder
+	b.WriteString(" AND " + col + " IN (")
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// markHours marks the hours of a batch's rollups dirty, in the batch's
+// transaction, so the hourly aggregate is redone for them.
+func markHours(ins *inserter, rollups []Rollup, sids []int32) {
+	seen := map[StreamHour]bool{}
+	for _, r := range rollups {
+		if r.Stream < 0 || int(r.Stream) >= len(sids) {
+			continue // Write has refused the batch already
+		}
+		h := StreamHour{sids[r.Stream], floorHour(r.MinuteNs)}
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		ins.add("rollup_hours_dirty (sid, hour_ns)", 2, int64(h.Stream), h.HourNs)
+	}
+	ins.flush()
+}
+
+func (s *sqlStore) FleetMonitors(ctx context.Context) ([]FleetMonitor, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, name, labels FROM monitors ORDER BY name LIMIT ?`), MaxListLimit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list monitors: %w", err)
+	}
+	var out []FleetMonitor
+	byID := map[int64]int{}
+	for rows.Next() {
+		var (
+			m      FleetMonitor
+			labels string
+		)
+		if err := rows.Scan(&m.ID, &m.Name, &labels); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: list monitors: %w", err)
+		}
+		if err := json.Unmarshal([]byte(labels), &m.Labels); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: monitor %q: labels: %w", m.Name, err)
+		}
+		m.Streams = map[int32]model.MonitorStream{}
+		byID[m.ID] = len(out)
+		out = append(out, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list monitors: %w", err)
+	}
+	srows, err := s.db.QueryContext(ctx, s.q(`SELECT id, monitor_id, name, target, kind, dscp FROM streams ORDER BY id LIMIT ?`), MaxListLimit*4)
+	if err != nil {
+		return nil, fmt.Errorf("store: list streams: %w", err)
+	}
+	defer srows.Close()
+	for srows.Next() {
+		var (
+			id, mid int64
+			st      model.MonitorStream
+			kind    string
+		)
+		if err := srows.Scan(&id, &mid, &st.Name, &st.Target, &kind, &st.DSCP); err != nil {
+			return nil, fmt.Errorf("store: list streams: %w", err)
+		}
+		st.Kind = model.ProbeKind(kind)
+		if i, ok := byID[mid]; ok {
+			out[i].Streams[int32(id)] = st
+		}
+	}
+	return out, srows.Err()
+}
+
+func (s *sqlStore) HourRows(ctx context.Context, q FleetQuery, fn func(HourRow) error) error {
+	from, to := ceilHour(q.FromNs), floorHour(q.ToNs)
+	if from >= to {
+		return nil
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT h.sid, h.hour_ns, h.minutes, h.sent, h.lost, h.late, h.sum_ns, h.sum_sq_ns, h.min_ns, h.max_ns, h.data
+		FROM rollup_hours h JOIN streams s ON h.sid = s.id
+		WHERE h.hour_ns >= ? AND h.hour_ns < ?`+monitorClause("s.monitor_id", q.Monitors)+`
+		AND NOT EXISTS (SELECT 1 FROM rollup_hours_dirty d WHERE d.sid = h.sid AND d.hour_ns = h.hour_ns)
+		ORDER BY h.sid, h.hour_ns`), from, to)
+	if err != nil {
+		return fmt.Errorf("store: read hours: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			h                     HourRow
+			sid, sent, lost, late int64
+		)
+		if err := rows.Scan(&sid, &h.HourNs, &h.Minutes, &sent, &lost, &late, &h.SumNs, &h.SumSqNs, &h.MinNs, &h.MaxNs, &h.Data); err != nil {
+			return fmt.Errorf("store: read hours: %w", err)
+		}
+		h.Stream, h.Sent, h.Lost, h.Late = int32(sid), uint64(sent), uint64(lost), uint64(late)
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+const rollupCols = `r.sid, r.minute_ns, r.sent, r.lost, r.late, r.sum_ns, r.sum_sq_ns, r.min_ns, r.max_ns, r.data`
+
+func scanRollups(rows *sql.Rows, fn func(Rollup) error) error {
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			r                     Rollup
+			sid, sent, lost, late int64
+		)
+		if err := rows.Scan(&sid, &r.MinuteNs, &sent, &lost, &late, &r.SumNs, &r.SumSqNs, &r.MinNs, &r.MaxNs, &r.Data); err != nil {
+			return fmt.Errorf("store: read rollups: %w", err)
+		}
+		r.Stream, r.Sent, r.Lost, r.Late = int32(sid), uint32(sent), uint32(lost), uint32(late)
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func (s *sqlStore) MinuteRows(ctx context.Context, q FleetQuery, fn func(Rollup) error) error {
+	mon := monitorClause("s.monitor_id", q.Monitors)
+	from, to := ceilHour(q.FromNs), floorHour(q.ToNs)
+	// The partial hours at the ends (the whole range when it lies within
+	// one hour).
+	edges := [][2]int64{{q.FromNs, min(from, q.ToNs)}, {to, q.ToNs}}
+	if from >= to {
+		edges = [][2]int64{{q.FromNs, q.ToNs}}
+	}
+	for _, e := range edges {
+		if e[0] >= e[1] {
+			continue
+		}
+		rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+rollupCols+` FROM rollups r JOIN streams s ON r.sid = s.id
+			WHERE r.minute_ns >= ? AND r.minute_ns < ?`+mon+` ORDER BY r.sid, r.minute_ns`), e[0], e[1])
+		if err != nil {
+			return fmt.Errorf("store: read rollups: %w", err)
+		}
+		if err := scanRollups(rows, fn); err != nil {
+			return err
+		}
+	}
+	if from >= to {
+		return nil
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+rollupCols+` FROM rollup_hours_dirty d
+		JOIN streams s ON d.sid = s.id
+		JOIN rollups r ON r.sid = d.sid AND r.minute_ns >= d.hour_ns AND r.minute_ns < d.hour_ns + ?
+		WHERE d.hour_ns >= ? AND d.hour_ns < ?`+mon+` ORDER BY r.sid, r.minute_ns`), HourNs, from, to)
+	if err != nil {
+		return fmt.Errorf("store: read rollups of changed hours: %w", err)
+	}
+	return scanRollups(rows, fn)
+}
+
+func (s *sqlStore) FleetEvents(ctx context.Context, q FleetQuery, kinds []model.EventKind, limit int) ([]FleetEvent, error) {
+	limit = min(max(limit, 0), MaxListLimit)
+	if len(kinds) == 0 || len(kinds) > 16 {
+		return nil, fmt.Errorf("%w: %d event kinds: want 1 to 16", ErrBadInput, len(kinds))
+	}
+	args := []any{}
+	marks := make([]string, len(kinds))
+	for i, k := range kinds {
+		marks[i] = "?"
+		args = append(args, string(k))
+	}
+	args = append(args, q.ToNs, q.FromNs, limit)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT monitor_id, kind, start_ns, end_ns, stream_id, text, detail, flags FROM events
+		WHERE kind IN (`+strings.Join(marks, ", ")+`) AND start_ns < ? AND end_ns >= ?`+monitorClause("monitor_id", q.Monitors)+`
+		ORDER BY start_ns, id LIMIT ?`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: read events: %w", err)
+	}
+	defer rows.Close()
+	var out []FleetEvent
+	for rows.Next() {
+		var (
+			e             FleetEvent
+			kind          string
+			stream        int64
+			detail, flags string
+		)
+		if err := rows.Scan(&e.Monitor, &kind, &e.StartNs, &e.EndNs, &stream, &e.Text, &detail, &flags); err != nil {
+			return nil, fmt.Errorf("store: read events: %w", err)
+		}
+		e.Kind, e.Stream = model.EventKind(kind), int32(stream)
+		if err := json.Unmarshal([]byte(detail), &e.Detail); err != nil {
+			return nil, fmt.Errorf("store: event detail: %w", err)
+		}
+		if err := json.Unmarshal([]byte(flags), &e.Flags); err != nil {
+			return nil, fmt.Errorf("store: event flags: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) DirtyHours(ctx context.Context, limit int) ([]StreamHour, error) {
+	limit = min(max(limit, 0), MaxListLimit)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT sid, hour_ns FROM rollup_hours_dirty ORDER BY hour_ns, sid LIMIT ?`), limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: changed hours: %w", err)
+	}
+	defer rows.Close()
+	var out []StreamHour
+	for rows.Next() {
+		var (
+			sid int64
+			h   StreamHour
+		)
+		if err := rows.Scan(&sid, &h.HourNs); err != nil {
+			return nil, fmt.Errorf("store: changed hours: %w", err)
+		}
+		h.Stream = int32(sid)
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqlStore) MergeHour(ctx context.Context, h StreamHour, merge func([]Rollup) (HourRow, error)) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin hour: %w", err)
+	}
+	defer tx.Rollback()
+	// The mark goes first: a rollup committed after this point marks the
+	// hour again (on PostgreSQL its insert waits for this transaction), so
+	// the next run merges it; one read before it is merged now.
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM rollup_hours_dirty WHERE sid = ? AND hour_ns = ?`), int64(h.Stream), h.HourNs); err != nil {
+		return fmt.Errorf("store: unmark hour: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT `+rollupCols+` FROM rollups r WHERE r.sid = ? AND r.minute_ns >= ? AND r.minute_ns < ? ORDER BY r.minute_ns`),
+		int64(h.Stream), h.HourNs, h.HourNs+HourNs)
+	if err != nil {
+		return fmt.Errorf("store: read hour: %w", err)
+	}
+	var mins []Rollup
+	if err := scanRollups(rows, func(r Rollup) error {
+		mins = append(mins, r)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(mins) == 0 {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM rollup_hours WHERE sid = ? AND hour_ns = ?`), int64(h.Stream), h.HourNs); err != nil {
+			return fmt.Errorf("store: delete hour: %w", err)
+		}
+		return tx.Commit()
+	}
+	row, err := merge(mins)
+	if err != nil {
+		return fmt.Errorf("store: merge hour %d of stream %d: %w", h.HourNs, h.Stream, err)
+	}
+	if len(row.Data) > MaxHourData {
+		return fmt.Errorf("%w: hour data of %d bytes, the limit is %d", ErrBadInput, len(row.Data), MaxHourData)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO rollup_hours (sid, hour_ns, minutes, sent, lost, late, sum_ns, sum_sq_ns, min_ns, max_ns, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (sid, hour_ns) DO UPDATE SET minutes = excluded.minutes, sent = excluded.sent, lost = excluded.lost, late = excluded.late,
+		sum_ns = excluded.sum_ns, sum_sq_ns = excluded.sum_sq_ns, min_ns = excluded.min_ns, max_ns = excluded.max_ns, data = excluded.data`),
+		int64(h.Stream), h.HourNs, row.Minutes, int64(row.Sent), int64(row.Lost), int64(row.Late), row.SumNs, row.SumSqNs, row.MinNs, row.MaxNs, row.Data); err != nil {
+		return fmt.Errorf("store: write hour: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit hour: %w", err)
+	}
+	return nil
+}
