@@ -35,10 +35,12 @@ type Fleet interface {
 	// DirtyHours returns up to limit hours whose minute rollups changed
 	// since they were merged, oldest first.
 	DirtyHours(ctx context.Context, limit int) ([]StreamHour, error)
-	// MergeHour, in one transaction, removes h's mark, reads its minute
-	// rollups, and stores what merge makes of them (no rollup: the hour's
-	// row is deleted). A rollup written meanwhile marks the hour again.
-	MergeHour(ctx context.Context, h StreamHour, merge func([]Rollup) (HourRow, error)) error
+	// MergeHours, in one transaction, removes the marks of the streams'
+	// hour, reads their minute rollups, and stores what merge makes of
+	// each stream's (a stream without any: its hour's row is deleted). A
+	// rollup written meanwhile marks its hour again. At most
+	// MaxMergeStreams streams.
+	MergeHours(ctx context.Context, hourNs int64, sids []int32, merge func([]Rollup) (HourRow, error)) error
 }
 
 // FleetMonitor is a monitor as the fleet report lists it.
@@ -79,8 +81,12 @@ type FleetEvent struct {
 	model.MonitorEvent
 }
 
-// MaxHourData bounds an hour's encoded data.
-const MaxHourData = 256 << 10
+// MaxHourData bounds an hour's encoded data; MaxMergeStreams the streams
+// of one MergeHours call.
+const (
+	MaxHourData     = 256 << 10
+	MaxMergeStreams = 1000
+)
 
 // AsFleet returns st's fleet reads, or false for a store without them.
 func AsFleet(st Store) (Fleet, bool) {
@@ -341,52 +347,77 @@ func (s *sqlStore) DirtyHours(ctx context.Context, limit int) ([]StreamHour, err
 	return out, rows.Err()
 }
 
-func (s *sqlStore) MergeHour(ctx context.Context, h StreamHour, merge func([]Rollup) (HourRow, error)) error {
+func (s *sqlStore) MergeHours(ctx context.Context, hourNs int64, sids []int32, merge func([]Rollup) (HourRow, error)) error {
+	if len(sids) == 0 {
+		return nil
+	}
+	if len(sids) > MaxMergeStreams || hourNs%HourNs != 0 {
+		return fmt.Errorf("%w: %d streams of hour %d: want up to %d, on an hour", ErrBadInput, len(sids), hourNs, MaxMergeStreams)
+	}
+	ids := make([]int64, len(sids))
+	for i, sid := range sids {
+		ids[i] = int64(sid)
+	}
+	in := monitorClause("sid", ids)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("store: begin hour: %w", err)
+		return fmt.Errorf("store: begin hours: %w", err)
 	}
 	defer tx.Rollback()
-	// The mark goes first: a rollup committed after this point marks the
-	// hour again (on PostgreSQL its insert waits for this transaction), so
-	// the next run merges it; one read before it is merged now.
-	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM rollup_hours_dirty WHERE sid = ? AND hour_ns = ?`), int64(h.Stream), h.HourNs); err != nil {
-		return fmt.Errorf("store: unmark hour: %w", err)
+	// The marks go first: a rollup committed after this statement marks
+	// its hour again (on PostgreSQL its insert waits for this
+	// transaction), so the next run merges it; one committed before it is
+	// read below and merged now.
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM rollup_hours_dirty WHERE hour_ns = ?`+in), hourNs); err != nil {
+		return fmt.Errorf("store: unmark hours: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT `+rollupCols+` FROM rollups r WHERE r.sid = ? AND r.minute_ns >= ? AND r.minute_ns < ? ORDER BY r.minute_ns`),
-		int64(h.Stream), h.HourNs, h.HourNs+HourNs)
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT `+rollupCols+` FROM rollups r WHERE r.minute_ns >= ? AND r.minute_ns < ?`+monitorClause("r.sid", ids)+` ORDER BY r.sid, r.minute_ns`),
+		hourNs, hourNs+HourNs)
 	if err != nil {
-		return fmt.Errorf("store: read hour: %w", err)
+		return fmt.Errorf("store: read hours: %w", err)
 	}
-	var mins []Rollup
+	bySid := map[int32][]Rollup{}
 	if err := scanRollups(rows, func(r Rollup) error {
-		mins = append(mins, r)
+		bySid[r.Stream] = append(bySid[r.Stream], r)
 		return nil
 	}); err != nil {
 		return err
 	}
-	if len(mins) == 0 {
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM rollup_hours WHERE sid = ? AND hour_ns = ?`), int64(h.Stream), h.HourNs); err != nil {
-			return fmt.Errorf("store: delete hour: %w", err)
+	ins := inserter{s: s, tx: tx, ctx: ctx}
+	var empty []int64
+	for _, sid := range sids {
+		mins := bySid[sid]
+		if len(mins) == 0 {
+			empty = append(empty, int64(sid))
+			continue
 		}
-		return tx.Commit()
+		row, err := merge(mins)
+		if err != nil {
+			return fmt.Errorf("store: merge hour %d of stream %d: %w", hourNs, sid, err)
+		}
+		if len(row.Data) > MaxHourData {
+			return fmt.Errorf("%w: hour data of %d bytes, the limit is %d", ErrBadInput, len(row.Data), MaxHourData)
+		}
+		ins.add(hourTable, 11, int64(sid), hourNs, row.Minutes, int64(row.Sent), int64(row.Lost), int64(row.Late), row.SumNs, row.SumSqNs, row.MinNs, row.MaxNs, row.Data)
 	}
-	row, err := merge(mins)
-	if err != nil {
-		return fmt.Errorf("store: merge hour %d of stream %d: %w", h.HourNs, h.Stream, err)
+	ins.flush()
+	if ins.err != nil {
+		return ins.err
 	}
-	if len(row.Data) > MaxHourData {
-		return fmt.Errorf("%w: hour data of %d bytes, the limit is %d", ErrBadInput, len(row.Data), MaxHourData)
-	}
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO rollup_hours (sid, hour_ns, minutes, sent, lost, late, sum_ns, sum_sq_ns, min_ns, max_ns, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (sid, hour_ns) DO UPDATE SET minutes = excluded.minutes, sent = excluded.sent, lost = excluded.lost, late = excluded.late,
-		sum_ns = excluded.sum_ns, sum_sq_ns = excluded.sum_sq_ns, min_ns = excluded.min_ns, max_ns = excluded.max_ns, data = excluded.data`),
-		int64(h.Stream), h.HourNs, row.Minutes, int64(row.Sent), int64(row.Lost), int64(row.Late), row.SumNs, row.SumSqNs, row.MinNs, row.MaxNs, row.Data); err != nil {
-		return fmt.Errorf("store: write hour: %w", err)
+	if len(empty) > 0 {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM rollup_hours WHERE hour_ns = ?`+monitorClause("sid", empty)), hourNs); err != nil {
+			return fmt.Errorf("store: delete hours: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit hour: %w", err)
+		return fmt.Errorf("store: commit hours: %w", err)
 	}
 	return nil
 }
+
+// hourTable names the columns of an hour's upsert (inserter: hourConflict).
+const hourTable = "rollup_hours (sid, hour_ns, minutes, sent, lost, late, sum_ns, sum_sq_ns, min_ns, max_ns, data)"
+
+// hourConflict replaces an hour merged before: its minutes changed.
+const hourConflict = ` ON CONFLICT (sid, hour_ns) DO UPDATE SET minutes = excluded.minutes, sent = excluded.sent, lost = excluded.lost,
+	late = excluded.late, sum_ns = excluded.sum_ns, sum_sq_ns = excluded.sum_sq_ns, min_ns = excluded.min_ns, max_ns = excluded.max_ns, data = excluded.data`

@@ -289,8 +289,11 @@ func (in *inserter) flush() {
 	n := len(in.args) / in.cols
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", in.cols), ", ") + ")"
 	conflict := " ON CONFLICT DO NOTHING"
-	if in.table == probeTable {
+	switch in.table {
+	case probeTable:
 		conflict = probeConflict
+	case hourTable:
+		conflict = hourConflict // the fleet's hourly aggregate (fleet.go)
 	}
 	q := "INSERT INTO " + in.table + " VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + conflict
 	if _, err := in.s.stmts.exec(in.ctx, in.s.db, in.tx, in.s.q(q), in.args...); err != nil {
