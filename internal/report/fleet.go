@@ -77,10 +77,10 @@ func buildFleetView(r *model.FleetReport) fleetView {
 		v.Monitors.Rows = append(v.Monitors.Rows, cells)
 	}
 
-	v.Worst = grid{Title: "Worst aligned hour per profile", Head: []string{"monitor", "profile", "hours", "failing", "worst R %", "at"}, right: []bool{false, false, true, true, true, false}}
+	v.Worst = grid{Title: "Profiles failed in some hour (the worst aligned hour)", Head: []string{"monitor", "profile", "hours", "failing", "worst R %", "at"}, right: []bool{false, false, true, true, true, false}}
 	for _, m := range r.Monitors {
 		for _, vd := range m.Verdicts {
-			if vd.Hours == 0 {
+			if vd.FailHours == 0 {
 				continue
 			}
 			v.Worst.Rows = append(v.Worst.Rows, []string{m.Name, vd.Profile, strconv.Itoa(vd.Hours), strconv.Itoa(vd.FailHours), pctR(vd.WorstHour.R), utc(vd.WorstHourNs)})
