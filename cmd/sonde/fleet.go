@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/web"
 )
 
 // newFleetCmd is `sonde fleet`: reports over a store many monitors share.
@@ -27,7 +30,7 @@ few): the fleet report, and the job that keeps its hourly aggregate
 (docs/fleet.md).`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newFleetReportCmd(), newFleetAggregateCmd())
+	cmd.AddCommand(newFleetReportCmd(), newFleetAggregateCmd(), newFleetServeCmd())
 	return cmd
 }
 
@@ -196,5 +199,64 @@ exact, only slower.`,
 	f.StringVar(&storeURL, "store", "", "`URL` of the fleet's store: postgres://… or a SQLite path (required)")
 	f.IntVar(&maxHours, "max-hours", 0, "merge at most `N` stream-hours (0: all that are marked)")
 	f.DurationVar(&timeout, "timeout", time.Hour, "longest the run may take")
+	return cmd
+}
+
+func newFleetServeCmd() *cobra.Command {
+	var storeURL, listen string
+	cmd := &cobra.Command{
+		Use:   "serve --store URL [--listen ADDR]",
+		Short: "Serve the fleet view: monitors, verdicts and upstream events in a browser",
+		Long: `Serve the fleet view of a shared store on --listen: a page listing the
+monitors with their verdict per requirement profile and whether their
+outages were their line's or upstream's, and the upstream events, for the
+last 24 h, 7 d or 30 d and a label filter (the report of fleet report, as
+JSON at /fleet.json?since=7d&label=isp%3Dacme). One report runs at a
+time, at most 2 minutes; there is no login: listen on loopback or behind
+a proxy that authenticates (docs/fleet.md, "Fleet view").`,
+		Example: `  sonde fleet serve --store postgres://sonde@db/fleet --listen 127.0.0.1:9102`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if storeURL == "" {
+				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
+			}
+			loc, err := store.ParseURL(storeURL)
+			if err != nil {
+				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+			}
+			if _, _, err := net.SplitHostPort(listen); err != nil {
+				return usagef("--listen %q: want HOST:PORT (e.g. 127.0.0.1:9102)", listen)
+			}
+			st, err := openExistingStore(cmd.Context(), loc)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			f, ok := store.AsFleet(st)
+			if !ok {
+				return fmt.Errorf("%s: this store cannot answer fleet queries", loc)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("--listen: %w", err)
+			}
+			srv := &http.Server{Handler: fleet.Handler(f, web.Assets(), time.Now), ReadHeaderTimeout: 10 * time.Second,
+				ReadTimeout: 30 * time.Second, WriteTimeout: fleet.ReportTimeout + 30*time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+			fmt.Fprintf(cmd.ErrOrStderr(), "fleet view of %s on http://%s/\n", loc, ln.Addr())
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ln) }()
+			select {
+			case err := <-done:
+				return err
+			case <-cmd.Context().Done():
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				return srv.Shutdown(ctx)
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&storeURL, "store", "", "`URL` of the fleet's store: postgres://… or a SQLite path (required)")
+	f.StringVar(&listen, "listen", "127.0.0.1:9102", "`ADDR` to serve the fleet view on")
 	return cmd
 }

@@ -126,6 +126,8 @@ func TestFleetReportErrors(t *testing.T) {
 		{[]string{"report", "--store", db, "--json", "/nonexistent/dir/f.json"}, 2, "--json"},
 		{[]string{"report", "--store", filepath.Join(t.TempDir(), "missing.db")}, 1, "missing.db"},
 		{[]string{"aggregate", "--store", db, "--max-hours", "-1"}, 2, "--max-hours -1"},
+		{[]string{"serve", "--store", db, "--listen", "nope"}, 2, `--listen "nope"`},
+		{[]string{"serve"}, 2, "--store: give"},
 	}
 	for _, c := range cases {
 		_, stderr, code := runCmd(newFleetCmd(), c.args...)
