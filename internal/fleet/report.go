@@ -28,8 +28,10 @@ const (
 	// MaxOutagesListed bounds the outages listed per monitor (all are
 	// counted).
 	MaxOutagesListed = 200
-	// maxCells bounds monitors × windows: past it the window is a day.
-	maxCells = 10_000_000
+	// maxCells bounds monitors × windows × (1 + profiles), the counters
+	// a report holds (8 bytes each): past it the window is a day, and
+	// past it with days the request is refused.
+	maxCells = 60_000_000
 	dayNs    = 24 * store.HourNs
 )
 
@@ -140,15 +142,19 @@ func Report(ctx context.Context, st store.Fleet, req Request) (*model.FleetRepor
 
 	// The window is the aligned UTC hour, or the day when monitors ×
 	// hours would hold too many cells.
+	np := len(req.Profiles)
 	winNs := store.HourNs
 	first := floorTo(req.FromNs, winNs)
 	nwin := int((req.ToNs-1-first)/winNs + 1)
-	if int64(nwin)*int64(len(mons)) > maxCells {
+	cells := func() int64 { return int64(nwin) * int64(len(mons)) * int64(1+np) }
+	if cells() > maxCells {
 		winNs = dayNs
 		first = floorTo(req.FromNs, winNs)
 		nwin = int((req.ToNs-1-first)/winNs + 1)
 	}
-	np := len(req.Profiles)
+	if cells() > maxCells {
+		return nil, fmt.Errorf("fleet: %d monitors × %d days × %d profiles is more than the report holds (%d counters): narrow the range, the label filter or the profiles", len(mons), nwin, np, maxCells)
+	}
 	add := func(sid int32, u unit) error {
 		a := bySid[sid]
 		if a == nil {
