@@ -51,6 +51,8 @@ func main() {
 		skipAgg   = flag.Bool("no-aggregate", false, "do not run the aggregate job")
 		reportRaw = flag.Bool("report-before-aggregate", false, "also time the report before the aggregate job (reads every minute rollup)")
 		seed      = flag.Uint64("seed", 1, "random seed")
+		compr     = flag.String("compression", "", "PostgreSQL: set the rollups' data column's `METHOD` (pglz, lz4) before ingest (default: the server's, pglz)")
+		only      = flag.Bool("report-only", false, "only time the report over the days the other flags name, on a store an earlier run filled")
 		prof      = flag.String("cpuprofile", "", "write a CPU profile of the aggregate job and the report to `FILE`")
 	)
 	flag.Parse()
@@ -59,7 +61,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fleetbench: -store is required; monitors 1–100000, targets 1–64, days (0, 31], hour-days 0–400, batch-minutes 1–1440, writers 1–64")
 		os.Exit(2)
 	}
-	if err := run(*url, *monitors, *targets, *days, *hourDays, *batchMin, *writers, !*skipAgg, *reportRaw, *seed, *prof); err != nil {
+	if err := run(*url, *monitors, *targets, *days, *hourDays, *batchMin, *writers, !*skipAgg, *reportRaw, *seed, *prof, *compr, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "fleetbench:", err)
 		os.Exit(1)
 	}
@@ -67,7 +69,7 @@ func main() {
 
 var isps = []string{"acme", "bravo", "civic", "delta", "echo", "fibre", "gamma", "hotel", "indigo", "juliet"}
 
-func run(url string, nMon, nTgt int, days float64, hourDays, batchMin, writers int, aggregate, reportRaw bool, seed uint64, profile string) error {
+func run(url string, nMon, nTgt int, days float64, hourDays, batchMin, writers int, aggregate, reportRaw bool, seed uint64, profile, compression string, reportOnly bool) error {
 	ctx := context.Background()
 	st, err := store.Open(ctx, url, store.Options{})
 	if err != nil {
@@ -89,15 +91,46 @@ func run(url string, nMon, nTgt int, days float64, hourDays, batchMin, writers i
 	}
 	fmt.Printf("\nstore: %s; %d writers, batches of %d minutes × %d targets = %d rows\n", st.Location(), writers, batchMin, nTgt, batchMin*nTgt)
 
-	pool, err := minutePool(seed, 256)
+	if reportOnly {
+		if profile != "" {
+			pf, err := os.Create(profile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
+		return timeReport(ctx, f, "REPORT", hourStart, end)
+	}
+	if compression != "" {
+		if compression != "pglz" && compression != "lz4" {
+			return fmt.Errorf("-compression %q: want pglz or lz4", compression)
+		}
+		db, err := sql.Open("pgx", url)
+		if err != nil {
+			return err
+		}
+		_, err = db.ExecContext(ctx, "ALTER TABLE rollups ALTER COLUMN data SET COMPRESSION "+compression)
+		db.Close()
+		if err != nil {
+			return fmt.Errorf("set compression: %w", err)
+		}
+		fmt.Printf("rollups.data compression: %s\n", compression)
+	}
+	pool, err := minutePool(seed)
 	if err != nil {
 		return err
 	}
-	var blob int
-	for _, r := range pool {
-		blob += len(r.Data)
+	var blob, nblob int
+	for _, g := range pool {
+		for _, r := range g {
+			blob += len(r.Data)
+			nblob++
+		}
 	}
-	fmt.Printf("minute rollup data: %d bytes on average (the store's JSON of the Roller's bins and counts)\n", blob/len(pool))
+	fmt.Printf("minute rollup data: %d bytes on average (the store's JSON of the Roller's bins and counts)\n", blob/nblob)
 
 	// Register monitors and streams.
 	ids := make([]int64, nMon)
@@ -141,7 +174,8 @@ func run(url string, nMon, nTgt int, days float64, hourDays, batchMin, writers i
 					rng := rand.New(rand.NewPCG(seed, uint64(m)<<20|uint64(w0)))
 					for t := range nTgt {
 						for k := w0; k < w1; k++ {
-							r := pool[rng.IntN(len(pool))]
+							g := pool[m%len(pool)]
+							r := g[rng.IntN(len(g))]
 							r.Stream, r.MinuteNs = int32(t), start+int64(k)*minuteNs
 							b.Rollups = append(b.Rollups, r)
 						}
@@ -248,10 +282,19 @@ func timeReport(ctx context.Context, f store.Fleet, what string, from, to int64)
 	return nil
 }
 
-// minutePool makes n realistic minute rollups with the daemon's Roller and
-// thresholds: 600 probes (10/s), a base RTT of 8 to 60 ms with jitter, a
-// loaded minute now and then (added delay up to 400 ms), loss 0 to 2 %.
-func minutePool(seed uint64, n int) ([]store.Rollup, error) {
+// poolGroups monitors' paths (base RTTs) and poolVariants minutes of each.
+const (
+	poolGroups   = 32
+	poolVariants = 8
+)
+
+// minutePool makes realistic minute rollups with the daemon's Roller and
+// thresholds, poolVariants for each of poolGroups paths (monitor m takes
+// path m mod poolGroups, so its hours merge minutes of one path): 600
+// probes (10/s), a base RTT of 8 to 60 ms by path with 10 % jitter, a
+// loaded minute in eight (added delay up to 400 ms), loss up to 0.1 %,
+// on one path in four up to 5 %.
+func minutePool(seed uint64) ([][]store.Rollup, error) {
 	an, err := reliability.New(reliability.Config{}, nil)
 	if err != nil {
 		return nil, err
@@ -266,10 +309,14 @@ func minutePool(seed uint64, n int) ([]store.Rollup, error) {
 		}
 		out = append(out, sr)
 	})
-	for k := range n {
-		base := 8e6 + rng.Float64()*52e6
+	for k := range poolGroups * poolVariants {
+		base := 8e6 + float64(k/poolVariants)*52e6/poolGroups
 		loaded := rng.IntN(8) == 0
-		lossP := []float64{0, 0, 0.001, 0.005, 0.02}[rng.IntN(5)]
+		// One path in four is lossy: the fleet has good and bad lines.
+		lossP := []float64{0, 0, 0, 0.0005, 0.001}[rng.IntN(5)]
+		if k/poolVariants%4 == 0 {
+			lossP = []float64{0, 0.001, 0.005, 0.02, 0.05}[rng.IntN(5)]
+		}
 		for i := range 600 {
 			p := model.ProbeSample{SentNs: int64(k)*minuteNs + int64(i)*100e6, Seq: uint32(k*600 + i), Load: model.LoadIdle}
 			rtt := base * math.Exp(rng.NormFloat64()*0.1)
@@ -288,7 +335,11 @@ func minutePool(seed uint64, n int) ([]store.Rollup, error) {
 		}
 	}
 	r.Flush()
-	return out, ferr
+	groups := make([][]store.Rollup, poolGroups)
+	for i, m := range out {
+		groups[i/poolVariants] = append(groups[i/poolVariants], m)
+	}
+	return groups, ferr
 }
 
 // outages are a monitor's stored outage events in [from, to): about one
@@ -310,22 +361,24 @@ func outages(m int, from, to int64, rng *rand.Rand) []model.MonitorEvent {
 }
 
 // writeHours writes hourly aggregate rows for [from, to) directly: each
-// merged by fleet.MergeHour from 60 minutes of the pool, as the job makes
-// them.
-func writeHours(ctx context.Context, db *sql.DB, ids []int64, nTgt int, from, to int64, pool []store.Rollup, seed uint64) error {
+// merged by fleet.MergeHour from 60 minutes of the monitor's path in the
+// pool, as the job makes them.
+func writeHours(ctx context.Context, db *sql.DB, ids []int64, nTgt int, from, to int64, pool [][]store.Rollup, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	hp := make([]store.HourRow, 64)
-	for i := range hp {
-		mins := make([]store.Rollup, 60)
-		for k := range mins {
-			mins[k] = pool[rng.IntN(len(pool))]
-			mins[k].MinuteNs = int64(k) * minuteNs
+	hp := make([][]store.HourRow, len(pool))
+	for g := range hp {
+		for range 4 {
+			mins := make([]store.Rollup, 60)
+			for k := range mins {
+				mins[k] = pool[g][rng.IntN(len(pool[g]))]
+				mins[k].MinuteNs = int64(k) * minuteNs
+			}
+			h, err := fleet.MergeHour(0, mins)
+			if err != nil {
+				return err
+			}
+			hp[g] = append(hp[g], h)
 		}
-		h, err := fleet.MergeHour(0, mins)
-		if err != nil {
-			return err
-		}
-		hp[i] = h
 	}
 	sids := map[int64][]int64{}
 	rows, err := db.QueryContext(ctx, `SELECT id, monitor_id FROM streams ORDER BY id`)
@@ -362,9 +415,10 @@ func writeHours(ctx context.Context, db *sql.DB, ids []int64, nTgt int, from, to
 		return err
 	}
 	for h := from; h < to; h += hourNs {
-		for _, id := range ids {
+		for m, id := range ids {
 			for _, sid := range sids[id] {
-				r := hp[rng.IntN(len(hp))]
+				g := hp[m%len(hp)]
+				r := g[rng.IntN(len(g))]
 				args = append(args, sid, h, r.Minutes, int64(r.Sent), int64(r.Lost), int64(r.Late), r.SumNs, r.SumSqNs, r.MinNs, r.MaxNs, r.Data)
 				n++
 				if len(args) >= chunk*11 {

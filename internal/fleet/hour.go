@@ -210,9 +210,18 @@ func encodeHour(u unit) []byte {
 // fromHour decodes a stored hour, bounding every count by what it can
 // hold: a corrupt row is an error, never a large allocation.
 func fromHour(h store.HourRow) (unit, error) {
-	u := unit{startNs: h.HourNs, sent: h.Sent, lost: h.Lost, late: h.Late, sumNs: h.SumNs, sumSqNs: h.SumSqNs, minNs: h.MinNs, maxNs: h.MaxNs}
-	bad := func(what string) (unit, error) {
-		return unit{}, fmt.Errorf("fleet: hour %d of stream %d: %s", h.HourNs, h.Stream, what)
+	var u unit
+	err := decodeHour(h, &u)
+	return u, err
+}
+
+// decodeHour is fromHour into u, reusing u's slices: a month's report
+// decodes millions of hours.
+func decodeHour(h store.HourRow, u *unit) error {
+	*u = unit{startNs: h.HourNs, sent: h.Sent, lost: h.Lost, late: h.Late, sumNs: h.SumNs, sumSqNs: h.SumSqNs, minNs: h.MinNs, maxNs: h.MaxNs,
+		thresholds: u.thresholds[:0], within: u.within[:0], bins: u.bins[:0], byLoad: u.byLoad[:0]}
+	bad := func(what string) error {
+		return fmt.Errorf("fleet: hour %d of stream %d: %s", h.HourNs, h.Stream, what)
 	}
 	if u.lost > u.sent || u.late > u.lost {
 		return bad("inconsistent counts")
@@ -234,20 +243,18 @@ func fromHour(h store.HourRow) (unit, error) {
 	if !ok || nth > 64 {
 		return bad("bad threshold count")
 	}
-	u.thresholds, u.within = make([]int64, nth), make([]uint64, nth)
-	for i := range nth {
+	for range nth {
 		l, ok1 := next()
 		w, ok2 := next()
 		if !ok1 || !ok2 || l == 0 || l > 1<<62 || w > u.answered() {
 			return bad("bad threshold")
 		}
-		u.thresholds[i], u.within[i] = int64(l), w
+		u.thresholds, u.within = append(u.thresholds, int64(l)), append(u.within, w)
 	}
 	nb, ok := next()
 	if !ok || nb > reliability.NumBins {
 		return bad("bad bin count")
 	}
-	u.bins = make([]model.RollupBin, 0, nb)
 	bin := uint64(0)
 	var total uint64
 	for range nb {
@@ -268,14 +275,13 @@ func fromHour(h store.HourRow) (unit, error) {
 		return bad("bad load-state count")
 	}
 	for range nl {
-		var l loadUnit
 		st, ok1 := next()
 		s, ok2 := next()
 		lo, ok3 := next()
 		if !ok1 || !ok2 || !ok3 || st > 4 || lo > s || s > u.sent {
 			return bad("bad load state")
 		}
-		l.load, l.sent, l.lost, l.within = model.LoadState(st), s, lo, make([]uint64, nth)
+		l := loadUnit{load: model.LoadState(st), sent: s, lost: lo, within: make([]uint64, nth)}
 		for i := range l.within {
 			if l.within[i], ok = next(); !ok {
 				return bad("bad load state")
@@ -286,7 +292,7 @@ func fromHour(h store.HourRow) (unit, error) {
 	if len(d) != 0 {
 		return bad("trailing data")
 	}
-	return u, nil
+	return nil
 }
 
 // withinAt is how many probes of u were within l: exact when u counted

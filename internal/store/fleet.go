@@ -23,7 +23,7 @@ type Fleet interface {
 	FleetMonitors(ctx context.Context) ([]FleetMonitor, error)
 	// HourRows calls fn for the merged hours of q's monitors whose hour
 	// lies wholly in [q.FromNs, q.ToNs) and is not marked dirty, by stream
-	// then hour.
+	// then hour. The row's Data is valid only until fn returns.
 	HourRows(ctx context.Context, q FleetQuery, fn func(HourRow) error) error
 	// MinuteRows calls fn for the minute rollups HourRows does not stand
 	// for: those of marked hours, and those of the range's partial first
@@ -52,9 +52,22 @@ type FleetMonitor struct {
 }
 
 // FleetQuery selects monitors (nil: all) and a range [FromNs, ToNs).
+// With Shards > 1, HourRows and MinuteRows read only the monitors whose
+// ID is Shard modulo Shards, so that readers in parallel hold disjoint
+// monitors.
 type FleetQuery struct {
-	Monitors     []int64
-	FromNs, ToNs int64
+	Monitors      []int64
+	FromNs, ToNs  int64
+	Shards, Shard int
+}
+
+// where is the query's monitor selection on streams aliased s.
+func (q FleetQuery) where() string {
+	w := monitorClause("s.monitor_id", q.Monitors)
+	if q.Shards > 1 {
+		w += fmt.Sprintf(" AND s.monitor_id %% %d = %d", q.Shards, q.Shard)
+	}
+	return w
 }
 
 // StreamHour names one stream's hour.
@@ -205,7 +218,7 @@ func (s *sqlStore) HourRows(ctx context.Context, q FleetQuery, fn func(HourRow) 
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT h.sid, h.hour_ns, h.minutes, h.sent, h.lost, h.late, h.sum_ns, h.sum_sq_ns, h.min_ns, h.max_ns, h.data
 		FROM rollup_hours h JOIN streams s ON h.sid = s.id
-		WHERE h.hour_ns >= ? AND h.hour_ns < ?`+monitorClause("s.monitor_id", q.Monitors)+`
+		WHERE h.hour_ns >= ? AND h.hour_ns < ?`+q.where()+`
 		AND NOT EXISTS (SELECT 1 FROM rollup_hours_dirty d WHERE d.sid = h.sid AND d.hour_ns = h.hour_ns)
 		ORDER BY h.sid, h.hour_ns`), from, to)
 	if err != nil {
@@ -216,11 +229,12 @@ func (s *sqlStore) HourRows(ctx context.Context, q FleetQuery, fn func(HourRow) 
 		var (
 			h                     HourRow
 			sid, sent, lost, late int64
+			data                  sql.RawBytes // not copied: a month is millions of rows
 		)
-		if err := rows.Scan(&sid, &h.HourNs, &h.Minutes, &sent, &lost, &late, &h.SumNs, &h.SumSqNs, &h.MinNs, &h.MaxNs, &h.Data); err != nil {
+		if err := rows.Scan(&sid, &h.HourNs, &h.Minutes, &sent, &lost, &late, &h.SumNs, &h.SumSqNs, &h.MinNs, &h.MaxNs, &data); err != nil {
 			return fmt.Errorf("store: read hours: %w", err)
 		}
-		h.Stream, h.Sent, h.Lost, h.Late = int32(sid), uint64(sent), uint64(lost), uint64(late)
+		h.Stream, h.Sent, h.Lost, h.Late, h.Data = int32(sid), uint64(sent), uint64(lost), uint64(late), data
 		if err := fn(h); err != nil {
 			return err
 		}
@@ -249,7 +263,7 @@ func scanRollups(rows *sql.Rows, fn func(Rollup) error) error {
 }
 
 func (s *sqlStore) MinuteRows(ctx context.Context, q FleetQuery, fn func(Rollup) error) error {
-	mon := monitorClause("s.monitor_id", q.Monitors)
+	mon := q.where()
 	from, to := ceilHour(q.FromNs), floorHour(q.ToNs)
 	// The partial hours at the ends (the whole range when it lies within
 	// one hour).
