@@ -144,6 +144,7 @@ func TestFleetReport(t *testing.T) {
 		{"label-filter", testLabelFilter},
 		{"empty-store", testEmpty},
 		{"partial-hours", testPartialHours},
+		{"write-during-merge", testWriteDuringMerge},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -551,4 +552,63 @@ func FuzzHourData(f *testing.F) {
 			}
 		}
 	})
+}
+
+// testWriteDuringMerge: a minute written while its hour is being merged
+// is either in the merged hour or leaves the hour marked, never lost.
+func testWriteDuringMerge(t *testing.T, url string) {
+	st, f := openStore(t, url)
+	writeFleet(t, st)
+	ctx := context.Background()
+	ids, err := st.ListMonitors(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hour 3 of m1's stream 0 gets its first 30 minutes now, the next 30
+	// from another goroutine while the job merges it.
+	extra := rollupsOf(t, 0, synthFleet[0], hours*60, hours*60+60)
+	if err := st.Write(ctx, ids["m1"], &store.Batch{Rollups: extra[:30]}); err != nil {
+		t.Fatal(err)
+	}
+	marks, err := f.DirtyHours(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h store.StreamHour
+	for _, m := range marks {
+		if m.HourNs == t0+hours*3600e9 {
+			h = m
+		}
+	}
+	if h.HourNs == 0 {
+		t.Fatalf("the hour written is not marked: %v", marks)
+	}
+	done := make(chan error, 1)
+	var merged int
+	err = f.MergeHours(ctx, h.HourNs, []int32{h.Stream}, func(mins []store.Rollup) (store.HourRow, error) {
+		go func() { done <- st.Write(ctx, ids["m1"], &store.Batch{Rollups: extra[30:]}) }()
+		time.Sleep(50 * time.Millisecond) // let the write start; either order must hold
+		merged = len(mins)
+		return MergeHour(h.HourNs, mins)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	marks, err = f.DirtyHours(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged != 60 && !slices.Contains(marks, h) {
+		t.Fatalf("merged %d minutes and the hour is not marked again: the 30 written meanwhile are lost", merged)
+	}
+	if _, err := Aggregate(ctx, f, 0); err != nil {
+		t.Fatal(err)
+	}
+	rep := report(t, f, Request{FromNs: t0, ToNs: t0 + (hours+1)*3600e9})
+	if got, want := monitorNamed(t, rep, "m1").Sent, uint64(2*hours*60*probesPerMin+60*probesPerMin); got != want || rep.Source != "25 hourly aggregates, 0 minute rollups" {
+		t.Fatalf("m1 sent %d (want %d), source %q after aggregating again", got, want, rep.Source)
+	}
 }
