@@ -124,6 +124,17 @@ var kinds = []*kind{
 		},
 		headlines: func(v any) []headline { return monitorHeadlines(v.(*model.MonitorReport)) },
 	},
+	{
+		schema: model.FleetSchema,
+		decode: decodeAs[model.FleetReport],
+		text:   func(w io.Writer, v any) error { return WriteFleetText(w, v.(*model.FleetReport)) },
+		html:   func(w io.Writer, v any) error { return WriteFleetHTML(w, v.(*model.FleetReport)) },
+		describe: func(v any) string {
+			r := v.(*model.FleetReport)
+			return "sonde fleet report " + time.Unix(0, r.FromNs).UTC().Format(time.RFC3339) + " to " + time.Unix(0, r.ToNs).UTC().Format(time.RFC3339)
+		},
+		headlines: func(v any) []headline { return fleetHeadlines(v.(*model.FleetReport)) },
+	},
 }
 
 func describeRun(cmd, server string, start time.Time) string {

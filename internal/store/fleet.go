@@ -58,7 +58,8 @@ type Fleet interface {
 	AddMonitor(ctx context.Context, id Identity, noToken, replace bool) (token string, err error)
 	// RevokeMonitor refuses the monitor's batches from now on.
 	RevokeMonitor(ctx context.Context, name string) error
-	// FleetMonitors lists every monitor of the store, by name.
+	// FleetMonitors lists every monitor of the store, by name, with its
+	// streams.
 	FleetMonitors(ctx context.Context) ([]FleetMonitor, error)
 	// Accept stores a shipped batch in one transaction, idempotently (a
 	// replayed batch inserts nothing twice), or refuses it whole.
@@ -67,6 +68,7 @@ type Fleet interface {
 
 // FleetMonitor is one monitor as the fleet store knows it.
 type FleetMonitor struct {
+	ID       int64             `json:"id"`
 	Name     string            `json:"name"`
 	Labels   map[string]string `json:"labels,omitempty"`
 	Enrolled bool              `json:"enrolled"`
@@ -74,6 +76,8 @@ type FleetMonitor struct {
 	Revoked  bool              `json:"revoked"`
 	Instance string            `json:"instance,omitempty"`
 	Created  int64             `json:"created_ns"`
+	// Streams are its streams by store stream ID (the fleet report's).
+	Streams map[int32]model.MonitorStream `json:"-"`
 }
 
 // Shipment is one batch a monitor ships: who sends it, the monitor's
@@ -200,29 +204,56 @@ func (s *sqlStore) RevokeMonitor(ctx context.Context, name string) error {
 }
 
 func (s *sqlStore) FleetMonitors(ctx context.Context) ([]FleetMonitor, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT name, labels, created_ns, enrolled, token_hash, revoked, instance
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, name, labels, created_ns, enrolled, token_hash, revoked, instance
 		FROM monitors ORDER BY name LIMIT ?`), MaxListLimit)
 	if err != nil {
 		return nil, fmt.Errorf("store: list monitors: %w", err)
 	}
-	defer rows.Close()
 	out := []FleetMonitor{}
+	byID := map[int64]int{}
 	for rows.Next() {
 		var (
 			m                 FleetMonitor
 			labels, hash      string
 			enrolled, revoked int
 		)
-		if err := rows.Scan(&m.Name, &labels, &m.Created, &enrolled, &hash, &revoked, &m.Instance); err != nil {
+		if err := rows.Scan(&m.ID, &m.Name, &labels, &m.Created, &enrolled, &hash, &revoked, &m.Instance); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("store: list monitors: %w", err)
 		}
 		if err := json.Unmarshal([]byte(labels), &m.Labels); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("store: monitor %q labels: %w", m.Name, err)
 		}
 		m.Enrolled, m.Token, m.Revoked = enrolled != 0, hash != "", revoked != 0
+		m.Streams = map[int32]model.MonitorStream{}
+		byID[m.ID] = len(out)
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list monitors: %w", err)
+	}
+	srows, err := s.db.QueryContext(ctx, s.q(`SELECT id, monitor_id, name, target, kind, dscp FROM streams ORDER BY id LIMIT ?`), MaxListLimit*4)
+	if err != nil {
+		return nil, fmt.Errorf("store: list streams: %w", err)
+	}
+	defer srows.Close()
+	for srows.Next() {
+		var (
+			id, mid int64
+			st      model.MonitorStream
+			kind    string
+		)
+		if err := srows.Scan(&id, &mid, &st.Name, &st.Target, &kind, &st.DSCP); err != nil {
+			return nil, fmt.Errorf("store: list streams: %w", err)
+		}
+		st.Kind = model.ProbeKind(kind)
+		if i, ok := byID[mid]; ok {
+			out[i].Streams[int32(id)] = st
+		}
+	}
+	return out, srows.Err()
 }
 
 // shippedStreams registers a shipment's streams, once per monitor and

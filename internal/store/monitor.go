@@ -234,6 +234,7 @@ func (s *sqlStore) writeTx(ctx context.Context, monitor int64, sids []int32, b *
 			id, r.MinuteNs, int64(r.Sent), int64(r.Lost), int64(r.Late), r.SumNs, r.SumSqNs, r.MinNs, r.MaxNs, data)
 	}
 	ins.flush()
+	markHours(&ins, b.Rollups, sids) // the fleet's hourly aggregate (fleetquery.go)
 	if ins.err != nil {
 		return ins.err
 	}
@@ -333,8 +334,11 @@ func (in *inserter) flush() {
 	n := len(in.args) / in.cols
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", in.cols), ", ") + ")"
 	conflict := " ON CONFLICT DO NOTHING"
-	if in.table == probeTable {
+	switch in.table {
+	case probeTable:
 		conflict = probeConflict
+	case hourTable:
+		conflict = hourConflict // the fleet's hourly aggregate (fleet.go)
 	}
 	q := "INSERT INTO " + in.table + " VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + conflict
 	if _, err := in.s.stmts.exec(in.ctx, in.s.db, in.tx, in.s.q(q), in.args...); err != nil {

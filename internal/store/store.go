@@ -102,6 +102,9 @@ type Store interface {
 	Monitors
 	Fleet    // a shared store's monitors and shipped batches (fleet.go)
 	Shipping // a monitor's side of shipping (shipsrc.go)
+	// FleetReader is the fleet report's reads and its hourly aggregate
+	// (fleetquery.go).
+	FleetReader
 	// Location is where the store is (without a password).
 	Location() Location
 	Close() error
