@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/mbmwire"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/stamp"
@@ -464,18 +465,9 @@ func (ses *mbmSession) minRate(mean float64) (bps, windowMs float64) {
 	win := max(mbmMinWindow, time.Duration(4*ses.req.TargetRTTMs*float64(time.Millisecond)))
 	lo := int(ses.first.Sub(ses.start) / mbmBin)
 	hi := min(int(ses.last.Sub(ses.start)/mbmBin)+1, len(ses.bins))
-	k := int(win / mbmBin)
-	if hi-lo <= k { // shorter than one window: the whole span
+	least, ok := mbm.LeastWindow(ses.bins[min(lo, hi):hi], int(win/mbmBin))
+	if !ok { // shorter than one window: the whole span
 		return mean, float64(ses.last.Sub(ses.first)) / 1e6
-	}
-	var sum int64
-	for i := lo; i < lo+k; i++ {
-		sum += ses.bins[i]
-	}
-	least := sum
-	for i := lo + k; i < hi; i++ {
-		sum += ses.bins[i] - ses.bins[i-k]
-		least = min(least, sum)
 	}
 	return float64(least) * 8 / win.Seconds(), float64(win) / 1e6
 }
