@@ -110,9 +110,10 @@ func (s *Server) mbmFinished(client model.Endpoint, res *model.MBMResult) {
 	s.RecordMBM(client, res)
 }
 
-// StartMBM opens the MBM socket now instead of on the first MBM session
-// (in the caller's network namespace, for tests in a lab), and returns its
-// address.
+// StartMBM opens the MBM socket now instead of on the first MBM session,
+// so that `sonde serve` reports a bind error at start (and, in a test lab,
+// in the caller's network namespace). It returns the bound address;
+// calling it again returns the same.
 func (s *Server) StartMBM() (netip.AddrPort, error) {
 	conn, err := s.mbm.socket()
 	if err != nil {
@@ -131,11 +132,10 @@ func (m *mbmService) socket() (*stamp.Conn, error) {
 	if m.closed {
 		return nil, errors.New("server is shutting down")
 	}
-	host, _, err := net.SplitHostPort(m.s.cfg.Addr)
-	if err != nil {
-		host = ""
+	if m.s.cfg.MBMAddr == "off" {
+		return nil, errors.New("this server runs no MBM sink (--mbm-addr off)")
 	}
-	conn, err := stamp.Listen("udp", net.JoinHostPort(host, "0"))
+	conn, err := m.s.listenUDP(m.s.cfg.MBMAddr, 0)
 	if err != nil {
 		return nil, fmt.Errorf("MBM socket: %w", err)
 	}
