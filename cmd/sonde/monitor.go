@@ -158,12 +158,17 @@ func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan) error {
 	st, err := store.Open(octx, plan.Store, store.Options{})
 	cancel()
 	if err != nil {
-		return usageErr(err)
+		// The store is there but fails (unreachable, a newer schema): a
+		// failure at start, not a usage error (docs/cli.md, exit status).
+		return err
 	}
 	defer st.Close()
 	d, err := monitor.New(ctx, plan, monitor.Options{Store: st, Log: logw, Version: version})
 	if err != nil {
-		return usageErr(err)
+		if ce := (*monitor.ConfigError)(nil); errors.As(err, &ce) {
+			return usageErr(err)
+		}
+		return err
 	}
 	if a := d.Addr(); a != nil {
 		fmt.Fprintf(logw, "monitor: serving /metrics, /status and /healthz on http://%s\n", a)
@@ -276,6 +281,14 @@ func printStatus(w io.Writer, st *monitor.Status) {
 				fmt.Fprintf(w, "    %-10s %d pending, %s behind\n", t.Table, t.PendingRows, time.Duration(t.LagSeconds*1e9).Round(time.Second))
 			}
 		}
+	}
+	// A stepped wall clock shifts the timestamps of what was written around
+	// it (docs/monitor.md); the daemon's schedule is monotonic and goes on.
+	if c := st.Clock; c.Steps > 0 {
+		fmt.Fprintf(w, "  clock: %d wall-clock step(s) since the start, the last %+.3f s at %s\n",
+			c.Steps, c.LastStepS, time.Unix(0, c.LastStepNs).UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintln(w, "  clock: no wall-clock step since the start")
 	}
 	for _, e := range st.LastEvents {
 		fmt.Fprintf(w, "  %s  %-13s %s\n", time.Unix(0, e.StartNs).UTC().Format(time.RFC3339), e.Kind, e.Text)
