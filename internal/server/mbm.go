@@ -126,11 +126,13 @@ func (s *Server) StartMBM() (netip.AddrPort, error) {
 func (m *mbmService) socket() (*stamp.Conn, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.conn != nil {
-		return m.conn, nil
-	}
+	// Closed first (as the reflector): a session opened during shutdown
+	// would be granted a socket that is closed.
 	if m.closed {
 		return nil, errors.New("server is shutting down")
+	}
+	if m.conn != nil {
+		return m.conn, nil
 	}
 	if m.s.cfg.MBMAddr == "off" {
 		return nil, errors.New("this server runs no MBM sink (--mbm-addr off)")
