@@ -50,7 +50,9 @@ server (host:port or URL: probed through its monitor sessions) or
 stamp://host[:port] (any RFC 8762 / TWAMP-Light reflector); --icmp and
 --tcp PORT add probe kinds to the same hosts, --dscp one stream per class.
 An unreachable target is not an error: probing goes on and records the
-loss. The store defaults to /var/lib/sonde/monitor.db as root, else
+loss. A bad setting exits 2 before anything is written; a failure at
+start (the store unreachable or of a newer schema, a sonde server that
+cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as root, else
 ./sonde-monitor.db. --config FILE takes the same settings as JSON
 (contrib/monitor.sample.json); flags override it.`,
 		Example: `  sonde monitor run --target sonde.example.net:8080 --interface eth0 --up 20M --down 100M
