@@ -29,16 +29,13 @@
 # (/var/tmp/sonde-bench), BENCH_TSHARK_FULL (0), SONDE (bin/sonde).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 SONDE=${SONDE:-bin/sonde}
 REPEAT=${BENCH_REPEAT:-3}
 PACKETS=${BENCH_PACKETS:-10000000}
 CACHE=${BENCH_CACHE:-/var/tmp/sonde-bench}
 TSHARK_FULL=${BENCH_TSHARK_FULL:-0}
 
-die() {
-	echo "bench: $*" >&2
-	exit 2
-}
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer, got '$REPEAT'"
 [[ $PACKETS =~ ^[0-9]+$ ]] && ((PACKETS >= 1000000)) || die "BENCH_PACKETS must be >= 1000000, got '$PACKETS'"
 [[ -x $SONDE ]] || die "$SONDE not found: run 'make build' (or 'make bench')"

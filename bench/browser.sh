@@ -35,17 +35,13 @@
 set -u -o pipefail
 
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 SONDE=${SONDE:-bin/sonde}
 REPEAT=${BENCH_REPEAT:-3}
 DUR=${BENCH_DURATION:-8}
 LAB=${BENCH_LAB:-1}
 BARE=${BENCH_BARE:-1}
 export CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-
-die() {
-	echo "bench: $*" >&2
-	exit 2
-}
 
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer, got '$REPEAT'"
 [[ $DUR =~ ^[0-9]+$ ]] && ((DUR >= 2 && DUR <= 60)) || die "BENCH_DURATION must be whole seconds 2-60, got '$DUR'"

@@ -24,6 +24,7 @@
 set -u -o pipefail
 
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 SONDE=${SONDE:-bin/sonde}
 REPEAT=${BENCH_REPEAT:-3}
 DUR=${BENCH_DURATION:-5}
@@ -31,11 +32,6 @@ SIZE=${BENCH_SIZE:-}
 LOSS=${BENCH_LOSS:-1}
 export CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 export PLAYWRIGHT_CORE=$PWD/web/node_modules/playwright-core/index.mjs
-
-die() {
-	echo "bench: $*" >&2
-	exit 2
-}
 
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer, got '$REPEAT'"
 [[ $DUR =~ ^[0-9]+$ ]] && ((DUR >= 1 && DUR <= 30)) || die "BENCH_DURATION must be whole seconds 1-30, got '$DUR'"

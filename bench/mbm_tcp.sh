@@ -14,11 +14,8 @@
 # Environment: BENCH_RATES (Mbit/s list, default 1,10,100,500).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
-die() {
-	echo "bench: $*" >&2
-	exit 2
-}
 [[ $(id -u) == 0 ]] || die "needs root (lab namespaces and TUN devices)"
 RATES=${BENCH_RATES:-1,10,100,500}
 [[ $RATES =~ ^[0-9.]+(,[0-9.]+)*$ ]] || die "BENCH_RATES=$RATES: want a list of Mbit/s, e.g. 1,10,100"

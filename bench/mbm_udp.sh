@@ -14,6 +14,7 @@
 # Environment: BENCH_DURATION (10), MBM_RATE (100M), MBM_RTT (10ms), GO (go).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 DUR=${BENCH_DURATION:-10}
 RATE=${MBM_RATE:-100M}
 RTT=${MBM_RTT:-10ms}
@@ -34,12 +35,7 @@ trap cleanup EXIT
 
 $GO build -o "$tmp/udpbench" ./bench/udpbench || exit 1
 $GO build -o "$tmp/sonde" ./cmd/sonde || exit 1
-ip netns add "$A" && ip netns add "$B" || exit 1
-ip link add va$suffix netns "$A" type veth peer name vb$suffix netns "$B" || exit 1
-ip -n "$A" addr add 198.18.251.1/24 dev va$suffix
-ip -n "$B" addr add 198.18.251.2/24 dev vb$suffix
-for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
-ip -n "$A" link set va$suffix up; ip -n "$B" link set vb$suffix up
+veth_pair "$A" "$B" "$suffix" 198.18.251 || exit 1
 
 # One sonde server: the STAMP reflector and the MBM sink.
 ip netns exec "$B" "$tmp/udpbench" -serve 198.18.251.2:8080 -udp 198.18.251.2:8862 2>"$tmp/server.log" & srvpid=$!

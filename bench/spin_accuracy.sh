@@ -33,11 +33,8 @@
 # BENCH_TCP (iperf3 seconds, default 0: no TCP column).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
-die() {
-	echo "bench: $*" >&2
-	exit 2
-}
 [[ $(id -u) == 0 ]] || die "needs root (lab namespaces and TUN devices)"
 [[ -x bin/sonde-quic ]] || die "bin/sonde-quic missing: make build (needs cargo)"
 GRID=${BENCH_GRID:-5x32,10x32,20x32,50x32,100x32,200x32,20x16,20x64,20x128,20x300,20x600}

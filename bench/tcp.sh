@@ -27,6 +27,7 @@
 set -u -o pipefail
 
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 SONDE=${SONDE:-bin/sonde}
 REPEAT=${BENCH_REPEAT:-3}
 DUR=${BENCH_DURATION:-5}
@@ -34,11 +35,6 @@ CLIENTS=${BENCH_CLIENTS:-50}
 RSS_STREAMS=${BENCH_RSS_STREAMS:-2}
 RSS_GOAL_MB=${BENCH_RSS_GOAL_MB:-100}
 REPORT="python3 bench/tcp_report.py"
-
-die() {
-	echo "bench: $*" >&2
-	exit 2
-}
 
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer, got '$REPEAT'"
 [[ $DUR =~ ^[0-9]+$ ]] && ((DUR >= 2)) || die "BENCH_DURATION must be whole seconds >= 2, got '$DUR'"

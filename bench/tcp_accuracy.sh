@@ -29,11 +29,8 @@
 # BENCH_ENDPOINTS (prompt | default | both).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
-die() {
-	echo "bench: $*" >&2
-	exit 2
-}
 [[ $(id -u) == 0 ]] || die "needs root (lab namespaces and TUN devices)"
 command -v iperf3 >/dev/null || die "iperf3 not installed (make apt-deps)"
 GRID=${BENCH_GRID:-5x32,10x32,20x32,50x32,100x32,200x32,20x16,20x64,20x128,20x300,20x600}

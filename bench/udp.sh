@@ -15,6 +15,7 @@
 # Environment: BENCH_DURATION (10), IRTT (irtt), GO (go).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 DUR=${BENCH_DURATION:-10}
 IRTT=${IRTT:-irtt}
 GO=${GO:-go}
@@ -35,12 +36,7 @@ cleanup() {
 trap cleanup EXIT
 
 $GO build -o "$tmp/udpbench" ./bench/udpbench || exit 1
-ip netns add "$A" && ip netns add "$B" || exit 1
-ip link add va$suffix netns "$A" type veth peer name vb$suffix netns "$B" || exit 1
-ip -n "$A" addr add 198.18.250.1/24 dev va$suffix
-ip -n "$B" addr add 198.18.250.2/24 dev vb$suffix
-for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
-ip -n "$A" link set va$suffix up; ip -n "$B" link set vb$suffix up
+veth_pair "$A" "$B" "$suffix" 198.18.250 || exit 1
 
 ip netns exec "$B" "$tmp/udpbench" -serve 198.18.250.2:8080 -udp 198.18.250.2:8862 2>"$tmp/server.log" & srvpid=$!
 ip netns exec "$B" "$IRTT" server -b 198.18.250.2:2112 -i 0 -d 0 -l 0 >"$tmp/irtt-server.log" 2>&1 & irttpid=$!

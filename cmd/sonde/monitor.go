@@ -50,7 +50,9 @@ server (host:port or URL: probed through its monitor sessions) or
 stamp://host[:port] (any RFC 8762 / TWAMP-Light reflector); --icmp and
 --tcp PORT add probe kinds to the same hosts, --dscp one stream per class.
 An unreachable target is not an error: probing goes on and records the
-loss. The store defaults to /var/lib/sonde/monitor.db as root, else
+loss. A bad setting exits 2 before anything is written; a failure at
+start (the store unreachable or of a newer schema, a sonde server that
+cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as root, else
 ./sonde-monitor.db. --config FILE takes the same settings as JSON
 (contrib/monitor.sample.json); flags override it.`,
 		Example: `  sonde monitor run --target sonde.example.net:8080 --interface eth0 --up 20M --down 100M
@@ -158,12 +160,17 @@ func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan) error {
 	st, err := store.Open(octx, plan.Store, store.Options{})
 	cancel()
 	if err != nil {
-		return usageErr(err)
+		// The store is there but fails (unreachable, a newer schema): a
+		// failure at start, not a usage error (docs/cli.md, exit status).
+		return err
 	}
 	defer st.Close()
 	d, err := monitor.New(ctx, plan, monitor.Options{Store: st, Log: logw, Version: version})
 	if err != nil {
-		return usageErr(err)
+		if ce := (*monitor.ConfigError)(nil); errors.As(err, &ce) {
+			return usageErr(err)
+		}
+		return err
 	}
 	if a := d.Addr(); a != nil {
 		fmt.Fprintf(logw, "monitor: serving /metrics, /status and /healthz on http://%s\n", a)
@@ -276,6 +283,14 @@ func printStatus(w io.Writer, st *monitor.Status) {
 				fmt.Fprintf(w, "    %-10s %d pending, %s behind\n", t.Table, t.PendingRows, time.Duration(t.LagSeconds*1e9).Round(time.Second))
 			}
 		}
+	}
+	// A stepped wall clock shifts the timestamps of what was written around
+	// it (docs/monitor.md); the daemon's schedule is monotonic and goes on.
+	if c := st.Clock; c.Steps > 0 {
+		fmt.Fprintf(w, "  clock: %d wall-clock step(s) since the start, the last %+.3f s at %s\n",
+			c.Steps, c.LastStepS, time.Unix(0, c.LastStepNs).UTC().Format(time.RFC3339))
+	} else {
+		fmt.Fprintln(w, "  clock: no wall-clock step since the start")
 	}
 	for _, e := range st.LastEvents {
 		fmt.Fprintf(w, "  %s  %-13s %s\n", time.Unix(0, e.StartNs).UTC().Format(time.RFC3339), e.Kind, e.Text)

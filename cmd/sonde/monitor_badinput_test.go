@@ -94,10 +94,11 @@ func closedPort(t *testing.T) string {
 }
 
 // TestMonitorBadInput: each bad input of issue #13 gets one clear line
-// (a usage error: exit 2; a target that does not answer, or answers
-// with something else, is no error: the daemon keeps probing, records the
-// loss, and says once what is wrong), and the store's rows are all still
-// there afterwards. A clock step cannot be made from here without setting
+// (a usage error: exit 2; a failure at start, a sonde server that cannot
+// be reached or a store of a newer schema: exit 1; a target that does not
+// answer, or answers with something else, is no error: the daemon keeps
+// probing, records the loss, and says once what is wrong), and the
+// store's rows are all still there afterwards. A clock step cannot be made from here without setting
 // the host's clock: internal/monitor's TestClockStep injects one and
 // checks its one line, event, /status and /metrics.
 func TestMonitorBadInput(t *testing.T) {
@@ -125,7 +126,7 @@ func TestMonitorBadInput(t *testing.T) {
 	}{
 		{"unreachable STAMP target", []string{"--target", "stamp://" + closedPort(t)}, 3 * time.Second, 0,
 			`stream .*/stamp: no reply to \d+ probes: 127\.0\.0\.1:\d+ unreachable or filtered$`},
-		{"unreachable sonde server", []string{"--target", closedPort(t)}, 10 * time.Second, 2,
+		{"unreachable sonde server", []string{"--target", closedPort(t)}, 10 * time.Second, 1,
 			`^probe: stream 0 \(stamp\): open monitor session: cannot reach sonde server at 127\.0\.0\.1:\d+: connection refused \(is .sonde serve. running\?\)$`},
 		{"target not a reflector", []string{"--target", "stamp://" + notReflector(t)}, 3 * time.Second, 0,
 			`stream .*/stamp: \d+ replies came but none matches a probe: 127\.0\.0\.1:\d+ is not a stamp reflector\?$`},
@@ -162,7 +163,8 @@ func TestMonitorBadInput(t *testing.T) {
 		})
 	}
 
-	// A database a newer sonde migrated: refused in one line, not touched.
+	// A database a newer sonde migrated: refused in one line (exit 1: the
+	// flag is right, the database is not this sonde's), not touched.
 	t.Run("database from a newer schema", func(t *testing.T) {
 		newer := monitorStore(t)
 		sdb, err := sql.Open("sqlite", "file:"+newer)
@@ -182,7 +184,7 @@ func TestMonitorBadInput(t *testing.T) {
 		}
 		before := sum()
 		stderr, code := runMonitorFor(10*time.Second, "--store", newer, "--name", "home", "--listen", "off", "--target", "stamp://"+closedPort(t))
-		if code != 2 || !regexp.MustCompile(`^.*database schema is newer than this sonde: the database is at schema version \d+, this sonde knows up to \d+: use a newer sonde\n$`).MatchString(stderr) {
+		if code != 1 || !regexp.MustCompile(`^.*database schema is newer than this sonde: the database is at schema version \d+, this sonde knows up to \d+: use a newer sonde\n$`).MatchString(stderr) {
 			t.Errorf("exit %d, stderr %q", code, stderr)
 		}
 		if sum() != before {

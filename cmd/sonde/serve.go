@@ -88,7 +88,7 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 			if err != nil {
 				return err
 			}
-			// The reflector starts once the TCP listeners are up, so their
+			// The UDP sockets open once the TCP listeners are up, so their
 			// errors (address, certificate) come first and alone.
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
@@ -102,6 +102,15 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 						return
 					}
 					fmt.Fprintf(os.Stderr, "sonde: STAMP reflector on udp %s\n", ua)
+				}
+				if cfg.MBMAddr != "off" {
+					ma, err := srv.StartMBM()
+					if err != nil {
+						udpErr = fmt.Errorf("MBM sink: %w (choose another --mbm-addr, or off)", err)
+						cancel()
+						return
+					}
+					fmt.Fprintf(os.Stderr, "sonde: MBM sink on udp %s\n", ma)
 				}
 				scheme := "http"
 				if cfg.CertFile != "" {
@@ -126,6 +135,7 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.StringVar(&perIPRate, "per-ip-rate", "60", "tests per minute one client IP may start (off or 0: no limit)")
 	f.IntVar(&cfg.MaxStreams, "max-streams", 64, "streams per test session")
 	f.StringVar(&cfg.UDPAddr, "udp-addr", "", "STAMP reflector address (docs/udp.md); default port 862 on --addr's host, or an ephemeral port there when 862 is taken or needs privileges; off for none")
+	f.StringVar(&cfg.MBMAddr, "mbm-addr", "", "UDP `ADDR` of the MBM sink that sonde mbm --mode udp sends to (docs/mbm-protocol.md); default an ephemeral port on --addr's host; off for none (clients send to the port granted, at the host they reached the server at)")
 	f.Float64Var(&cfg.UDPMaxRate, "udp-max-rate", 20000, "probes per second one UDP session may send")
 	f.StringVar(&udpBitrate, "udp-max-bitrate", "200M", "`RATE` in bit/s one UDP session may send, e.g. 200M, 1G")
 	f.StringVar(&webrtcPort, "webrtc-port", "0", "UDP port of the page's WebRTC quality test (docs/browser.md): 0 an ephemeral port per test, N one port for all tests, off no WebRTC test")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,30 @@ func TestServeStorePostgres(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("serve: %v", err)
+	}
+}
+
+// TestServeMBMAddrTaken: a taken --mbm-addr fails `sonde serve` at start
+// with one line naming the flag, not at the first MBM session.
+func TestServeMBMAddrTaken(t *testing.T) {
+	taken, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cmd := newServeCmd()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--addr", "127.0.0.1:0", "--udp-addr", "off", "--webrtc-port", "off", "--db", ":memory:",
+		"--mbm-addr", taken.LocalAddr().String()})
+	// Bounded: a server that did not open the sink would serve until the end.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = cmd.ExecuteContext(ctx)
+	if err == nil || !strings.Contains(err.Error(), "MBM sink") || !strings.Contains(err.Error(), "--mbm-addr") {
+		t.Fatalf("serve with a taken --mbm-addr: %v, want an MBM sink error naming --mbm-addr", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("serve ran until the test's timeout: the sink was not opened at start")
 	}
 }

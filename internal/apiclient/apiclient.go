@@ -5,6 +5,7 @@
 package apiclient
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -173,4 +174,32 @@ func ExplainDial(u *url.URL, err error) error {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Upgrade turns c, a fresh connection to the server (TLS already done for
+// https), into a stream of the given kind (docs/protocol.md): it sends the
+// upgrade request for path (the stream's path under the session, with its
+// query) and reads the server's 101. The returned reader reads c; bytes
+// the server sent after its 101 are already in it. On an error c is
+// closed and the error is one line.
+func (c *Client) Upgrade(conn net.Conn, kind, path string) (*bufio.Reader, error) {
+	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\nUser-Agent: %s\r\n\r\n",
+		path, c.Base.Host, protocol.StreamUpgrade, c.Software)
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, req); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open %s stream: %w", kind, err)
+	}
+	br := bufio.NewReaderSize(conn, 4096)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open %s stream: %s did not answer like a sonde server: %w", kind, c.Base.Host, err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		conn.Close()
+		return nil, fmt.Errorf("open %s stream: %w", kind, ErrorFromReply(resp))
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return br, nil
 }

@@ -131,3 +131,25 @@ func Compose(pathP0 float64, subs []Subpath) (Composed, error) {
 	}
 	return c, nil
 }
+
+// LeastWindow is the least sum of k consecutive bins (bytes per time bin):
+// the least rate over a sliding window of k bins, which the rate
+// precondition (docs/mbm.md) checks on both sides: the sender's schedule
+// and the receiver's arrivals. ok is false when bins
+// hold no more than one window (k ≤ 0, or len(bins) ≤ k): then the whole
+// span is the only window.
+func LeastWindow(bins []int64, k int) (least int64, ok bool) {
+	if k <= 0 || len(bins) <= k {
+		return 0, false
+	}
+	var sum int64
+	for _, b := range bins[:k] {
+		sum += b
+	}
+	least = sum
+	for i := k; i < len(bins); i++ {
+		sum += bins[i] - bins[i-k]
+		least = min(least, sum)
+	}
+	return least, true
+}

@@ -74,7 +74,10 @@ type Options struct {
 // New opens everything the plan names: the interface counters, the
 // monitor's identity and streams in the store, the probe sockets and
 // monitor sessions, and the HTTP listener. Each error is one line; an
-// unreachable target is not one (probing goes on and records loss).
+// unreachable target is not one (probing goes on and records loss). An
+// error of the plan itself (an interface that does not exist, a listen
+// address that cannot be bound) is a ConfigError; the rest (the store, a
+// sonde server that cannot be reached) are failures at start.
 func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
 	logw := opt.Log
 	if logw == nil {
@@ -91,14 +94,14 @@ func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
 	if plan.Interface != "" {
 		src, err := ifstat.Open(plan.Interface)
 		if err != nil {
-			return nil, fmt.Errorf("--interface: %w", err)
+			return nil, configErr(fmt.Errorf("--interface: %w", err))
 		}
 		d.src = src
 		ifEvents = &eventQueue{}
 		t, err := ifstat.NewTracker(ifstat.Config{Name: plan.Interface, UpBps: plan.UpBps, DownBps: plan.DownBps,
 			MaxBps: max(src.SpeedBps(), 0), OnEvent: ifEvents.add})
 		if err != nil {
-			return nil, fmt.Errorf("--interface: %w", err)
+			return nil, configErr(fmt.Errorf("--interface: %w", err))
 		}
 		d.tracker = t
 	}
@@ -131,7 +134,7 @@ func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
 		if sessions[server] == nil {
 			op, err := probe.HTTPSessions(server, plan.Token, nil)
 			if err != nil {
-				return nil, fmt.Errorf("--target %s: %w", server, err)
+				return nil, configErr(fmt.Errorf("--target %s: %w", server, err))
 			}
 			sessions[server] = op
 		}
@@ -143,7 +146,7 @@ func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
 	}
 	if plan.Listen != "off" {
 		if d.ln, err = net.Listen("tcp", plan.Listen); err != nil {
-			return nil, fmt.Errorf("--listen: %w", err)
+			return nil, configErr(fmt.Errorf("--listen: %w", err))
 		}
 	}
 	d.core = newCore(plan, d.st, mid, d.prober.Ring(), d.log)
@@ -156,7 +159,7 @@ func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
 		d.core.shipStatus = d.ship.Status
 	}
 	if d.watch, err = newWatcher(plan, d.log); err != nil {
-		return nil, err
+		return nil, configErr(err)
 	}
 	ok = true
 	return d, nil
@@ -284,3 +287,13 @@ func reliabilityConfig(p *Plan, upBps, downBps float64) reliability.Config {
 	rc.Loaded.MaxSamples = maxRecent
 	return rc
 }
+
+// ConfigError is an error of the plan New was given (a flag's value or a
+// file it names), as opposed to a failure of what the plan reaches at
+// start: `sonde monitor run` exits 2 for the first, 1 for the second.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func configErr(err error) error { return &ConfigError{Err: err} }

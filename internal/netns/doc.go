@@ -6,7 +6,8 @@
 // namespace file) until Delete or the process's death, however it dies, so
 // that a cleaner removes only namespaces nobody owns (ClaimOrphans). The
 // package also starts child processes that die with their parent
-// (StartChild).
+// (StartChild), and runs a function inside a namespace (Do), for the
+// in-process endpoints of tests.
 //
 // Linux only: on other systems the package is empty and the commands
 // that need it say they are not supported there.

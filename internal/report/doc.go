@@ -1,7 +1,11 @@
 // Package report renders results for people: the text summaries, the
 // self-contained HTML reports (inline CSS and SVG charts) and the CSV of
-// `sonde test` (model.Result), `sonde udp` (model.UDPResult) and `sonde
-// analyze` (model.Analysis). It computes no measurement of its own; it only
+// `sonde test` (model.Result), `sonde udp` (model.UDPResult), `sonde
+// analyze` (model.Analysis), `sonde mbm` (model.MBMResult: each test's
+// verdict, its UDP or TCP block and the composition of subpaths) and
+// `sonde monitor report` (model.MonitorReport, read from a monitor's own
+// store or from the fleet store its rows are shipped to, docs/fleet.md).
+// It computes no measurement of its own; it only
 // arranges, compares and labels the figures in a result (metrics.md §0
 // units: SI rates, IEC sizes).
 //

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/mbmwire"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/stamp"
@@ -109,9 +110,10 @@ func (s *Server) mbmFinished(client model.Endpoint, res *model.MBMResult) {
 	s.RecordMBM(client, res)
 }
 
-// StartMBM opens the MBM socket now instead of on the first MBM session
-// (in the caller's network namespace, for tests in a lab), and returns its
-// address.
+// StartMBM opens the MBM socket now instead of on the first MBM session,
+// so that `sonde serve` reports a bind error at start (and, in a test lab,
+// in the caller's network namespace). It returns the bound address;
+// calling it again returns the same.
 func (s *Server) StartMBM() (netip.AddrPort, error) {
 	conn, err := s.mbm.socket()
 	if err != nil {
@@ -124,17 +126,18 @@ func (s *Server) StartMBM() (netip.AddrPort, error) {
 func (m *mbmService) socket() (*stamp.Conn, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.conn != nil {
-		return m.conn, nil
-	}
+	// Closed first (as the reflector): a session opened during shutdown
+	// would be granted a socket that is closed.
 	if m.closed {
 		return nil, errors.New("server is shutting down")
 	}
-	host, _, err := net.SplitHostPort(m.s.cfg.Addr)
-	if err != nil {
-		host = ""
+	if m.conn != nil {
+		return m.conn, nil
 	}
-	conn, err := stamp.Listen("udp", net.JoinHostPort(host, "0"))
+	if m.s.cfg.MBMAddr == "off" {
+		return nil, errors.New("this server runs no MBM sink (--mbm-addr off)")
+	}
+	conn, err := m.s.listenUDP(m.s.cfg.MBMAddr, 0)
 	if err != nil {
 		return nil, fmt.Errorf("MBM socket: %w", err)
 	}
@@ -464,18 +467,9 @@ func (ses *mbmSession) minRate(mean float64) (bps, windowMs float64) {
 	win := max(mbmMinWindow, time.Duration(4*ses.req.TargetRTTMs*float64(time.Millisecond)))
 	lo := int(ses.first.Sub(ses.start) / mbmBin)
 	hi := min(int(ses.last.Sub(ses.start)/mbmBin)+1, len(ses.bins))
-	k := int(win / mbmBin)
-	if hi-lo <= k { // shorter than one window: the whole span
+	least, ok := mbm.LeastWindow(ses.bins[min(lo, hi):hi], int(win/mbmBin))
+	if !ok { // shorter than one window: the whole span
 		return mean, float64(ses.last.Sub(ses.first)) / 1e6
-	}
-	var sum int64
-	for i := lo; i < lo+k; i++ {
-		sum += ses.bins[i]
-	}
-	least := sum
-	for i := lo + k; i < hi; i++ {
-		sum += ses.bins[i] - ses.bins[i-k]
-		least = min(least, sum)
 	}
 	return float64(least) * 8 / win.Seconds(), float64(win) / 1e6
 }

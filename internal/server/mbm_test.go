@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -17,24 +16,14 @@ import (
 	"github.com/sonde-project/sonde/internal/mbmwire"
 )
 
-// mbmServer serves cfg on loopback and returns it with its base URL.
+// mbmServer serves cfg on loopback (start) and returns it with its base
+// URL.
 func mbmServer(t *testing.T, cfg Config) (*Server, string) {
 	t.Helper()
 	cfg.PerIPPerMinute = -1
 	cfg.UDPAddr = "off"
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Serve(ctx, []net.Listener{ln}, nil) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return s, "http://" + ln.Addr().String()
+	s, addr := start(t, cfg)
+	return s, "http://" + addr
 }
 
 func postJSON(t *testing.T, url string, in, out any) int {

@@ -63,6 +63,11 @@ type Config struct {
 	// privileges), "off" for none, else exactly this address. The socket
 	// opens on the first UDP session, or at once with StartUDP.
 	UDPAddr string
+	// MBMAddr is the MBM sink's UDP address (docs/mbm-protocol.md): "" for
+	// an ephemeral port on Addr's host (clients learn it from the session
+	// reply), "off" for none, else exactly this address. The socket opens
+	// on the first MBM session, or at once with StartMBM.
+	MBMAddr string
 	// UDPMaxRate bounds one UDP session's probes per second (default
 	// 20000), UDPMaxBitrate its probe rate × size in bit/s (default 200e6).
 	UDPMaxRate    float64

@@ -94,13 +94,7 @@ func (u *udpService) reflector() (*stamp.Reflector, error) {
 	if addr == "off" {
 		return nil, errors.New("this server runs no UDP reflector (--udp-addr off)")
 	}
-	var conn *stamp.Conn
-	var err error
-	if addr == "" {
-		conn, err = u.listenDefault()
-	} else {
-		conn, err = stamp.Listen("udp", addr)
-	}
+	conn, err := u.s.listenUDP(addr, STAMPPort)
 	if err != nil {
 		return nil, fmt.Errorf("UDP reflector: %w", err)
 	}
@@ -120,21 +114,26 @@ func (u *udpService) reflector() (*stamp.Reflector, error) {
 	return u.refl, nil
 }
 
-// listenDefault binds the STAMP port on the main listener's host, or an
-// ephemeral port there when 862 is taken or needs privileges (ports below
-// 1024 need root or CAP_NET_BIND_SERVICE). sonde clients learn the port
-// from the session reply, so only third-party senders need 862.
-func (u *udpService) listenDefault() (*stamp.Conn, error) {
-	host, _, err := net.SplitHostPort(u.s.cfg.Addr)
+// listenUDP binds one of the server's UDP sockets (the STAMP reflector,
+// the MBM sink): addr "" binds port dflt on the main listener's host, or
+// an ephemeral port there when dflt is 0, taken or needs privileges (ports
+// below 1024 need root or CAP_NET_BIND_SERVICE; sonde clients learn the
+// port from the session reply, so only third-party senders need a fixed
+// one); any other addr is bound exactly. "off" is the caller's to refuse.
+func (s *Server) listenUDP(addr string, dflt int) (*stamp.Conn, error) {
+	if addr != "" {
+		return stamp.Listen("udp", addr)
+	}
+	host, _, err := net.SplitHostPort(s.cfg.Addr)
 	if err != nil {
 		host = ""
 	}
-	want := net.JoinHostPort(host, strconv.Itoa(STAMPPort))
+	want := net.JoinHostPort(host, strconv.Itoa(dflt))
 	conn, err := stamp.Listen("udp", want)
-	if err == nil || !(errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EADDRINUSE)) {
+	if dflt == 0 || err == nil || !(errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EADDRINUSE)) {
 		return conn, err
 	}
-	u.s.cfg.Logger.Warn("STAMP port unavailable; using an ephemeral port", "wanted", want, "err", err, "uid", os.Geteuid())
+	s.cfg.Logger.Warn("UDP port unavailable; using an ephemeral port", "wanted", want, "err", err, "uid", os.Geteuid())
 	return stamp.Listen("udp", net.JoinHostPort(host, "0"))
 }
 

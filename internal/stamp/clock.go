@@ -80,8 +80,8 @@ func (c *Clock) Now() int64 { return c.At(time.Now()) }
 // clock's nanoseconds.
 func (c *Clock) At(t time.Time) int64 { return c.mono0 + int64(t.Sub(c.t0)) + c.epoch }
 
-// monoAt returns CLOCK_MONOTONIC (ns) at the Go time t.
-func (c *Clock) monoAt(t time.Time) int64 { return c.mono0 + int64(t.Sub(c.t0)) }
+// MonoAt returns CLOCK_MONOTONIC (ns) at the Go time t (pace.Mono).
+func (c *Clock) MonoAt(t time.Time) int64 { return c.mono0 + int64(t.Sub(c.t0)) }
 
 // Epoch is the clock's value minus CLOCK_MONOTONIC, in ns.
 func (c *Clock) Epoch() int64 { return c.epoch }

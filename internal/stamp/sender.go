@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/pace"
 )
 
 // SenderConfig configures an isochronous Session-Sender.
@@ -189,13 +191,13 @@ func RunSender(ctx context.Context, cfg SenderConfig) (*Run, error) {
 	start := time.Now().Add(2 * time.Millisecond) // let the receiver start
 	run.Start = start
 	run.StartNs = cfg.Clock.At(start)
-	unpin := pinThread()
+	unpin := pace.PinThread()
 	cpu0 := threadCPU()
 	noReply := start.Add(cfg.NoReplyAbort)
 	aborted := false
 	for i := 0; i < cfg.Count; i++ {
 		deadline := start.Add(time.Duration(i) * cfg.Interval)
-		if err := waitUntil(ctx, cfg.Clock, deadline, cfg.SpinWindow); err != nil {
+		if err := pace.WaitUntil(ctx, cfg.Clock, deadline, cfg.SpinWindow); err != nil {
 			break
 		}
 		if cfg.NoReplyAbort > 0 && received.Load() == 0 && time.Now().After(noReply) {

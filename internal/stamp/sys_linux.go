@@ -1,10 +1,8 @@
 package stamp
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
-	"runtime"
 	"time"
 	"unsafe"
 
@@ -12,8 +10,8 @@ import (
 )
 
 // This file holds stamp's Linux system calls: kernel timestamps and DS
-// field reports, forced buffers, the monotonic clock, adjtimex, absolute
-// sleeps and timer slack. sys_other.go degrades each elsewhere.
+// field reports, forced buffers, the monotonic clock, adjtimex (pacing's
+// sleeps are internal/pace's). sys_other.go degrades each elsewhere.
 
 // monotonicNs reads CLOCK_MONOTONIC, the clock of the kernel's timers.
 func monotonicNs() int64 {
@@ -100,51 +98,6 @@ func tosCmsg(dst4 bool, tos int) []byte {
 	h.SetLen(unix.CmsgLen(4))
 	binary.NativeEndian.PutUint32(b[unix.CmsgLen(0):], uint32(tos&0xff))
 	return b
-}
-
-// waitUntil sleeps until shortly before deadline and spins the rest, or
-// returns ctx's error. It sleeps with clock_nanosleep on an absolute
-// CLOCK_MONOTONIC deadline (the calling thread is locked and has a 1 ns
-// timer slack, see pinThread), because Go's timers can wake up to a
-// millisecond late; long waits are cut into 20 ms pieces to notice ctx.
-func waitUntil(ctx context.Context, clock *Clock, deadline time.Time, spin time.Duration) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		d := time.Until(deadline)
-		if d <= spin {
-			break
-		}
-		wake := deadline.Add(-spin)
-		if d > 20*time.Millisecond+spin {
-			wake = time.Now().Add(20 * time.Millisecond)
-		}
-		ts := unix.NsecToTimespec(clock.monoAt(wake))
-		if err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil); err != nil && err != unix.EINTR {
-			time.Sleep(time.Until(wake)) // not expected on Linux; degrade to Go's timer
-		}
-	}
-	for time.Now().Before(deadline) {
-	}
-	return ctx.Err()
-}
-
-// pinThread locks the calling goroutine to its thread and sets the
-// thread's timer slack to 1 ns, so sleeps end on time; the returned
-// function undoes both.
-func pinThread() func() {
-	runtime.LockOSThread()
-	old, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
-	if err == nil {
-		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	}
-	return func() {
-		if err == nil {
-			_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(old), 0, 0, 0)
-		}
-		runtime.UnlockOSThread()
-	}
 }
 
 // threadCPU is the CPU time (user + system) of the calling thread; the

@@ -3,7 +3,6 @@
 package stamp
 
 import (
-	"context"
 	"errors"
 	"runtime"
 	"time"
@@ -11,7 +10,7 @@ import (
 
 // Elsewhere than Linux stamp runs without the kernel's help: no receive
 // timestamps (KernelTimestamps is false), no DS field or TTL reports
-// (RecvInfo.TOS and TTL stay -1), the default marking, Go's timers.
+// (RecvInfo.TOS and TTL stay -1), the default marking.
 
 func monotonicNs() int64 { return time.Now().UnixNano() }
 
@@ -34,26 +33,6 @@ func parseOOB([]byte, *RecvInfo) {}
 
 // tosCmsg: per-datagram marking is Linux's; nil keeps the default.
 func tosCmsg(bool, int) []byte { return nil }
-
-func waitUntil(ctx context.Context, _ *Clock, deadline time.Time, spin time.Duration) error {
-	if d := time.Until(deadline) - spin; d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	for time.Now().Before(deadline) {
-	}
-	return ctx.Err()
-}
-
-func pinThread() func() {
-	runtime.LockOSThread()
-	return runtime.UnlockOSThread
-}
 
 // threadCPU is not measured outside Linux (no RUSAGE_THREAD): 0.
 func threadCPU() time.Duration { return 0 }

@@ -430,25 +430,34 @@ func (s *sqlStore) Events(ctx context.Context, monitor int64, from, to int64, li
 	defer rows.Close()
 	out := []model.MonitorEvent{}
 	for rows.Next() {
-		var (
-			e             model.MonitorEvent
-			kind          string
-			stream        int64
-			detail, flags string
-		)
-		if err := rows.Scan(&kind, &e.StartNs, &e.EndNs, &stream, &e.Text, &detail, &flags); err != nil {
-			return nil, fmt.Errorf("store: read events: %w", err)
-		}
-		e.Kind, e.Stream = model.EventKind(kind), int32(stream)
-		if err := json.Unmarshal([]byte(detail), &e.Detail); err != nil {
-			return nil, fmt.Errorf("store: event detail: %w", err)
-		}
-		if err := json.Unmarshal([]byte(flags), &e.Flags); err != nil {
-			return nil, fmt.Errorf("store: event flags: %w", err)
+		var e model.MonitorEvent
+		if err := scanEvent(rows, &e); err != nil {
+			return nil, err
 		}
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// scanEvent reads an events row into e: the columns kind, start_ns,
+// end_ns, stream_id, text, detail, flags, after the columns of pre.
+func scanEvent(rows *sql.Rows, e *model.MonitorEvent, pre ...any) error {
+	var (
+		kind          string
+		stream        int64
+		detail, flags string
+	)
+	if err := rows.Scan(append(pre, &kind, &e.StartNs, &e.EndNs, &stream, &e.Text, &detail, &flags)...); err != nil {
+		return fmt.Errorf("store: read events: %w", err)
+	}
+	e.Kind, e.Stream = model.EventKind(kind), int32(stream)
+	if err := json.Unmarshal([]byte(detail), &e.Detail); err != nil {
+		return fmt.Errorf("store: event detail: %w", err)
+	}
+	if err := json.Unmarshal([]byte(flags), &e.Flags); err != nil {
+		return fmt.Errorf("store: event flags: %w", err)
+	}
+	return nil
 }
 
 func (s *sqlStore) Restart(ctx context.Context, monitor int64, r RestartRow) error {
@@ -481,23 +490,22 @@ func (s *sqlStore) Restarts(ctx context.Context, monitor int64, from, to int64) 
 }
 
 func (s *sqlStore) LastSample(ctx context.Context, monitor int64) (int64, bool, error) {
-	var ns sql.NullInt64
-	// Per stream, the newest row is the end of its primary key: one seek each.
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT MAX((SELECT MAX(sent_ns) FROM probes WHERE sid = s.id))
-		FROM streams s WHERE s.monitor_id = ?`), monitor).Scan(&ns)
-	if err != nil {
-		return 0, false, fmt.Errorf("store: last sample: %w", err)
-	}
-	return ns.Int64, ns.Valid, nil
+	return s.sampleEdge(ctx, monitor, "MAX", "last")
 }
 
 func (s *sqlStore) FirstSample(ctx context.Context, monitor int64) (int64, bool, error) {
+	return s.sampleEdge(ctx, monitor, "MIN", "first")
+}
+
+// sampleEdge is the newest (agg MAX) or oldest (MIN) send time of the
+// monitor's probes. Per stream, that row is an end of its primary key:
+// one seek each.
+func (s *sqlStore) sampleEdge(ctx context.Context, monitor int64, agg, what string) (int64, bool, error) {
 	var ns sql.NullInt64
-	// Per stream, the oldest row is the start of its primary key: one seek each.
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT MIN((SELECT MIN(sent_ns) FROM probes WHERE sid = s.id))
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT `+agg+`((SELECT `+agg+`(sent_ns) FROM probes WHERE sid = s.id))
 		FROM streams s WHERE s.monitor_id = ?`), monitor).Scan(&ns)
 	if err != nil {
-		return 0, false, fmt.Errorf("store: first sample: %w", err)
+		return 0, false, fmt.Errorf("store: %s sample: %w", what, err)
 	}
 	return ns.Int64, ns.Valid, nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -152,22 +151,9 @@ func (s *sqlStore) EventsAfter(ctx context.Context, monitor int64, after int64, 
 	defer rows.Close()
 	out := []EventRow{}
 	for rows.Next() {
-		var (
-			r             EventRow
-			kind          string
-			stream        int64
-			detail, flags string
-		)
-		e := &r.Event
-		if err := rows.Scan(&r.ID, &kind, &e.StartNs, &e.EndNs, &stream, &e.Text, &detail, &flags); err != nil {
-			return nil, fmt.Errorf("store: read events: %w", err)
-		}
-		e.Kind, e.Stream = model.EventKind(kind), int32(stream)
-		if err := json.Unmarshal([]byte(detail), &e.Detail); err != nil {
-			return nil, fmt.Errorf("store: event detail: %w", err)
-		}
-		if err := json.Unmarshal([]byte(flags), &e.Flags); err != nil {
-			return nil, fmt.Errorf("store: event flags: %w", err)
+		var r EventRow
+		if err := scanEvent(rows, &r.Event, &r.ID); err != nil {
+			return nil, err
 		}
 		out = append(out, r)
 	}

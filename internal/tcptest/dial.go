@@ -1,13 +1,10 @@
 package tcptest
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
 	"syscall"
@@ -90,23 +87,9 @@ func (e *endpoint) openStream(ctx context.Context, id, kind string, spec flowSpe
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\nUser-Agent: %s\r\n\r\n",
-		path, e.base.Host, protocol.StreamUpgrade, e.software)
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, req); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("open %s stream: %w", kind, err)
-	}
-	br := bufio.NewReaderSize(c, 4096)
-	resp, err := http.ReadResponse(br, nil)
+	br, err := e.api.Upgrade(c, kind, path)
 	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("open %s stream: %s did not answer like a sonde server: %w", kind, e.base.Host, err)
+		return nil, err
 	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		c.Close()
-		return nil, fmt.Errorf("open %s stream: %w", kind, apiclient.ErrorFromReply(resp))
-	}
-	_ = c.SetDeadline(time.Time{})
 	return stream.NewBufferedConn(c, br, br.Buffered()), nil
 }

@@ -1,24 +1,20 @@
 package udptest
 
 import (
+	"cmp"
 	"context"
-	"fmt"
 	"net/netip"
 	"os"
-	"runtime"
+	"slices"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"cmp"
 	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/netns"
 	"github.com/sonde-project/sonde/internal/stamp"
-	"slices"
 )
 
 func needRoot(t *testing.T) {
@@ -28,38 +24,12 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// inNS runs fn on a thread switched into the named network namespace;
-// sockets made there stay in it.
-func inNS(name string, fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		return err
-	}
-	defer orig.Close()
-	target, err := os.Open("/run/netns/" + name)
-	if err != nil {
-		return err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("setns %s: %w", name, err)
-	}
-	ferr := fn()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		// The thread is in the wrong namespace: never give it back.
-		runtime.Goexit()
-	}
-	return ferr
-}
-
 // nsRun measures one STAMP flow from a socket in clientNS to a reflector in
 // serverNS (at serverAddr), both made in-process.
 func nsRun(t *testing.T, clientNS, serverNS, serverAddr string, count int, interval time.Duration, dscp int) model.UDPFlow {
 	t.Helper()
 	var rconn, cconn *stamp.Conn
-	if err := inNS(serverNS, func() (err error) {
+	if err := netns.Do(serverNS, func() (err error) {
 		rconn, err = stamp.Listen("udp4", serverAddr+":0")
 		return err
 	}); err != nil {
@@ -70,7 +40,7 @@ func nsRun(t *testing.T, clientNS, serverNS, serverAddr string, count int, inter
 	done := make(chan error, 1)
 	go func() { done <- refl.Serve() }()
 	t.Cleanup(func() { rconn.Close(); <-done })
-	if err := inNS(clientNS, func() (err error) {
+	if err := netns.Do(clientNS, func() (err error) {
 		cconn, err = stamp.Dial("udp4", rconn.LocalAddr().String())
 		return err
 	}); err != nil {

@@ -9,45 +9,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/lab"
+	"github.com/sonde-project/sonde/internal/lab/labtest"
 	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/netns"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/server/servertest"
 )
-
-// inNS runs fn on a thread switched into the named network namespace;
-// sockets made there stay in it.
-func inNS(name string, fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		return err
-	}
-	defer orig.Close()
-	target, err := os.Open("/run/netns/" + name)
-	if err != nil {
-		return err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("setns %s: %w", name, err)
-	}
-	ferr := fn()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.Goexit() // the thread is in the wrong namespace: never give it back
-	}
-	return ferr
-}
 
 // labPath is a one-link lab with an in-process `sonde serve` in its
 // server namespace and a session dialled from its client namespace.
@@ -75,61 +48,39 @@ func upPath(t *testing.T, name, up, down string) *labPath {
 	t.Cleanup(func() { _ = l.Down() })
 	cns, _ := l.Namespace(lab.Client)
 	sns, _ := l.Namespace(lab.Server)
-	if err := inNS(cns, func() error {
+	if err := netns.Do(cns, func() error {
 		return os.WriteFile("/proc/sys/net/ipv4/tcp_slow_start_after_idle", []byte("0"), 0)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{MaxDuration: 2 * time.Minute, PerIPPerMinute: -1, WebRTCPort: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ln net.Listener
-	if err := inNS(sns, func() (err error) {
-		ln, err = net.Listen("tcp", net.JoinHostPort(l.ServerAddr(), "0"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ctx, []net.Listener{ln}, nil)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	srv := servertest.Run(t, server.Config{MaxDuration: 2 * time.Minute, PerIPPerMinute: -1, WebRTCPort: -1, UDPAddr: "off", MBMAddr: "off"},
+		servertest.Options{Namespace: sns, Host: l.ServerAddr()})
 	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-		err = inNS(cns, func() (err error) {
+		err = netns.Do(cns, func() (err error) {
 			c, err = (&net.Dialer{Timeout: 5 * time.Second, Control: ClampMSS(1448)}).DialContext(ctx, network, addr)
 			return err
 		})
 		return c, err
 	}
-	s, err := Dial(context.Background(), Server{URL: "http://" + ln.Addr().String(), DurationS: 100, DialContext: dial})
+	s, err := Dial(context.Background(), Server{URL: "http://" + srv.Addr, DurationS: 100, DialContext: dial})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
 	return &labPath{lab: l, truth: truth, session: s, sysctl: func(key string) (v string, err error) {
-		err = inNS(cns, func() (err error) { v, err = readSysctl(key); return err })
+		err = netns.Do(cns, func() (err error) { v, err = readSysctl(key); return err })
 		return v, err
 	}}
 }
-
-// maxLateness is the lab forwarder's p99 lateness beyond which the host
-// counts as overloaded (as in test/accuracy): the forwarder, on the same
-// two shared cores, then holds packets for tens of ms and releases them
-// at once, which no real link of the configured rate would do.
-const maxLateness = 10 * time.Millisecond
 
 // mismatch reports a verdict that the configured path does not give: an
 // error on a host that kept time, a skip (with the figure) when the
 // lab's forwarder itself could not. It takes the lab down.
 func (lp *labPath) mismatch(t *testing.T, format string, a ...any) {
 	t.Helper()
-	if late := lp.lateness(t); late > maxLateness {
+	if late := lp.lateness(t); late > labtest.MaxLateness {
 		t.Skipf("host overloaded: the lab forwarder's p99 lateness %v > %v, so the path was not the configured one (%s)",
-			late, maxLateness, fmt.Sprintf(format, a...))
+			late, labtest.MaxLateness, fmt.Sprintf(format, a...))
 	}
 	t.Fatalf(format, a...)
 }
@@ -141,21 +92,11 @@ func (lp *labPath) lateness(t *testing.T) time.Duration {
 	if err := lp.lab.Down(); err != nil {
 		t.Fatal(err)
 	}
-	_, recs, err := emulator.ReadTruthFile(lp.truth)
+	_, p99, _, err := labtest.Lateness(lp.truth)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var late []time.Duration
-	for _, rec := range recs {
-		if rec.Fate == emulator.Delivered {
-			late = append(late, rec.Lateness())
-		}
-	}
-	if len(late) == 0 {
-		return 0
-	}
-	slices.Sort(late)
-	return late[len(late)*99/100]
+	return p99
 }
 
 // expected is the verdict the lab's configured upstream path must give a

@@ -1,11 +1,9 @@
 package tcprun
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"syscall"
@@ -138,26 +136,12 @@ func (s *Session) OpenUpload(ctx context.Context, tag string) (net.Conn, error) 
 		c = tc
 	}
 	path := protocol.PathSessions + "/" + s.reply.ID + "/" + protocol.KindUpload + "?tag=" + tag
-	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\nUser-Agent: %s\r\n\r\n",
-		path, s.api.Base.Host, protocol.StreamUpgrade, s.srv.Software)
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, req); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("open upload stream: %w", err)
-	}
 	// The server sends nothing after its 101 on an upload stream (no
-	// probes are sent on it), so nothing read ahead is lost with br.
-	br := bufio.NewReaderSize(c, 4096)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("open upload stream: %s did not answer like a sonde server: %w", s.api.Base.Host, err)
+	// probes are sent on it), so the reader Upgrade returns holds nothing
+	// and the connection itself is the stream.
+	if _, err := s.api.Upgrade(c, protocol.KindUpload, path); err != nil {
+		return nil, err
 	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		c.Close()
-		return nil, fmt.Errorf("open upload stream: %w", apiclient.ErrorFromReply(resp))
-	}
-	_ = c.SetDeadline(time.Time{})
 	return c, nil
 }
 

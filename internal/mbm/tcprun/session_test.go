@@ -126,22 +126,11 @@ func TestRunServerGone(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("SO_MAX_PACING_RATE and TCP_INFO are Linux's")
 	}
-	srv, err := server.New(server.Config{PerIPPerMinute: -1, WebRTCPort: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(sctx, []net.Listener{ln}, nil) }()
-	defer func() { stop(); <-done }()
+	srv := servertest.Run(t, server.Config{PerIPPerMinute: -1, WebRTCPort: -1}, servertest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	plan := testPlan(t)
-	s, err := Dial(ctx, Server{URL: ln.Addr().String(), DurationS: 30, MSS: plan.MTU - plan.HeaderOverhead})
+	s, err := Dial(ctx, Server{URL: srv.Addr, DurationS: 30, MSS: plan.MTU - plan.HeaderOverhead})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +140,7 @@ func TestRunServerGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.AfterFunc(1500*time.Millisecond, stop)
+	time.AfterFunc(1500*time.Millisecond, srv.Stop)
 	res, err := Run(ctx, Config{Streams: s, Plan: slow, Tests: []string{TestPaced}, MinGrowth: 200 * time.Millisecond, RateWindow: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -6,15 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/lab"
@@ -22,6 +17,7 @@ import (
 	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/server/servertest"
 )
 
 // Lab tests: a sonde server in the lab's server namespace (in-process,
@@ -80,31 +76,6 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// inNS runs fn on a thread switched into the named network namespace;
-// sockets made there stay in it.
-func inNS(name string, fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		return err
-	}
-	defer orig.Close()
-	target, err := os.Open("/run/netns/" + name)
-	if err != nil {
-		return err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("setns %s: %w", name, err)
-	}
-	ferr := fn()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.Goexit() // the thread is in the wrong namespace: never give it back
-	}
-	return ferr
-}
-
 // labRun brings up one link with spec both ways, a server behind it and
 // runs tests for the target in from the client side.
 func labRun(t *testing.T, name, spec string, in mbm.Inputs, tests []string, derate float64) ([]model.MBMTest, linkTruth) {
@@ -114,28 +85,10 @@ func labRun(t *testing.T, name, spec string, in mbm.Inputs, tests []string, dera
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Addr: l.ServerAddr() + ":0", PerIPPerMinute: -1, UDPAddr: "off"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ln net.Listener
-	if err := inNS(sns, func() (err error) {
-		if ln, err = net.Listen("tcp", l.ServerAddr()+":0"); err != nil {
-			return err
-		}
-		_, err = srv.StartMBM()
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, []net.Listener{ln}, nil) }()
-	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
+	srv := servertest.Run(t, server.Config{Addr: l.ServerAddr() + ":0", PerIPPerMinute: -1, UDPAddr: "off"},
+		servertest.Options{Namespace: sns, Host: l.ServerAddr()})
 
-	hc, _ := json.Marshal(helperConfig{Server: ln.Addr().String(), Inputs: in, Tests: tests, Derate: derate})
+	hc, _ := json.Marshal(helperConfig{Server: srv.Addr, Inputs: in, Tests: tests, Derate: derate})
 	cctx, ccancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer ccancel()
 	cmd := l.Command(cctx, lab.Client, os.Args[0], "-test.run=^TestLabClientHelper$", "-test.count=1")
@@ -161,7 +114,7 @@ func labRun(t *testing.T, name, spec string, in mbm.Inputs, tests []string, dera
 					x.ID, name, x.Verdict, x.Reason, x.Packets, x.Marks, x.Losses, x.CE, x.UDP.PacketsSent, x.UDP.SenderRateBps, x.UDP.SenderMinRateBps,
 					x.UDP.ReceiverRateBps, x.UDP.ReceiverMinRateBps, x.UDP.ScheduleErrorP50Us, x.UDP.ScheduleErrorP99Us)
 			}
-			stop()
+			srv.Stop()
 			l.Down() // flushes the truth file
 			return hr.Tests, readTruth(t, l.TruthPath)
 		}

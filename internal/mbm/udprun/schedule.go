@@ -2,6 +2,8 @@ package udprun
 
 import (
 	"time"
+
+	"github.com/sonde-project/sonde/internal/mbm"
 )
 
 // schedLog is the sender's log of its own schedule: the error of every
@@ -78,18 +80,9 @@ func (l *schedLog) rates(win, headway time.Duration) (mean, least float64, used 
 	mean = float64(l.bytes) * 8 / span.Seconds()
 	lo := int(l.first.Sub(l.start) / rateBin)
 	hi := min(int(l.last.Sub(l.start)/rateBin)+1, len(l.bins))
-	k := int(win / rateBin)
-	if hi-lo <= k {
+	m, ok := mbm.LeastWindow(l.bins[min(lo, hi):hi], int(win/rateBin))
+	if !ok {
 		return mean, mean, span
-	}
-	var sum int64
-	for i := lo; i < lo+k; i++ {
-		sum += l.bins[i]
-	}
-	m := sum
-	for i := lo + k; i < hi; i++ {
-		sum += l.bins[i] - l.bins[i-k]
-		m = min(m, sum)
 	}
 	return mean, float64(m) * 8 / win.Seconds(), win
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/mbmwire"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/pace"
+	"github.com/sonde-project/sonde/internal/stamp"
 )
 
 // Defaults of Config.
@@ -312,8 +314,8 @@ func (t *test) send(ctx context.Context, uc *net.UDPConn, token uint64, start, e
 		bufs[i] = make([]byte, size)
 		msgs[i].Buffers = [][]byte{bufs[i]}
 	}
-	clk := newClock()
-	unpin := pinThread()
+	clk := stamp.NewClock()
+	unpin := pace.PinThread()
 	defer unpin()
 	var seq int64
 	var shift time.Duration // the schedule moved by late sends
@@ -337,7 +339,7 @@ func (t *test) send(ctx context.Context, uc *net.UDPConn, token uint64, start, e
 				deadline = now
 			}
 		}
-		if err := clk.waitUntil(ctx, deadline, spinWindow); err != nil {
+		if err := pace.WaitUntil(ctx, clk, deadline, spinWindow); err != nil {
 			return err
 		}
 		at := time.Now()

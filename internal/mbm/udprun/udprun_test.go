@@ -3,7 +3,6 @@ package udprun
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -148,28 +147,18 @@ func hostReason(tests []model.MBMTest) string {
 // TestServerGone: the server goes away mid-test; the test is ERROR with
 // what was counted so far, and Run says why.
 func TestServerGone(t *testing.T) {
-	srv, err := server.New(server.Config{PerIPPerMinute: -1, UDPAddr: "off"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ctx, []net.Listener{ln}, nil) }()
+	srv := servertest.Run(t, server.Config{PerIPPerMinute: -1, UDPAddr: "off"}, servertest.Options{})
 	// 4 Mbit/s at 50 ms: W 18, the cheapest PASS 952 packets (2.9 s).
 	p, err := mbm.NewPlan(mbm.Inputs{Target: mbm.Target{RateBps: 4e6, RTT: 50 * time.Millisecond, MTU: 1500, HeaderOverhead: mbm.DefaultHeaderOverhead},
 		Alpha: mbm.DefaultAlpha, Beta: mbm.DefaultBeta})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.AfterFunc(700*time.Millisecond, func() { cancel(); <-done })
+	time.AfterFunc(700*time.Millisecond, srv.Stop)
 	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer rcancel()
-	tests, err := Run(rctx, Config{Server: ln.Addr().String(), Plan: p, Tests: []string{TestPaced}})
-	<-done
+	tests, err := Run(rctx, Config{Server: srv.Addr, Plan: p, Tests: []string{TestPaced}})
+	srv.Stop()
 	if err == nil || len(tests) != 1 {
 		t.Fatalf("err %v, %d tests", err, len(tests))
 	}

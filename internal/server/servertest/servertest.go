@@ -3,6 +3,7 @@
 package servertest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -21,6 +22,15 @@ type Options struct {
 	// client that queues without bound (Firefox's WebSocket) from being
 	// flooded by a multi-Gbit/s loopback download.
 	PaceBps float64
+	// Namespace, if set, is the network namespace (a lab's server side,
+	// /run/netns/NAME; Linux only) the server's sockets are made in: the
+	// listener, and at once its STAMP reflector and MBM sink unless
+	// cfg turns them off, since opened on demand they would be made in
+	// the namespace of whatever thread asked.
+	Namespace string
+	// Host is the address to listen on (default 127.0.0.1), e.g. a lab's
+	// server address.
+	Host string
 }
 
 // Start serves cfg (with its Addr ignored) on 127.0.0.1 and an ephemeral
@@ -35,12 +45,58 @@ func Start(t testing.TB, cfg server.Config) string {
 // mistake.
 func Serve(t testing.TB, cfg server.Config, opt Options) string {
 	t.Helper()
+	return Run(t, cfg, opt).Addr
+}
+
+// Server is a server Run started.
+type Server struct {
+	*server.Server
+	Addr string // host:port it listens on
+	stop func()
+}
+
+// Stop ends the server now and waits until it has; the test's end does
+// it otherwise. Calling it again does nothing.
+func (s *Server) Stop() { s.stop() }
+
+// Run is Serve returning the server, for a test that stops it mid-test
+// or reads its state.
+func Run(t testing.TB, cfg server.Config, opt Options) *Server {
+	t.Helper()
 	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	host := cmp.Or(opt.Host, "127.0.0.1")
+	var ln net.Listener
+	listen := func() (err error) {
+		if ln, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
+			return err
+		}
+		if opt.Namespace == "" {
+			return nil
+		}
+		if cfg.UDPAddr != "off" {
+			if _, err := srv.StartUDP(); err != nil {
+				return err
+			}
+		}
+		if cfg.MBMAddr != "off" {
+			if _, err := srv.StartMBM(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if opt.Namespace != "" {
+		err = inNamespace(opt.Namespace, listen)
+	} else {
+		err = listen()
+	}
 	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		t.Fatal(err)
 	}
 	if opt.PaceBps > 0 {
@@ -57,8 +113,10 @@ func Serve(t testing.TB, cfg server.Config, opt Options) string {
 		defer close(done)
 		_ = srv.Serve(ctx, []net.Listener{ln}, nil)
 	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().String()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return &Server{Server: srv, Addr: ln.Addr().String(), stop: stop}
 }
 
 // maxPaceBps is the most SO_MAX_PACING_RATE takes as a 32-bit value in

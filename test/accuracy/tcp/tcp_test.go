@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/lab/labtest"
 	"github.com/sonde-project/sonde/internal/model"
@@ -53,7 +52,7 @@ type point struct {
 // error exceeds stallError are counted as stalls and left out of the
 // checked mean; at most maxStallFrac of a method's samples may be stalls
 // (an estimator bug that produced large errors would exceed it). When the
-// forwarder itself shows the host overloaded (maxLateness), the point is
+// forwarder itself shows the host overloaded (labtest.MaxLateness), the point is
 // skipped with the figure: the lab cannot keep time then.
 const (
 	goalPct         = 0.5
@@ -171,43 +170,29 @@ func runBulk(t *testing.T, p point, prompt, skipOverloaded bool) (capFile, truth
 		t.Fatalf("iperf3: %v\n%s", err, out)
 	}
 	capFile = l.Capture() // flushes and closes the capture and the truth
-	if late := lateness(t, truthFile); late > maxLateness {
+	if late := lateness(t, truthFile); late > labtest.MaxLateness {
 		overloaded = true
 		if skipOverloaded {
-			t.Skipf("host overloaded: the forwarder's p99 lateness %v > %v; the endpoints' kernels, on the same cores, answer late too and their stalls would be measured, not the estimators (run on a quieter machine)", late, maxLateness)
+			t.Skipf("host overloaded: the forwarder's p99 lateness %v > %v; the endpoints' kernels, on the same cores, answer late too and their stalls would be measured, not the estimators (run on a quieter machine)", late, labtest.MaxLateness)
 		}
-		t.Logf("host overloaded: the forwarder's p99 lateness %v > %v", late, maxLateness)
+		t.Logf("host overloaded: the forwarder's p99 lateness %v > %v", late, labtest.MaxLateness)
 	}
 	return capFile, truthFile, overloaded
 }
 
-// maxLateness is the forwarder's p99 lateness (write time − due time)
-// beyond which the host counts as overloaded: the forwarder then misses its
-// own deadlines by tens of ms, and the endpoints' kernels, which share the
-// two cores, answer as late. (A few ms at p99 are common on this VM and
-// harmless: the truth records the real write times.)
-const maxLateness = 10 * time.Millisecond
-
 // lateness is the p99 of the forwarder's lateness over the delivered
-// packets of a run.
+// packets of a run (labtest.MaxLateness says when the host counts as
+// overloaded).
 func lateness(t *testing.T, truthFile string) time.Duration {
 	t.Helper()
-	_, recs, err := emulator.ReadTruthFile(truthFile)
+	p50, p99, n, err := labtest.Lateness(truthFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var late []time.Duration
-	for _, rec := range recs {
-		if rec.Fate == emulator.Delivered {
-			late = append(late, rec.Lateness())
-		}
-	}
-	if len(late) == 0 {
+	if n == 0 {
 		t.Fatal("no delivered packet in the truth")
 	}
-	slices.Sort(late)
-	p99 := late[len(late)*99/100]
-	t.Logf("forwarder lateness: median %v p99 %v", late[len(late)/2], p99)
+	t.Logf("forwarder lateness: median %v p99 %v", p50, p99)
 	return p99
 }
 

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package udprun
+package pace
 
 import (
 	"context"
@@ -8,12 +8,9 @@ import (
 	"time"
 )
 
-type clock struct{}
-
-func newClock() clock { return clock{} }
-
-// waitUntil sleeps with Go's timer, then spins.
-func (clock) waitUntil(ctx context.Context, deadline time.Time, spin time.Duration) error {
+// WaitUntil sleeps with Go's timer until spin before deadline, then spins;
+// clock is not needed here.
+func WaitUntil(ctx context.Context, _ Mono, deadline time.Time, spin time.Duration) error {
 	if d := time.Until(deadline) - spin; d > 0 {
 		t := time.NewTimer(d)
 		select {
@@ -28,7 +25,9 @@ func (clock) waitUntil(ctx context.Context, deadline time.Time, spin time.Durati
 	return ctx.Err()
 }
 
-func pinThread() func() {
+// PinThread locks the calling goroutine to its thread; the returned
+// function unlocks it.
+func PinThread() func() {
 	runtime.LockOSThread()
 	return runtime.UnlockOSThread
 }
