@@ -17,6 +17,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/monitor"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 func newMonitorCmd() *cobra.Command {
@@ -42,6 +43,8 @@ func newMonitorRunCmd() *cobra.Command {
 		keepRaw  string
 		keepRoll string
 		labels   []string
+		memLimit string
+		pprofAt  string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --target SERVER [--target …]",
@@ -118,7 +121,19 @@ loss. The store defaults to /var/lib/sonde/monitor.db as root, else
 			if err != nil {
 				return usageErr(err)
 			}
-			return runMonitor(cmd.Context(), cmd.ErrOrStderr(), plan)
+			lim, err := units.ParseBytesLimit(memLimit)
+			if err != nil {
+				return usagef("--memory-limit: %s", err)
+			}
+			if lim != 0 && lim < minMemoryLimit {
+				return usagef("--memory-limit %s: at least %d MiB (the daemon's steady state is about 20 MiB of Go heap), or off", memLimit, minMemoryLimit>>20)
+			}
+			if pprofAt != "" {
+				if _, _, err := net.SplitHostPort(pprofAt); err != nil {
+					return usagef("--debug-pprof %q: want host:port", pprofAt)
+				}
+			}
+			return runMonitor(cmd.Context(), cmd.ErrOrStderr(), plan, runtimeOpts{memLimit: lim, pprof: pprofAt})
 		},
 	}
 	f := cmd.Flags()
@@ -140,11 +155,18 @@ loss. The store defaults to /var/lib/sonde/monitor.db as root, else
 	f.StringArrayVar(&labels, "label", nil, "a `key=value` label of the monitor (repeat), e.g. isp=example")
 	f.StringVar(&cfg.Profiles, "profiles", "", "requirement profile `FILE` (JSON; default the smart-grid table)")
 	f.StringVar(&cfg.Token, "token", "", "bearer token for private sonde servers")
+	f.StringVar(&memLimit, "memory-limit", "48MiB", "soft limit of the Go runtime's memory (debug.SetMemoryLimit): the GC works harder near it instead of letting the heap double (off: none)")
+	f.StringVar(&pprofAt, "debug-pprof", "", "serve net/http/pprof on `ADDR` (host:port) for profiling; off by default, never expose it")
 	return cmd
 }
 
 // runMonitor opens the store and runs the daemon until ctx ends.
-func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan) error {
+func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan, ro runtimeOpts) error {
+	stop, err := ro.apply(logw)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	loc, _ := store.ParseURL(plan.Store)
 	if loc.Backend == store.SQLite && loc.Path != store.Memory && os.Geteuid() == 0 && plan.Store == monitor.DefaultStore() {
 		// The default state directory (systemd's StateDirectory makes it too).
@@ -153,7 +175,7 @@ func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan) error {
 		}
 	}
 	octx, cancel := context.WithTimeout(ctx, time.Minute)
-	st, err := store.Open(octx, plan.Store, store.Options{})
+	st, err := store.Open(octx, plan.Store, store.Options{CacheKiB: monitor.StoreCacheKiB})
 	cancel()
 	if err != nil {
 		return usageErr(err)

@@ -49,6 +49,13 @@ const (
 	settle = 5 * time.Second
 )
 
+// StoreCacheKiB is the SQLite page cache the daemon's store should open
+// with (store.Options.CacheKiB): its writes append at the right edge of a
+// few b-trees, so 512 KiB holds their paths with room for the hourly
+// retention's deletes, where SQLite's default (2000 KiB per connection)
+// was memory outside the Go heap for nothing (docs/monitor.md, "Memory").
+const StoreCacheKiB = 512
+
 // Daemon is a running monitor.
 type Daemon struct {
 	plan    *Plan
