@@ -60,7 +60,7 @@ func BenchmarkCoreSecond(b *testing.B) {
 	}
 }
 
-func benchCore(b *testing.B, targets int, rate float64) *core {
+func benchCore(b testing.TB, targets int, rate float64) *core {
 	var ts []string
 	for i := range targets {
 		ts = append(ts, fmt.Sprintf("stamp://127.0.0.%d:9", i+1))

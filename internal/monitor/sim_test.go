@@ -18,6 +18,9 @@ type simProber struct {
 	rng     *rand.Rand
 	seq     uint32
 	next    int64 // next send time
+	// down, when set, says the path is down at a send time: the probe is
+	// lost (an outage for the detectors).
+	down func(sentNs int64) bool
 }
 
 func newSimProber(targets int, rate float64) *simProber {
@@ -35,7 +38,7 @@ func (p *simProber) push(r *probe.Ring, now int64) {
 			fwd := 7e6 + p.rng.Int64N(2e6)
 			smp := model.ProbeSample{Stream: int32(s), Seq: p.seq, SentNs: p.next, LatenessNs: int32(p.rng.IntN(50e3)),
 				RTTNs: 15e6 + p.rng.Int64N(5e6), FwdNs: fwd, RevNs: 8e6 - fwd/2}
-			if p.rng.IntN(500) == 0 {
+			if p.rng.IntN(500) == 0 || (p.down != nil && p.down(p.next)) {
 				smp.RTTNs, smp.FwdNs, smp.RevNs, smp.Lost = -1, 0, 0, true
 			}
 			r.Push(smp)
