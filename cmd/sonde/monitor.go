@@ -126,7 +126,7 @@ loss. The store defaults to /var/lib/sonde/monitor.db as root, else
 				return usagef("--memory-limit: %s", err)
 			}
 			if lim != 0 && lim < minMemoryLimit {
-				return usagef("--memory-limit %s: at least %d MiB (the daemon's steady state is about 20 MiB of Go heap), or off", memLimit, minMemoryLimit>>20)
+				return usagef("--memory-limit %s: at least %d MiB, or off", memLimit, minMemoryLimit>>20)
 			}
 			if pprofAt != "" {
 				if _, _, err := net.SplitHostPort(pprofAt); err != nil {
