@@ -155,7 +155,7 @@ loss. The store defaults to /var/lib/sonde/monitor.db as root, else
 	f.StringArrayVar(&labels, "label", nil, "a `key=value` label of the monitor (repeat), e.g. isp=example")
 	f.StringVar(&cfg.Profiles, "profiles", "", "requirement profile `FILE` (JSON; default the smart-grid table)")
 	f.StringVar(&cfg.Token, "token", "", "bearer token for private sonde servers")
-	f.StringVar(&memLimit, "memory-limit", "48MiB", "soft limit of the Go runtime's memory (debug.SetMemoryLimit): the GC works harder near it instead of letting the heap double (off: none)")
+	f.StringVar(&memLimit, "memory-limit", "48MiB", "soft limit `SIZE` of the Go runtime's memory (debug.SetMemoryLimit), a backstop: the GC works harder near it (off: none)")
 	f.StringVar(&pprofAt, "debug-pprof", "", "serve net/http/pprof on `ADDR` (host:port) for profiling; off by default, never expose it")
 	return cmd
 }
