@@ -14,6 +14,9 @@ if (process.argv.includes("--tests")) {
   await esbuild.build({ ...common, entryPoints: { worker: "src/worker.ts" }, outdir: "dist", format: "iife" });
   // The monitor daemon's dashboard (internal/monitor, served at / on --listen).
   await esbuild.build({ ...common, entryPoints: { monitor: "src/monitor.ts" }, outdir: "dist", format: "esm" });
+  // The fleet view (`sonde fleet serve`, internal/fleet).
+  await esbuild.build({ ...common, entryPoints: { fleet: "src/fleet.ts" }, outdir: "dist", format: "esm" });
+  copyFileSync("src/fleet.html", "dist/fleet.html");
   copyFileSync("src/monitor.html", "dist/monitor.html");
   copyFileSync("src/monitor.css", "dist/monitor.css");
   copyFileSync("src/index.html", "dist/index.html");

@@ -1,18 +1,24 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/json"
-
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/mbm"
+	"github.com/sonde-project/sonde/internal/mbm/tcprun"
+	"github.com/sonde-project/sonde/internal/mbm/udprun"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/units"
 )
 
@@ -23,9 +29,20 @@ to it), the pass and fail loss rates p0 = 1/R and p1 = 4/R, the SPRT's lines,
 the packets a PASS and a FAIL are expected to take, and the truncation point
 after which an undecided test is INCONCLUSIVE. A target with R ≤ 4 is refused.
 
+sonde mbm SERVER --rate R --rtt T runs RFC 8337's tests against a sonde
+server. --mode udp (the default): an open-loop UDP sender, every packet's
+fate fed to the SPRT, which stops the test as soon as it decides. --mode
+tcp: a paced TCP upload counted from the sender's TCP_INFO (8.1.1, 8.4 and
+8.5.1; docs/mbm.md). The UDP tests: --tests 8.1.1 (paced full
+data rate, the default), 8.1.2 (full data windowed rate: at most W packets in
+flight), 8.3.1 (full window slowstart), 8.4 (sender rate bursts, --burst
+packets), 8.5.1 (sustained full-rate bursts, --derate), or all. Each test gives PASS, FAIL (exit 5), INCONCLUSIVE or ERROR with its
+reason; a sender that could not produce a pattern gives ERROR or
+INCONCLUSIVE, never a verdict on the path.
+
 sonde mbm compose composes saved per-subpath results into a path verdict.`
 
-// mbmFlags are the inputs of the model.
+// mbmFlags are the inputs of the model and of a run.
 type mbmFlags struct {
 	plan               bool
 	rate, model        string
@@ -34,29 +51,44 @@ type mbmFlags struct {
 	alpha, beta, trunc float64
 	budget             float64
 	floor              int64
-	json               string
-	quiet              bool
+	out                outputs
+
+	// The run mode.
+	mode, tests, subpath, token string
+	insecure, ecn               bool
+	derate, minRate             float64
+	burst                       int64
+	burstSet                    bool
 }
 
-// newMBMCmd is `sonde mbm`: the model and plan of RFC 8337's tests, and
-// the composition of subpath results. The tests against a server come
-// with their own mode; until then there is no run mode at all.
+// newMBMCmd is `sonde mbm`: the model and plan of RFC 8337's tests, a run
+// of them against a server, and the composition of subpath results.
 func newMBMCmd() *cobra.Command {
 	var o mbmFlags
 	cmd := &cobra.Command{
-		Use:   "mbm --plan --rate RATE --rtt DURATION",
-		Short: "Model Based Metrics (RFC 8337): a target's model and SPRT plan, and composition of subpath results",
+		Use:   "mbm [SERVER] --rate RATE --rtt DURATION",
+		Short: "Model Based Metrics (RFC 8337): run the tests against a server, plan a target, compose subpath results",
 		Long:  mbmHelp,
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runMBMPlan(cmd.OutOrStdout(), &o, cmd.Flags().Changed("rtt"))
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.plan {
+				if len(args) > 0 {
+					return usagef("--plan sends nothing: give no SERVER")
+				}
+				return runMBMPlan(cmd.OutOrStdout(), &o, cmd.Flags().Changed("rtt"))
+			}
+			if len(args) == 0 {
+				return usagef("sonde mbm: want SERVER (a run), --plan (the model, nothing sent) or the compose command")
+			}
+			o.burstSet = cmd.Flags().Changed("burst")
+			return runMBM(cmd.Context(), cmd.OutOrStdout(), args[0], &o, cmd.Flags().Changed("rtt"))
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.plan, "plan", false, "print the model and the SPRT plan; nothing is sent")
 	f.StringVar(&o.rate, "rate", "", "target rate `RATE` in bit/s (e.g. 10M)")
 	f.DurationVar(&o.rtt, "rtt", 0, "target round-trip time (e.g. 50ms)")
-	f.IntVar(&o.mtu, "mtu", 1500, "target MTU in bytes")
+	f.IntVar(&o.mtu, "mtu", 1500, "target MTU in bytes (the UDP mode sends datagrams of MTU − 28 bytes)")
 	f.IntVar(&o.header, "header-overhead", mbm.DefaultHeaderOverhead, "bytes of each packet that are not payload (52: IPv4 + TCP + timestamps; 72 for IPv6)")
 	f.StringVar(&o.model, "model", mbm.ModelReference, "run-length model that sets p0: reference (3W²), mathis, mathis-delack, cubic")
 	f.Float64Var(&o.alpha, "alpha", mbm.DefaultAlpha, "probability of a false FAIL at p0 (1e-6 to 0.25)")
@@ -64,29 +96,38 @@ func newMBMCmd() *cobra.Command {
 	f.Int64Var(&o.floor, "floor", 0, "no FAIL before this many packets (0: none), against early false FAILs on bursty loss")
 	f.Float64Var(&o.trunc, "trunc-factor", mbm.DefaultTruncFactor, "truncation point as a multiple of the largest expected packets to a decision (1 to 100)")
 	f.Float64Var(&o.budget, "budget", 0, "this subpath's loss budget b, used as p0 (0: the whole path's 1/R)")
-	f.StringVar(&o.json, "json", "", "write the plan as JSON (schema sonde.mbm/v1) to `FILE`, - for stdout (no text summary then)")
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "no text summary on stdout (with --json)")
+	f.StringVar(&o.mode, "mode", "udp", "transport of a run: udp (an open-loop UDP sender, every RFC 8337 pattern) or tcp (a paced TCP upload: 8.1.1, 8.4, 8.5.1)")
+	f.StringVar(&o.tests, "tests", udprun.TestPaced, "tests of a run, comma-separated RFC 8337 sections (8.1.1, 8.1.2, 8.3.1, 8.4, 8.5.1) or all")
+	f.Float64Var(&o.derate, "derate", 1, "8.5.1's derating: bursts of W·derate packets every RTT·derate (more than 0, at most 1)")
+	f.Int64Var(&o.burst, "burst", udprun.DefaultBurstPackets, "8.4's burst size in packets, sent back to back (1 to 10000; tcp's default: one 64 KiB TSO segment)")
+	f.Float64Var(&o.minRate, "min-rate", udprun.DefaultMinRateFraction, "precondition: the sustained rate must reach this share of the target (more than 0, at most 1)")
+	f.BoolVar(&o.ecn, "ecn", true, "send ECT(0), so that an AQM marks CE instead of dropping (marks = losses + CE)")
+	f.StringVar(&o.subpath, "subpath", "", "name of the part of the path measured, for sonde mbm compose (e.g. access)")
+	f.StringVar(&o.token, "token", "", "bearer token for a private server")
+	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
+	o.out.register(cmd, "the result (schema sonde.mbm/v1)", false)
+	f.StringVar(&o.out.csv, "csv", "", "write one row per test as CSV to `FILE`, - for stdout (no text summary then)")
 	cmd.AddCommand(newMBMComposeCmd())
 	return cmd
 }
 
-// inputs checks the flags and turns them into the model's inputs.
+// inputs checks the model's flags and turns them into the model's inputs.
 func (o *mbmFlags) inputs(rttSet bool) (mbm.Inputs, error) {
-	if !o.plan {
-		return mbm.Inputs{}, usagef("sonde mbm: want --plan (the model, nothing sent) or the compose command")
-	}
 	if o.rate == "" || !rttSet {
-		return mbm.Inputs{}, usagef("--plan needs --rate and --rtt")
+		if o.plan {
+			return mbm.Inputs{}, usagef("--plan needs --rate and --rtt")
+		}
+		return mbm.Inputs{}, usagef("a run needs --rate and --rtt")
 	}
 	rate, err := units.ParseRate(o.rate)
 	if err != nil {
 		return mbm.Inputs{}, usagef("--rate: %w", err)
 	}
-	if o.quiet && o.json == "" {
-		return mbm.Inputs{}, usagef("--quiet without --json would discard the plan")
-	}
-	if err := checkOutput("--json", o.json); err != nil {
+	if err := o.out.check(); err != nil {
 		return mbm.Inputs{}, err
+	}
+	if o.trunc == 0 {
+		return mbm.Inputs{}, usagef("--trunc-factor: want 1 to 100, got 0")
 	}
 	return mbm.Inputs{
 		Target:       mbm.Target{RateBps: rate, RTT: o.rtt, MTU: o.mtu, HeaderOverhead: o.header},
@@ -100,12 +141,12 @@ func (o *mbmFlags) inputs(rttSet bool) (mbm.Inputs, error) {
 }
 
 func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
+	if o.out.csv != "" {
+		return usagef("--csv: a plan has no tests; use --json or --html")
+	}
 	in, err := o.inputs(rttSet)
 	if err != nil {
 		return err
-	}
-	if o.trunc == 0 {
-		return usagef("--trunc-factor: want 1 to 100, got 0")
 	}
 	plan, err := mbm.NewPlan(in)
 	if err != nil {
@@ -113,16 +154,176 @@ func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
 	}
 	res := mbmResult(plan)
 	res.Plan = true
-	if o.json != "" {
-		if err := writeOutput("--json", o.json, stdout, func(w io.Writer) error { return writeMBMJSON(w, res) }); err != nil {
-			writeMBMPlanText(os.Stderr, plan) // nothing is lost
-			return err
+	res.Subpath = o.subpath
+	var errs []error
+	if o.out.json != "" {
+		errs = append(errs, writeOutput("--json", o.out.json, stdout, func(w io.Writer) error { return writeMBMJSON(w, res) }))
+	}
+	if o.out.html != "" {
+		errs = append(errs, writeOutput("--html", o.out.html, stdout, func(w io.Writer) error { return report.WriteMBMHTML(w, &res) }))
+	}
+	failed := errors.Join(errs...) != nil
+	if w := o.out.textTo(stdout, os.Stderr, failed); w != nil {
+		errs = append(errs, writeMBMPlanText(w, plan)) // nothing is lost
+	}
+	return errors.Join(errs...)
+}
+
+// runMBM runs the tests against server and writes the result; exit 5 if a
+// test FAILed, 1 if one could not run (what was measured is written).
+func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, rttSet bool) error {
+	in, err := o.inputs(rttSet)
+	if err != nil {
+		return err
+	}
+	if o.mode != "udp" && o.mode != "tcp" {
+		return usagef("--mode: want udp or tcp, got %q", o.mode)
+	}
+	tests, err := mbmTests(o.tests, o.mode)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !(o.derate > 0 && o.derate <= 1):
+		return usagef("--derate: want more than 0, at most 1, got %g", o.derate)
+	case !(o.minRate > 0 && o.minRate <= 1):
+		return usagef("--min-rate: want more than 0, at most 1, got %g", o.minRate)
+	case o.burst < 1 || o.burst > 10000:
+		return usagef("--burst: want 1 to 10000 packets, got %d", o.burst)
+	case len(o.subpath) > 64:
+		return usagef("--subpath: at most 64 bytes")
+	}
+	plan, err := mbm.NewPlan(in)
+	if err != nil {
+		return usageErr(err)
+	}
+	progress := func(id string) {
+		name, _ := udprun.TestName(id)
+		fmt.Fprintf(os.Stderr, "sonde mbm: %s %s at %s…\n", id, name, units.FormatRate(plan.RateBps))
+	}
+	// One runner per transport, each Run(ctx, Config) ([]model.MBMTest, error).
+	var runTests func(context.Context) ([]model.MBMTest, error)
+	fillEnv := func(env *model.MBMEnv) { env.Kernel = kernelRelease() }
+	switch o.mode {
+	case "udp":
+		cfg := udprun.Config{Server: server, Token: o.token, Software: "sonde/" + version, Insecure: o.insecure, Plan: plan,
+			Tests: tests, Derate: o.derate, BurstPackets: o.burst, MinRateFraction: o.minRate, ECN: o.ecn, Progress: progress}
+		if err := udprun.Validate(cfg); err != nil {
+			return usageErr(err)
+		}
+		runTests = func(ctx context.Context) ([]model.MBMTest, error) { return udprun.Run(ctx, cfg) }
+	case "tcp":
+		cfg := tcprun.Config{Plan: plan, Tests: tests, Derate: o.derate, Precondition: o.minRate}
+		if o.burstSet {
+			cfg.SenderBurst = o.burst // else tcprun's: one 64 KiB TSO segment
+		}
+		var tlsCfg *tls.Config
+		if o.insecure {
+			tlsCfg = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // --insecure asks for it
+		}
+		runTests = func(ctx context.Context) ([]model.MBMTest, error) {
+			for _, id := range tests {
+				progress(id)
+			}
+			sess, err := tcprun.Dial(ctx, tcprun.Server{URL: server, Token: o.token, TLS: tlsCfg,
+				Software: "sonde/" + version, MSS: plan.MTU - plan.HeaderOverhead})
+			if err != nil {
+				return nil, err
+			}
+			defer sess.Close()
+			cfg.Streams = sess
+			ctx, cancel := context.WithDeadline(ctx, sess.Deadline())
+			defer cancel()
+			return tcprun.Run(ctx, cfg)
+		}
+		fillEnv = func(env *model.MBMEnv) { tcprun.FillEnv(env, cfg) }
+	default:
+		return usagef("--mode: want udp or tcp, got %q", o.mode)
+	}
+	res := mbmResult(plan)
+	res.Subpath = o.subpath
+	res.Start = time.Now().UTC()
+	ran, runErr := runTests(ctx)
+	res.End = time.Now().UTC()
+	if runErr != nil && len(ran) == 0 {
+		return runErr // refused, unreachable, no MBM: nothing measured
+	}
+	res.Tests = ran
+	res.Env = &model.MBMEnv{}
+	fillEnv(res.Env)
+	if runErr != nil {
+		res.Errors = append(res.Errors, runErr.Error())
+	}
+	var errs []error
+	if o.out.json != "" {
+		errs = append(errs, writeOutput("--json", o.out.json, stdout, func(w io.Writer) error { return writeMBMJSON(w, res) }))
+	}
+	if o.out.html != "" {
+		errs = append(errs, writeOutput("--html", o.out.html, stdout, func(w io.Writer) error { return report.WriteMBMHTML(w, &res) }))
+	}
+	if o.out.csv != "" {
+		errs = append(errs, writeOutput("--csv", o.out.csv, stdout, func(w io.Writer) error { return report.WriteMBMCSV(w, &res) }))
+	}
+	if w := o.out.textTo(stdout, os.Stderr, errors.Join(errs...) != nil); w != nil {
+		errs = append(errs, report.WriteMBMText(w, &res))
+	}
+	if err := errors.Join(runErr, errors.Join(errs...)); err != nil {
+		return err
+	}
+	for _, t := range res.Tests {
+		if t.Verdict == "ERROR" {
+			return &exitError{code: exitFailure, err: fmt.Errorf("test %s: %s", t.ID, t.Reason)}
 		}
 	}
-	if o.json == "-" || o.quiet {
-		return nil
+	for _, t := range res.Tests {
+		if t.Verdict == mbm.Fail.String() {
+			return &exitError{code: exitVerdict, err: errSilent}
+		}
 	}
-	return writeMBMPlanText(stdout, plan)
+	return nil
+}
+
+// mbmTests reads --tests: "all" or a comma-separated list of sections,
+// each one the mode runs.
+func mbmTests(s, mode string) ([]string, error) {
+	known := tcprun.Tests
+	if mode == "udp" {
+		known = nil
+		for _, t := range udprun.Tests {
+			known = append(known, t.ID)
+		}
+	}
+	if strings.TrimSpace(s) == "all" {
+		return known, nil
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, id := range strings.Split(s, ",") {
+		id = strings.TrimSpace(id)
+		if id == "" {
+			continue
+		}
+		if !slices.Contains(known, id) {
+			return nil, usagef("--tests: %q is not a test of the %s mode (%s or all)", clipText(id), mode, strings.Join(known, ", "))
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, usagef("--tests: no test given")
+	}
+	return ids, nil
+}
+
+// kernelRelease names the sending host's kernel, for the result's record.
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // writeMBMJSON writes an MBM document indented, like every saved result.

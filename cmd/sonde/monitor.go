@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -88,6 +87,9 @@ loss. The store defaults to /var/lib/sonde/monitor.db as root, else
 				over("name", func() { fc.Name = cfg.Name })
 				over("profiles", func() { fc.Profiles = cfg.Profiles })
 				over("token", func() { fc.Token = cfg.Token })
+				over("ship", func() { fc.Ship = cfg.Ship })
+				over("ship-token", func() { fc.ShipToken = cfg.ShipToken })
+				over("ship-raw", func() { fc.ShipRaw = cfg.ShipRaw })
 				c = fc
 			}
 			if f.Changed("timeout") {
@@ -107,14 +109,11 @@ loss. The store defaults to /var/lib/sonde/monitor.db as root, else
 				}
 			}
 			if f.Changed("label") {
-				c.Labels = map[string]string{}
-				for _, l := range labels {
-					k, v, ok := strings.Cut(l, "=")
-					if !ok || k == "" {
-						return usagef("--label %q: want key=value", l)
-					}
-					c.Labels[k] = v
+				l, err := store.ParseLabels(labels)
+				if err != nil {
+					return usagef("--label: %s", err)
 				}
+				c.Labels = l
 			}
 			c.Defaults()
 			plan, err := c.Validate()
@@ -155,6 +154,9 @@ loss. The store defaults to /var/lib/sonde/monitor.db as root, else
 	f.StringArrayVar(&labels, "label", nil, "a `key=value` label of the monitor (repeat), e.g. isp=example")
 	f.StringVar(&cfg.Profiles, "profiles", "", "requirement profile `FILE` (JSON; default the smart-grid table)")
 	f.StringVar(&cfg.Token, "token", "", "bearer token for private sonde servers")
+	f.StringVar(&cfg.Ship, "ship", "", "also ship rollups, events and restarts to the fleet store at `URL` (postgres://…; docs/fleet.md)")
+	f.StringVar(&cfg.ShipToken, "ship-token", "", "the monitor's `TOKEN` in the fleet store (sonde store monitor add prints it)")
+	f.BoolVar(&cfg.ShipRaw, "ship-raw", false, "with --ship, also ship raw probe samples and interface counters")
 	f.StringVar(&memLimit, "memory-limit", "48MiB", "soft limit `SIZE` of the Go runtime's memory (debug.SetMemoryLimit), a backstop: the GC works harder near it (off: none)")
 	f.StringVar(&pprofAt, "debug-pprof", "", "serve net/http/pprof on `ADDR` (host:port) for profiling; off by default, never expose it")
 	return cmd
@@ -276,6 +278,27 @@ func printStatus(w io.Writer, st *monitor.Status) {
 		health = "FAILING: " + st.Store.LastError
 	}
 	fmt.Fprintf(w, "  store %s: %s (backlog %d rows, %d dropped)\n", st.Store.Location, health, st.Store.BacklogRows, st.Store.DroppedRows)
+	if sh := st.Ship; sh != nil {
+		health := "ok"
+		if !sh.Healthy {
+			health = "FAILING: " + sh.LastError
+		}
+		var lag float64
+		var pending int64
+		for _, t := range sh.Tables {
+			lag, pending = max(lag, t.LagSeconds), pending+t.PendingRows
+		}
+		fmt.Fprintf(w, "  ship to %s: %s (%d rows pending, %s behind", sh.Dest, health, pending, time.Duration(lag*1e9).Round(time.Second))
+		if sh.UnshippedDeleted > 0 {
+			fmt.Fprintf(w, "; %d rows deleted unshipped", sh.UnshippedDeleted)
+		}
+		fmt.Fprintln(w, ")")
+		for _, t := range sh.Tables {
+			if t.PendingRows > 0 {
+				fmt.Fprintf(w, "    %-10s %d pending, %s behind\n", t.Table, t.PendingRows, time.Duration(t.LagSeconds*1e9).Round(time.Second))
+			}
+		}
+	}
 	for _, e := range st.LastEvents {
 		fmt.Fprintf(w, "  %s  %-13s %s\n", time.Unix(0, e.StartNs).UTC().Format(time.RFC3339), e.Kind, e.Text)
 	}

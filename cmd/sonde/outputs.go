@@ -21,7 +21,7 @@ const (
 	exitUsage   = 2 // bad flags or arguments, or an output path that cannot be written: nothing was measured
 	exitDamaged = 3 // a capture is damaged; what could be read was analysed and reported
 	exitRefused = 4 // the server refused the test (busy, token, limit): nothing was measured
-	exitVerdict = 5 // a verdict FAIL (sonde mbm compose)
+	exitVerdict = 5 // a verdict FAIL (sonde mbm, sonde mbm compose)
 )
 
 // exitCodes is the documentation of the exit codes, one line each.
@@ -34,7 +34,7 @@ var exitCodes = []struct {
 	{exitUsage, "usage: a bad flag or argument, or an output file that cannot be written; found before anything is measured"},
 	{exitDamaged, "a capture is damaged (sonde analyze, capture): what could be read was analysed and reported"},
 	{exitRefused, "the server refused the test (busy, bad token, a limit): nothing was measured"},
-	{exitVerdict, "a verdict FAIL (sonde mbm compose: the path fails its loss budget)"},
+	{exitVerdict, "a verdict FAIL (sonde mbm: a test FAILed; sonde mbm compose: the path fails its loss budget)"},
 }
 
 // exitHelp lists the exit codes for help texts.

@@ -3,9 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/store/pgtest"
+	"github.com/sonde-project/sonde/internal/tcptest"
 )
 
 // TestServeBadLimits: nonsense connection limits are usage errors (exit 2),
@@ -29,5 +37,77 @@ func TestServeBadLimits(t *testing.T) {
 		if !errors.As(err, &ee) || ee.code != 2 {
 			t.Errorf("%v: %v, want a usage error (exit 2)", args, err)
 		}
+	}
+}
+
+// TestServeStorePostgres runs `sonde serve --store postgres://…` end to
+// end: a sonde test and a page result against it land in PostgreSQL, the
+// server's own records (its side of the test session and of the STAMP
+// sessions beside it) next to the page's result.
+func TestServeStorePostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and runs a test")
+	}
+	url := pgtest.Start(t).NewDatabase(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := newServeCmd()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"--addr", addr, "--udp-addr", "127.0.0.1:0", "--webrtc-port", "off", "--store", url, "--per-ip-rate", "off"})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve did not listen within 20 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res, err := tcptest.Run(ctx, tcptest.Config{Server: addr, Duration: time.Second, Streams: 1, BaselineSamples: 20,
+		DSCP: -1, NoForeign: true, Software: "sonde/serve-test"})
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("test against serve: %v %v", err, res)
+	}
+	st, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var tcp, udp []store.Summary
+	for time.Now().Before(deadline.Add(20 * time.Second)) {
+		tcp, _ = st.ListResultsKind(ctx, model.KindTCP, 10)
+		udp, _ = st.ListResultsKind(ctx, model.KindUDP, 10)
+		if len(tcp) == 1 && len(udp) > 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(tcp) != 1 || len(udp) == 0 || tcp[0].Software != "sonde/serve-test" || tcp[0].UploadBps <= 0 || tcp[0].DownloadBps <= 0 {
+		t.Fatalf("records in PostgreSQL: tcp %+v, udp %+v", tcp, udp)
+	}
+	raw, err := st.GetResult(ctx, tcp[0].ID)
+	var rec model.ServerRecord
+	if err != nil || json.Unmarshal(raw, &rec) != nil || rec.Session != res.ID {
+		t.Errorf("tcp record %s: %v", raw, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -23,7 +26,201 @@ func newStoreCmd() *cobra.Command {
 PostgreSQL database shared by several servers and monitors.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newStoreMigrateCmd())
+	cmd.AddCommand(newStoreMigrateCmd(), newStoreMonitorCmd())
+	return cmd
+}
+
+// storeFlags are the flags every `store monitor` command takes.
+type storeFlags struct {
+	url     string
+	timeout time.Duration
+}
+
+func (sf *storeFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&sf.url, "store", "", "`URL` of the fleet store: postgres://… (or a SQLite path)")
+	f.DurationVar(&sf.timeout, "timeout", time.Minute, "longest wait for the database")
+}
+
+// open checks the flags (usage errors), then opens and migrates the store
+// and runs fn within the timeout.
+func (sf *storeFlags) open(ctx context.Context, fn func(context.Context, store.Store) error) error {
+	if sf.url == "" {
+		return usagef("--store: give the fleet store's URL (postgres://…)")
+	}
+	loc, err := store.ParseURL(sf.url)
+	if err != nil {
+		return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+	}
+	if err := checkDuration("--timeout", sf.timeout, time.Second, time.Hour); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, sf.timeout)
+	defer cancel()
+	st, err := store.OpenLocation(ctx, loc, store.Options{})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%s: no answer within --timeout %s", loc, sf.timeout)
+		}
+		return err
+	}
+	defer st.Close()
+	if err := fn(ctx, st); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%s: no answer within --timeout %s", loc, sf.timeout)
+		}
+		return fmt.Errorf("%s: %w", loc, err)
+	}
+	return nil
+}
+
+// monitorName checks a NAME argument (usage error).
+func monitorName(name string) error {
+	if name == "" || len(name) > store.MaxNameLen || strings.IndexFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0 {
+		return usagef("NAME: want 1-%d printable characters, got %.40q", store.MaxNameLen, name)
+	}
+	return nil
+}
+
+func newStoreMonitorCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "monitor",
+		Short: "Enroll, revoke and list the monitors that ship to a fleet store",
+		Long: `Manage the monitors of a fleet store (docs/fleet.md, "Shipping"): a
+monitor ships its rows (sonde monitor run --ship URL) only once enrolled
+here, with the token add prints, and not after it is revoked.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newStoreMonitorAddCmd(), newStoreMonitorRevokeCmd(), newStoreMonitorListCmd())
+	return cmd
+}
+
+func newStoreMonitorAddCmd() *cobra.Command {
+	var (
+		sf      storeFlags
+		labels  []string
+		noToken bool
+		replace bool
+	)
+	cmd := &cobra.Command{
+		Use:   "add NAME --store URL [--label key=value]…",
+		Short: "Enroll a monitor and print its token (once)",
+		Long: `Enroll a monitor under NAME with its labels (ISP, access type, region …,
+which fleet reports group by) and print its token: the store keeps only
+the token's hash, so this is the only time it is shown. The monitor runs
+with --ship URL --ship-token TOKEN; the first instance that ships under
+NAME is bound to it and another one is refused. --replace enrolls a known
+NAME again: a new token, not revoked, bound to no instance (the monitor
+moved to a new machine).`,
+		Example: `  sonde store monitor add home-042 --store postgres://sonde@db/fleet --label isp=example --label access=fttp`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := monitorName(args[0]); err != nil {
+				return err
+			}
+			l, err := store.ParseLabels(labels)
+			if err != nil {
+				return usagef("--label: %s", err)
+			}
+			return sf.open(cmd.Context(), func(ctx context.Context, st store.Store) error {
+				token, err := st.AddMonitor(ctx, store.Identity{Name: args[0], Labels: l}, noToken, replace)
+				if err != nil {
+					return err
+				}
+				if noToken {
+					fmt.Fprintf(cmd.OutOrStdout(), "monitor %s enrolled without a token\n", args[0])
+					return nil
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), token)
+				fmt.Fprintf(cmd.ErrOrStderr(), "monitor %s enrolled: its token is above, shown only now (run it with --ship-token)\n", args[0])
+				return nil
+			})
+		},
+	}
+	sf.register(cmd)
+	f := cmd.Flags()
+	f.StringArrayVar(&labels, "label", nil, "a `key=value` label of the monitor (repeat)")
+	f.BoolVar(&noToken, "no-token", false, "enroll without a token (the name and instance binding alone identify it)")
+	f.BoolVar(&replace, "replace", false, "enroll a known NAME again: new token, not revoked, no instance bound")
+	return cmd
+}
+
+func newStoreMonitorRevokeCmd() *cobra.Command {
+	var sf storeFlags
+	cmd := &cobra.Command{
+		Use:   "revoke NAME --store URL",
+		Short: "Refuse a monitor's shipments from now on",
+		Long: `Revoke a monitor: the store refuses its shipments (the monitor logs one
+line, keeps its rows and tries again later). Its rows already stored stay.
+add --replace enrolls the name again.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := monitorName(args[0]); err != nil {
+				return err
+			}
+			return sf.open(cmd.Context(), func(ctx context.Context, st store.Store) error {
+				if err := st.RevokeMonitor(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "monitor %s revoked\n", args[0])
+				return nil
+			})
+		},
+	}
+	sf.register(cmd)
+	return cmd
+}
+
+func newStoreMonitorListCmd() *cobra.Command {
+	var (
+		sf      storeFlags
+		jsonOut string
+	)
+	cmd := &cobra.Command{
+		Use:   "list --store URL",
+		Short: "List the store's monitors: labels, token, revoked, bound instance",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput("--json", jsonOut); err != nil {
+				return err
+			}
+			return sf.open(cmd.Context(), func(ctx context.Context, st store.Store) error {
+				ms, err := st.FleetMonitors(ctx)
+				if err != nil {
+					return err
+				}
+				if jsonOut != "" {
+					return writeOutput("--json", jsonOut, cmd.OutOrStdout(), func(w io.Writer) error {
+						enc := json.NewEncoder(w)
+						enc.SetIndent("", "  ")
+						return enc.Encode(ms)
+					})
+				}
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "%-24s %-9s %-6s %-8s %-10s %s\n", "NAME", "ENROLLED", "TOKEN", "REVOKED", "INSTANCE", "LABELS")
+				yes := map[bool]string{true: "yes", false: "no"}
+				for _, m := range ms {
+					keys := make([]string, 0, len(m.Labels))
+					for k := range m.Labels {
+						keys = append(keys, k)
+					}
+					sort.Strings(keys)
+					var ls []string
+					for _, k := range keys {
+						ls = append(ls, k+"="+m.Labels[k])
+					}
+					inst := "-"
+					if m.Instance != "" {
+						inst = m.Instance[:min(8, len(m.Instance))]
+					}
+					fmt.Fprintf(w, "%-24s %-9s %-6s %-8s %-10s %s\n", m.Name, yes[m.Enrolled], yes[m.Token], yes[m.Revoked], inst, strings.Join(ls, ","))
+				}
+				return nil
+			})
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().StringVar(&jsonOut, "json", "", "write the list as JSON to `FILE`, - for stdout (no table then)")
 	return cmd
 }
 

@@ -72,6 +72,9 @@ type Phase struct {
 	// Baseline is the idle RTT of the test: its minimum is RFC 6349's
 	// baseline RTT and its samples give the idle RPM. nil: none.
 	Baseline *model.RTTResult
+	// BaselineMinRTTMs is RFC 6349's baseline RTT when there is no
+	// Baseline (the server's records: its probe stream's TCP min_rtt).
+	BaselineMinRTTMs float64
 	// LinkRateBps and WireOverhead describe the bottleneck link for RFC
 	// 6349's maximum goodput and TTR (0: unknown; negative overhead: 0).
 	LinkRateBps  float64
@@ -114,7 +117,7 @@ func Direction(p Phase) *model.DirectionResult {
 	d.Throughput = metrics.Rates(metrics.Resample(agg, PlotStep))
 	d.Latency = p.Latency
 	d.RPM = RPM(p.Foreign, p.SelfMs, p.Baseline)
-	baseMs := 0.0
+	baseMs := max(p.BaselineMinRTTMs, 0)
 	if p.Baseline != nil && p.Baseline.RTTMs.N > 0 {
 		baseMs = p.Baseline.RTTMs.Min
 	}

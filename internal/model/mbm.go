@@ -111,6 +111,11 @@ type MBMTest struct {
 	Loss     float64 `json:"loss"`
 	LossLow  float64 `json:"loss_low"`
 	LossHigh float64 `json:"loss_high"`
+
+	// TCP is what a TCP test measured and how (tcprun; mbm_tcp.go).
+	TCP *MBMTCP `json:"tcp,omitempty"`
+	// UDP is what a UDP test sent and the server saw (udprun; mbm_udp.go).
+	UDP *MBMUDP `json:"udp,omitempty"`
 }
 
 // MBMEnv is the sending host's setting a verdict depends on.

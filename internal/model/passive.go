@@ -57,6 +57,9 @@ type AnalyzeRuntime struct {
 	PeakLiveFlows  int     `json:"peak_live_flows"`
 	EvictedFlows   int     `json:"evicted_flows"`
 	TruncatedFlows int     `json:"truncated_flows,omitempty"` // flows beyond --max-flows, not analysed
+	// AfterClose counts segments of connections that had closed and been
+	// evicted (a late FIN, ACK or RST): they start no new connection.
+	AfterClose uint64 `json:"after_close_segments,omitempty"`
 }
 
 // RTTSummary summarises one RTT method's valid samples, milliseconds.

@@ -60,6 +60,8 @@ type AlertRule struct {
 	// outage: Scope is link (every stream down at once; the default),
 	// target (every stream of one target) or stream; For the shortest
 	// outage that fires (default 10s).
+	// reliability: For is how long R(L) must stay under the requirement
+	// before the alert fires (default 0: at the first evaluation).
 	Scope string   `json:"scope,omitempty"`
 	For   Duration `json:"for,omitempty"`
 	// reliability: fires while R(Latency) < Reliability over the last
@@ -71,6 +73,13 @@ type AlertRule struct {
 	Profile     string   `json:"profile,omitempty"`
 	Window      Duration `json:"window,omitempty"`
 	MinProbes   int      `json:"min_probes,omitempty"`
+	// reliability, hysteresis: a firing alert resolves only once R(L) has
+	// stayed at or above Reliability + ResolveMargin (default half the
+	// allowed failure fraction, (1 − Reliability) / 2; at most 1) at every
+	// evaluation for ResolveFor (default Window), so a rule does not flap
+	// at the requirement.
+	ResolveMargin *float64 `json:"resolve_margin,omitempty"`
+	ResolveFor    Duration `json:"resolve_for,omitempty"`
 	// baseline-step: fires on a step of at least MinStep (default any the
 	// detectors report); steps flagged probable-artefact only with
 	// Artefacts.
@@ -111,6 +120,9 @@ func (r *AlertRule) fill() {
 		}
 		if r.MinProbes == 0 {
 			r.MinProbes = 100
+		}
+		if r.ResolveFor == 0 {
+			r.ResolveFor = r.Window
 		}
 	case RuleStep, RuleBufferbloat:
 		if r.Hold == 0 {
@@ -185,7 +197,8 @@ func (r *AlertRule) check(profiles []model.RequirementProfile) error {
 	}
 	outage, rel, step, bloat := r.Kind == RuleOutage, r.Kind == RuleReliability, r.Kind == RuleStep, r.Kind == RuleBufferbloat
 	if err := errors.Join(
-		other("scope", !outage && r.Scope != ""), other("for", !outage && r.For != 0),
+		other("scope", !outage && r.Scope != ""), other("for", !outage && !rel && r.For != 0),
+		other("resolve_margin", !rel && r.ResolveMargin != nil), other("resolve_for", !rel && r.ResolveFor != 0),
 		other("latency", !rel && r.Latency != 0), other("reliability", !rel && r.Reliability != 0),
 		other("profile", !rel && r.Profile != ""), other("window", !rel && r.Window != 0),
 		other("min_probes", !rel && r.MinProbes != 0),
@@ -227,6 +240,19 @@ func (r *AlertRule) check(profiles []model.RequirementProfile) error {
 		}
 		if r.MinProbes < 1 || r.MinProbes > 1_000_000 {
 			return fmt.Errorf("min_probes %d: want 1 to 1000000", r.MinProbes)
+		}
+		if t := time.Duration(r.For); t < 0 || t > maxAlertFor {
+			return fmt.Errorf("for %s: want 0 to 24h", t)
+		}
+		if t := time.Duration(r.ResolveFor); t < time.Second || t > maxAlertFor {
+			return fmt.Errorf("resolve_for %s: want 1s to 24h", t)
+		}
+		if r.ResolveMargin == nil {
+			m := (1 - r.Reliability) / 2
+			r.ResolveMargin = &m
+		}
+		if m := *r.ResolveMargin; !(m >= 0 && r.Reliability+m <= 1+1e-12) {
+			return fmt.Errorf("resolve_margin %g: want 0 to %g (reliability + margin at most 1)", m, 1-r.Reliability)
 		}
 	case RuleStep:
 		if t := time.Duration(r.MinStep); t < 0 || t > time.Hour {
@@ -280,6 +306,7 @@ type Evaluator struct {
 	runStart []int64 // send time of the run's first failed probe
 	inRun    []bool
 	upAt     []int64 // send time of the answered probe that ended the last run (0: none)
+	firstOK  []int64 // send time of the first answered probe (0: none yet)
 	sent     []bool
 }
 
@@ -300,15 +327,19 @@ type group struct {
 	hold    int64 // event rules: resolved at this time
 	pending bool  // event rules: fired by an event, reported by the next Eval
 	fired   int64 // outage: the start of the last outage reported
-	value   float64
-	summary string
+	// reliability hysteresis: when R(L) was first seen under the
+	// requirement (not firing yet) or back at the resolve level (firing);
+	// 0: not so at the last evaluation.
+	below, clear int64
+	value        float64
+	summary      string
 }
 
 // NewEvaluator prepares rules (checked by AlertConfig.Check) for a
 // monitor's streams. A rule naming a stream the monitor lacks is an error.
 func NewEvaluator(rules []AlertRule, monitor string, streams []model.MonitorStream) (*Evaluator, error) {
 	e := &Evaluator{streams: streams, monitor: monitor, runStart: make([]int64, len(streams)), inRun: make([]bool, len(streams)),
-		upAt: make([]int64, len(streams)), sent: make([]bool, len(streams))}
+		upAt: make([]int64, len(streams)), firstOK: make([]int64, len(streams)), sent: make([]bool, len(streams))}
 	for _, r := range rules {
 		rs := &ruleState{rule: r}
 		for i, s := range streams {
@@ -374,6 +405,9 @@ func (e *Evaluator) Add(s model.ProbeSample) {
 	}
 	e.sent[i] = true
 	failed := s.Lost || s.Late || s.RTTNs < 0
+	if !failed && e.firstOK[i] == 0 {
+		e.firstOK[i] = s.SentNs
+	}
 	if failed {
 		if !e.inRun[i] {
 			e.inRun[i], e.runStart[i] = true, s.SentNs
@@ -459,6 +493,21 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 					}
 				}
 				if !any {
+					// No loss run on a stream since this evaluator began:
+					// only an outage restored from an earlier run (Restore)
+					// can be firing; it is over at the first answered probe.
+					up := int64(math.MaxInt64)
+					for _, i := range g.streams {
+						if !e.inRun[i] && e.firstOK[i] != 0 {
+							up = min(up, e.firstOK[i])
+						}
+					}
+					if g.firing && up != math.MaxInt64 {
+						end := max(up, g.start)
+						g.firing, g.value = false, float64(end-g.start)/1e9
+						g.summary = fmt.Sprintf("outage of %s over after %v (restored after a restart; first probe answered since)", g.what, time.Duration(end-g.start).Round(time.Millisecond))
+						out = append(out, g.alert(r, AlertResolved, end))
+					}
 					continue
 				}
 				long := min(end, atNs)-start >= int64(r.For)
@@ -469,7 +518,9 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 				}
 				if g.firing && !down {
 					end = max(min(end, atNs), g.start)
-					g.firing, g.value = false, float64(end-g.start)/1e9
+					// fired: this run is reported (an alert restored after
+					// a restart began before it, and covers it).
+					g.firing, g.value, g.fired = false, float64(end-g.start)/1e9, start
 					g.summary = fmt.Sprintf("outage of %s over after %v", g.what, time.Duration(end-g.start).Round(time.Millisecond))
 					out = append(out, g.alert(r, AlertResolved, end))
 				}
@@ -483,15 +534,35 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 				lbl := func() string {
 					return fmt.Sprintf("R(%v) over %v on %s", time.Duration(r.Latency), time.Duration(r.Window), g.what)
 				}
+				// Hysteresis: fire once R(L) has been under the requirement
+				// for For; resolve once it has been at or above the
+				// requirement plus the margin for ResolveFor. Between the
+				// two levels a firing alert stays firing.
+				resolveAt := min(1, r.Reliability+*r.ResolveMargin)
 				switch {
-				case rv < r.Reliability && !g.firing:
-					g.firing, g.start, g.value = true, atNs, rv
-					g.summary = fmt.Sprintf("%s is %.2f %% (%d of %d probes), under the required %.2f %%", lbl(), 100*rv, ok, sent, 100*r.Reliability)
-					out = append(out, g.alert(r, AlertFiring, 0))
-				case rv >= r.Reliability && g.firing:
-					g.firing, g.value = false, rv
-					g.summary = fmt.Sprintf("%s is back to %.2f %% (required %.2f %%)", lbl(), 100*rv, 100*r.Reliability)
-					out = append(out, g.alert(r, AlertResolved, atNs))
+				case !g.firing && rv < r.Reliability:
+					if g.below == 0 {
+						g.below = atNs
+					}
+					if atNs-g.below >= int64(r.For) {
+						g.firing, g.start, g.value, g.below, g.clear = true, g.below, rv, 0, 0
+						g.summary = fmt.Sprintf("%s is %.2f %% (%d of %d probes), under the required %.2f %%", lbl(), 100*rv, ok, sent, 100*r.Reliability)
+						out = append(out, g.alert(r, AlertFiring, 0))
+					}
+				case !g.firing:
+					g.below = 0
+				case rv >= resolveAt:
+					if g.clear == 0 {
+						g.clear = atNs
+					}
+					if atNs-g.clear >= int64(r.ResolveFor) {
+						g.firing, g.value, g.clear = false, rv, 0
+						g.summary = fmt.Sprintf("%s is back to %.2f %% (required %.2f %%, resolved at %.2f %% held for %v)", lbl(), 100*rv,
+							100*r.Reliability, 100*resolveAt, time.Duration(r.ResolveFor))
+						out = append(out, g.alert(r, AlertResolved, atNs))
+					}
+				default:
+					g.clear = 0
 				}
 			case RuleStep, RuleBufferbloat:
 				if g.pending {

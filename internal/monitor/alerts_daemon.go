@@ -22,7 +22,8 @@ type watcher struct {
 	hook   *webhook
 	log    *log.Logger
 	series *liveSeries
-	fedTo  int64 // probes sent before this were fed
+	clock  *clockWatch // wall-clock steps (clockstep.go)
+	fedTo  int64       // probes sent before this were fed
 	fed    bool
 	prev   map[eventKey]bool // the events of the last status snapshot
 	buf    []model.ProbeSample
@@ -44,7 +45,7 @@ func newWatcher(plan *Plan, lg *log.Logger) (*watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &watcher{ev: ev, log: lg, series: newLiveSeries(plan.Streams), prev: map[eventKey]bool{}}
+	w := &watcher{ev: ev, log: lg, series: newLiveSeries(plan.Streams), prev: map[eventKey]bool{}, clock: newClockWatch(nil)}
 	if plan.Alerts.Webhook != "" {
 		ext := ""
 		if plan.Listen != "off" {
@@ -64,11 +65,33 @@ func (w *watcher) start(ctx context.Context, wg *sync.WaitGroup) {
 	go func() { defer wg.Done(); w.hook.run(ctx) }()
 }
 
+// restore runs once at a start, after the restart is recorded and before
+// the first pass: it makes the alerts an earlier run left firing firing
+// again (alerts_persist.go) and fills the dashboard's series from the
+// store (dashboard.go). A store that cannot be read costs the history,
+// not the start: one log line.
+func (w *watcher) restore(ctx context.Context, c *core, now int64) {
+	w.clock.check(now) // the reference the passes compare with
+	if err := w.restoreAlerts(ctx, c, now); err != nil {
+		w.log.Print(oneLine(err))
+	}
+	if err := w.seedSeries(ctx, c, now); err != nil {
+		w.log.Print(oneLine(err))
+	}
+}
+
 // pass runs after c.step at now, on the loop's goroutine (it reads
 // c.recent). A probe is final once its timeout has passed and the loop
 // has drained it: the cut leaves the prober a probe interval and two
 // ticks beyond the timeout to declare a loss.
 func (w *watcher) pass(c *core, now int64) {
+	if ev, ok := w.clock.check(now); ok {
+		w.log.Print(ev.Text)
+		c.events = append(c.events, ev) // stored with the next batch
+		c.mu.Lock()
+		c.status.Clock = w.clock.view()
+		c.mu.Unlock()
+	}
 	interval := int64(float64(time.Second) / c.plan.Rate)
 	cut := now - c.timeoutNs - 2*int64(tick) - interval
 	lag := c.timeoutNs + 4*int64(tick) + interval
@@ -109,20 +132,10 @@ func (w *watcher) pass(c *core, now int64) {
 		}
 	}
 	w.prev = next
-	changes := w.ev.Eval(cut)
-	for _, a := range changes {
-		w.log.Print(FormatAlert(a))
-		if w.hook != nil {
-			w.hook.send(a)
-		}
-	}
+	w.deliver(c, w.ev.Eval(cut), now)
 	firing := w.ev.Firing()
 	w.mu.Lock()
 	w.firing = firing
-	w.recent = append(w.recent, changes...)
-	if n := len(w.recent) - maxRecentAlerts; n > 0 {
-		w.recent = append(w.recent[:0], w.recent[n:]...)
-	}
 	w.mu.Unlock()
 }
 

@@ -103,21 +103,101 @@ func TestReliabilityRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	upload := between(0, 100, 400) // RTT 430 ms during an upload
-	got := drive(e, 1, 1100, func(_ int, ns int64) int64 {
+	got := drive(e, 1, 1700, func(_ int, ns int64) int64 {
 		if upload(ns) {
 			return 430e6
 		}
 		return 19e6
 	})
 	// Over [t-600 s, t): bad/sent > 2 % from 100 s + 2.04 s of upload on,
-	// so at the evaluation of 103 s; back to ≥ 98 % once at most 120 of
-	// 6000 probes are bad: at 988 s.
+	// so at the evaluation of 103 s; at the resolve level (the default
+	// margin: 98 % + 1 % = 99 %) once at most 60 of 6000 probes are bad,
+	// at 994 s, and resolved after a whole window (10 min) there: 1594 s.
 	if len(got) != 2 || got[0].Status != AlertFiring || got[0].StartsNs != t0+103e9 ||
-		got[1].Status != AlertResolved || got[1].EndsNs != t0+988e9 {
+		got[1].Status != AlertResolved || got[1].EndsNs != t0+1594e9 {
 		t.Fatalf("changes %+v", got)
 	}
-	if got[0].Value >= 0.98 || got[1].Value < 0.98 || !strings.Contains(got[0].Summary, "R(200ms) over 10m0s") {
+	if got[0].Value >= 0.98 || got[1].Value < 0.99 || !strings.Contains(got[0].Summary, "R(200ms) over 10m0s") {
 		t.Errorf("values %g, %g, %q", got[0].Value, got[1].Value, got[0].Summary)
+	}
+}
+
+// TestReliabilityRuleNoFlapping: R(L) hovering at the requirement made
+// the rule without hysteresis fire and resolve every few seconds; with
+// the resolve margin and hold it fires once, and resolves once R(L) has
+// been clear of the requirement for a window.
+func TestReliabilityRuleNoFlapping(t *testing.T) {
+	rules := checked(t, AlertRule{Name: "r100", Kind: RuleReliability, Latency: Duration(100 * time.Millisecond), Reliability: 0.9,
+		Window: Duration(time.Minute), MinProbes: 10})
+	if m := *rules[0].ResolveMargin; m < 0.0499 || m > 0.0501 || rules[0].ResolveFor != Duration(time.Minute) {
+		t.Fatalf("defaults: margin %g, resolve_for %v", m, rules[0].ResolveFor)
+	}
+	e, err := NewEvaluator(rules, "", twoTargets[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// For 20 minutes, R(100 ms) over the last minute swings between 88 %
+	// and 91 %: minutes with 12 % of the probes over 100 ms alternate
+	// with minutes with 9 %. Then 10 minutes clean.
+	n := 0
+	rtt := func(_ int, ns int64) int64 {
+		n++
+		if sec := (ns - t0) / 1e9; sec < 1200 && ((sec/60)%2 == 0 && n%25 < 3 || (sec/60)%2 == 1 && n%100 < 9) {
+			return 300e6
+		}
+		return 20e6
+	}
+	got := drive(e, 1, 1800, rtt)
+	// Without hysteresis the same input flaps: count what the bare
+	// threshold would do, so the test shows the input does cross it.
+	bare := checked(t, AlertRule{Name: "r100", Kind: RuleReliability, Latency: Duration(100 * time.Millisecond), Reliability: 0.9,
+		Window: Duration(time.Minute), MinProbes: 10, ResolveMargin: new(float64), ResolveFor: Duration(time.Second)})
+	eb, _ := NewEvaluator(bare, "", twoTargets[:1])
+	n = 0
+	flaps := drive(eb, 1, 1800, rtt)
+	if len(flaps) < 6 {
+		t.Fatalf("the input does not cross the requirement often: %d changes without hysteresis", len(flaps))
+	}
+	if len(got) != 2 || got[0].Status != AlertFiring || got[1].Status != AlertResolved {
+		t.Fatalf("%d changes with hysteresis (%d without): %+v", len(got), len(flaps), got)
+	}
+	// Clean from 1200 s: the window [t−60 s, t) holds at most 30 bad
+	// probes (R ≥ 95 %, the resolve level) from t = 1221 s (28 bad in
+	// 1169–1199 s), so the alert resolves a minute later.
+	if got[1].EndsNs != t0+1281e9 {
+		t.Errorf("resolved at %d s, want 1281 s", (got[1].EndsNs-t0)/1e9)
+	}
+}
+
+// TestReliabilityRuleFor: with for, a dip shorter than it does not fire.
+func TestReliabilityRuleFor(t *testing.T) {
+	rules := checked(t, AlertRule{Name: "r", Kind: RuleReliability, Latency: Duration(100 * time.Millisecond), Reliability: 0.9,
+		Window: Duration(time.Minute), MinProbes: 10, For: Duration(30 * time.Second)})
+	e, _ := NewEvaluator(rules, "", twoTargets[:1])
+	// 20 s all bad: R under 90 % from about 7 s in until the window forgets
+	// it; a dip of 20 s stays under the requirement for about 74 s, so it
+	// fires 30 s after it went under.
+	got := drive(e, 1, 200, func(_ int, ns int64) int64 {
+		if sec := (ns - t0) / 1e9; sec >= 60 && sec < 80 {
+			return -1
+		}
+		return 20e6
+	})
+	if len(got) == 0 || got[0].Status != AlertFiring {
+		t.Fatalf("changes %+v", got)
+	}
+	if d := got[0].StartsNs - t0; d != 67e9 {
+		t.Errorf("starts at %d s, want 67 s (first evaluation under the requirement)", d/1e9)
+	}
+	e2, _ := NewEvaluator(checked(t, AlertRule{Name: "r", Kind: RuleReliability, Latency: Duration(100 * time.Millisecond), Reliability: 0.9,
+		Window: Duration(time.Minute), MinProbes: 10, For: Duration(2 * time.Minute)}), "", twoTargets[:1])
+	if got := drive(e2, 1, 200, func(_ int, ns int64) int64 {
+		if sec := (ns - t0) / 1e9; sec >= 60 && sec < 80 {
+			return -1
+		}
+		return 20e6
+	}); len(got) != 0 {
+		t.Fatalf("fired on a dip shorter than for: %+v", got)
 	}
 }
 
@@ -186,6 +266,12 @@ func TestAlertConfigErrors(t *testing.T) {
 		{`{"rules": [{"name": "x", "kind": "reliability", "latency": "200ms", "reliability": 0.98, "window": "10s"}]}`, `window 10s`},
 		{`{"rules": [{"name": "x", "kind": "reliability", "profile": "voip"}]}`, `profile "voip": no such`},
 		{`{"rules": [{"name": "x", "kind": "reliability", "profile": "price", "latency": "1s"}]}`, `either profile`},
+		{`{"rules": [{"name": "x", "kind": "reliability", "latency": "200ms", "reliability": 0.98, "resolve_margin": 0.05}]}`, `resolve_margin 0.05: want 0 to 0.02`},
+		{`{"rules": [{"name": "x", "kind": "reliability", "latency": "200ms", "reliability": 0.98, "resolve_margin": -0.01}]}`, `resolve_margin -0.01`},
+		{`{"rules": [{"name": "x", "kind": "reliability", "latency": "200ms", "reliability": 0.98, "resolve_for": "0.5s"}]}`, `resolve_for 500ms`},
+		{`{"rules": [{"name": "x", "kind": "reliability", "latency": "200ms", "reliability": 0.98, "for": "25h"}]}`, `for 25h0m0s`},
+		{`{"rules": [{"name": "x", "kind": "outage", "resolve_for": "1m"}]}`, `resolve_for: not a field of a outage rule`},
+		{`{"rules": [{"name": "x", "kind": "baseline-step", "for": "1m"}]}`, `for: not a field of a baseline-step rule`},
 		{`{"rules": [{"name": "x", "kind": "bufferbloat", "grade": "E"}]}`, `grade "E"`},
 		{`{"rules": [{"name": "x", "kind": "baseline-step", "hold": "0.1s"}]}`, `hold 100ms`},
 		{`{"rules": [{"name": "x", "kind": "outage", "stream": "nosuch/stamp"}]}`, `no stream named "nosuch/stamp"`},

@@ -56,6 +56,9 @@ type Config struct {
 	Profiles  string            `json:"profiles"`     // requirement profile file (default the smart-grid table)
 	Token     string            `json:"token"`        // bearer token for private sonde servers
 	Alerts    *AlertConfig      `json:"alerts"`       // alert rules and webhook (absent: DefaultRules, log only)
+	Ship      string            `json:"ship"`         // fleet store URL the shipper sends to (empty: none; docs/fleet.md)
+	ShipToken string            `json:"ship_token"`   // the monitor's token in the fleet store
+	ShipRaw   bool              `json:"ship_raw"`     // also ship raw probe samples and counters
 }
 
 // Duration is a time.Duration written as a string in JSON, with the
@@ -280,6 +283,9 @@ func (c Config) Validate() (*Plan, error) {
 	if c.KeepRoll > 0 && c.KeepRoll < Duration(24*time.Hour) {
 		return nil, fmt.Errorf("--keep-rollups: %s is under a day", time.Duration(c.KeepRoll))
 	}
+	if err := c.checkShip(); err != nil {
+		return nil, err
+	}
 	if c.Listen != "off" {
 		if _, port, err := net.SplitHostPort(c.Listen); err != nil || port == "" {
 			return nil, fmt.Errorf("--listen: %q: want host:port (e.g. 127.0.0.1:9851) or off", c.Listen)
@@ -361,6 +367,27 @@ func (c Config) Validate() (*Plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// checkShip checks the shipping settings (docs/fleet.md, "Shipping").
+func (c Config) checkShip() error {
+	if c.Ship == "" {
+		if c.ShipToken != "" || c.ShipRaw {
+			return errors.New("--ship-token/--ship-raw: they go with --ship URL, which is not given")
+		}
+		return nil
+	}
+	loc, err := store.ParseURL(c.Ship)
+	if err != nil {
+		return fmt.Errorf("--ship: %s", strings.TrimPrefix(err.Error(), "store: "))
+	}
+	if own, _ := store.ParseURL(c.Store); own == loc {
+		return errors.New("--ship: it is the monitor's own --store; ship to another (the fleet's PostgreSQL)")
+	}
+	if len(c.ShipToken) > store.MaxTokenLen || strings.IndexFunc(c.ShipToken, unicode.IsControl) >= 0 {
+		return fmt.Errorf("--ship-token: want up to %d printable bytes", store.MaxTokenLen)
+	}
+	return nil
 }
 
 type target struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/sonde-project/sonde/internal/ifstat"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor/probe"
+	"github.com/sonde-project/sonde/internal/monitor/ship"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/store"
 )
@@ -30,6 +31,8 @@ type core struct {
 	version  string
 	metrics  *metrics
 	capRec   capRecorder // capacity.go
+	// shipStatus is the shipper's state for /status (nil: no --ship).
+	shipStatus func() ship.Status
 
 	timeoutNs  int64
 	horizonNs  int64 // a minute is rolled up this long after its end
@@ -49,7 +52,8 @@ type core struct {
 	lastCount  int64               // newest counter sample written
 	nextEvents int64
 	nextRetain int64
-	written    map[eventKey]int64 // events written (by kind, stream, start) → start
+	written    map[eventKey]int64       // events written (by kind, stream, start) → start
+	long       map[outageKey]longOutage // outages seen open and whole (longoutage.go)
 	events     []model.MonitorEvent
 	backlog    []*store.Batch
 	backRows   int
@@ -74,7 +78,7 @@ func newCore(plan *Plan, st store.Store, mid int64, ring *probe.Ring, lg *log.Lo
 	c := &core{plan: plan, st: st, mid: mid, ring: ring, log: lg,
 		timeoutNs: timeout, horizonNs: 4*timeout + int64(2*tick),
 		eventEvery: int64(eventEvery), settleNs: int64(settle),
-		written: map[eventKey]int64{}}
+		written: map[eventKey]int64{}, long: map[outageKey]longOutage{}}
 	perSec := float64(len(plan.Streams))*plan.Rate*1.5 + 50
 	c.backlogLimit = min(maxBacklogRows, int(perSec*backlogSpan.Seconds()))
 	c.th = c.thresholds()
@@ -417,11 +421,21 @@ func (c *core) detect(now int64) []model.MonitorEvent {
 	}
 	c.metrics.setReliability(c.recent, c.th, to)
 	var out []model.MonitorEvent
+	full := now-from >= int64(recentSpan)-int64(time.Minute)
 	for _, e := range rep.Events {
+		cut := e.StartNs <= from && full
+		if e.Kind == model.EventOutage {
+			var ok bool
+			settled := e.EndNs <= to-c.settleNs
+			if e, ok = c.trackOutage(e, cut, settled, now); !ok {
+				continue
+			}
+			cut = false // whole again: its start is the remembered one
+		}
 		if slices.Contains(e.Flags, "open") || e.EndNs > to-c.settleNs {
 			continue // may still grow
 		}
-		if e.StartNs <= from && now-from >= int64(recentSpan)-int64(time.Minute) {
+		if cut {
 			continue // cut by the window's start: written when it was whole
 		}
 		k := eventKey{e.Kind, e.Stream, e.StartNs}
@@ -437,6 +451,7 @@ func (c *core) detect(now int64) []model.MonitorEvent {
 			delete(c.written, k)
 		}
 	}
+	c.pruneLong(now)
 	return out
 }
 

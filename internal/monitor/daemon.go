@@ -22,6 +22,7 @@ import (
 	"github.com/sonde-project/sonde/internal/ifstat"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor/probe"
+	"github.com/sonde-project/sonde/internal/monitor/ship"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/store"
 )
@@ -68,7 +69,8 @@ type Daemon struct {
 	log     *log.Logger
 	version string
 	core    *core
-	watch   *watcher // alerts and the dashboard's series
+	watch   *watcher      // alerts and the dashboard's series
+	ship    *ship.Shipper // nil without --ship
 }
 
 // Options are what the caller provides beside the plan.
@@ -117,6 +119,17 @@ func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
 	if _, err := d.st.Streams(ctx, mid, plan.Streams); err != nil {
 		return nil, err
 	}
+	if plan.Ship != "" {
+		// The local store stays the source of truth; its retention keeps
+		// what the fleet store has not confirmed.
+		timeout := time.Duration(plan.Timeout)
+		d.ship, err = ship.New(ctx, d.st, ship.Config{URL: plan.Ship, Token: plan.ShipToken, Name: plan.Name, Monitor: mid,
+			Raw: plan.ShipRaw, RawSettle: max(2*time.Minute, 8*timeout), Log: d.log})
+		if err != nil {
+			return nil, err
+		}
+		d.st = d.ship.Guard(d.st)
+	}
 	cfgs := make([]probe.StreamConfig, len(plan.Probes))
 	copy(cfgs, plan.Probes)
 	sessions := map[string]probe.SessionOpener{}
@@ -147,6 +160,10 @@ func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
 	d.core.ifEvents = ifEvents
 	d.core.stats = d.prober.Stats
 	d.core.version = opt.Version
+	if d.ship != nil {
+		d.core.metrics.reg.MustRegister(d.ship.Collector())
+		d.core.shipStatus = d.ship.Status
+	}
 	if d.watch, err = newWatcher(plan, d.log); err != nil {
 		return nil, err
 	}
@@ -185,6 +202,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := c.restart(ctx, now); err != nil {
 		return err
 	}
+	d.watch.restore(ctx, c, now)
 	var wg sync.WaitGroup
 	ictx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); wg.Wait() }()
@@ -200,6 +218,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); _ = srv.Serve(d.ln) }()
 	}
 	d.watch.start(ictx, &wg)
+	if d.ship != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); d.ship.Run(ictx) }()
+	}
 	d.prober.Start()
 	d.log.Printf("probing %d streams of %d targets at %g/s; store %s", len(d.plan.Streams), len(d.plan.Targets), d.plan.Rate, d.st.Location())
 	t := time.NewTicker(tick)

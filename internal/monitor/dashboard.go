@@ -1,14 +1,19 @@
 package monitor
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io/fs"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/reliability"
+	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/web"
 )
 
@@ -212,6 +217,149 @@ func (w *watcher) handler(c *core, rules []AlertRule) http.Handler {
 	}
 	mux.HandleFunc("GET /series", func(rw http.ResponseWriter, r *http.Request) { writeJSON(rw, w.series.view()) })
 	mux.HandleFunc("GET /alerts", func(rw http.ResponseWriter, r *http.Request) { writeJSON(rw, w.view(rules)) })
-	mux.Handle("/", c.handler())
+	mux.Handle("/", c.handler(w.clock.reg))
 	return mux
+}
+
+// Bounds of the series read back at a start.
+const (
+	// seedRawMax bounds the raw probes read for the minutes of the last
+	// hour that have no rollup yet (a kill -9 leaves up to the late
+	// horizon's and the open minute's unrolled).
+	seedRawMax = 400_000
+	seedChunk  = 4096 // probes fed to the series at once
+)
+
+// seedSeries fills the dashboard's series at a start from the store: the
+// rollups of the last hour's minutes, then the raw probes sent after the
+// newest of them (at most seedRawMax), so a restart does not blank the
+// dashboard. Probes of this run come after now and are fed by the passes.
+func (w *watcher) seedSeries(ctx context.Context, c *core, now int64) error {
+	ids, err := c.st.ListStreams(ctx, c.mid)
+	if err != nil {
+		return fmt.Errorf("dashboard: read the streams: %w", err)
+	}
+	index := map[int32]int32{}
+	for id, s := range ids {
+		for i, ps := range c.plan.Streams {
+			if ps.Name == s.Name {
+				index[id] = int32(i)
+			}
+		}
+	}
+	from := minuteStart(now) - seriesMinutes*reliability.MinuteNs
+	pts := make([][]DashboardPoint, len(c.plan.Streams))
+	rolled := from // raw probes are read from the minute after the newest rollup
+	err = c.st.Rollups(ctx, c.mid, from, now, func(r store.Rollup) error {
+		i, ok := index[r.Stream]
+		if !ok {
+			return nil
+		}
+		m, err := r.Model()
+		if err != nil {
+			return err
+		}
+		pts[i] = append(pts[i], w.series.pointOf(m))
+		rolled = max(rolled, m.MinuteNs+reliability.MinuteNs)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("dashboard: read the rollups: %w", err)
+	}
+	w.series.seed(pts)
+	// The store gives the probes by stream, then send time: the order
+	// the series takes per stream, so they go in small chunks (a minute
+	// closes when a stream's next minute begins, or at the end).
+	buf := make([]model.ProbeSample, 0, seedChunk)
+	n, newest := 0, int64(0)
+	errFull := errors.New("full")
+	err = c.st.Probes(ctx, c.mid, rolled, now, func(p model.ProbeSample) error {
+		i, ok := index[p.Stream]
+		if !ok {
+			return nil
+		}
+		if n >= seedRawMax {
+			return errFull
+		}
+		n++
+		p.Stream, newest = i, max(newest, p.SentNs)
+		if buf = append(buf, p); len(buf) == seedChunk {
+			w.series.add(buf, rolled)
+			buf = buf[:0]
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFull) {
+		return fmt.Errorf("dashboard: read the recent probes: %w", err)
+	}
+	if n > 0 {
+		w.series.add(buf, newest+1)
+	}
+	return nil
+}
+
+// pointOf is a stored minute as a dashboard point: percentiles from its
+// histogram (nearest rank, the bin's geometric middle clamped to the
+// exact extremes), counts within each threshold exact where the rollup
+// counted that threshold, else from the bins below it.
+func (l *liveSeries) pointOf(m model.MonitorRollup) DashboardPoint {
+	p := DashboardPoint{StartNs: m.MinuteNs, Sent: m.Sent, Lost: m.Lost, P50Ms: -1, P99Ms: -1, within: make([]uint32, len(l.th))}
+	bins := slices.Clone(m.Bins)
+	slices.SortFunc(bins, func(a, b model.RollupBin) int { return int(a.Bin) - int(b.Bin) })
+	var n uint64
+	for _, b := range bins {
+		n += uint64(b.N)
+	}
+	if n > 0 {
+		rank := func(q float64) float64 {
+			want := min(n, uint64(q*float64(n))+1)
+			var cum uint64
+			for _, b := range bins {
+				if cum += uint64(b.N); cum >= want {
+					lo, hi := float64(reliability.BinUpperNs(int(b.Bin)-1)), float64(reliability.BinUpperNs(int(b.Bin)))
+					v := math.Sqrt(lo * hi)
+					switch {
+					case b.Bin == 0: // below the first edge
+						v = float64(m.MinNs)
+					case hi >= math.MaxInt64: // above the last
+						v = float64(m.MaxNs)
+					}
+					return min(max(v, float64(m.MinNs)), float64(m.MaxNs)) / 1e6
+				}
+			}
+			return float64(m.MaxNs) / 1e6
+		}
+		p.P50Ms, p.P99Ms = rank(0.5), rank(0.99)
+	}
+	for j, t := range l.th {
+		if k := slices.Index(m.ThresholdsNs, t); k >= 0 && k < len(m.Within) {
+			p.within[j] = m.Within[k]
+			continue
+		}
+		for _, b := range bins {
+			if reliability.BinUpperNs(int(b.Bin)) <= t {
+				p.within[j] += b.N
+			}
+		}
+	}
+	return p
+}
+
+// seed sets each stream's closed minutes (oldest first), before any probe
+// of this run is added.
+func (l *liveSeries) seed(pts [][]DashboardPoint) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.ss {
+		if i >= len(pts) || len(pts[i]) == 0 {
+			continue
+		}
+		p := pts[i]
+		slices.SortFunc(p, func(a, b DashboardPoint) int { return int(min(max(a.StartNs-b.StartNs, -1), 1)) })
+		if n := len(p) - seriesMinutes; n > 0 {
+			p = p[n:]
+		}
+		l.ss[i].pts = p
+		l.nowNs = max(l.nowNs, p[len(p)-1].StartNs+reliability.MinuteNs)
+	}
 }

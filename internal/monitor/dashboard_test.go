@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/monitor/probe"
 )
 
 // TestDashboardEndpoints drives a core and its watcher by hand over three
@@ -112,5 +114,89 @@ func TestDashboardEndpoints(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "alert link-outage [critical]"); n != 2 {
 		t.Errorf("%d log lines for the alert:\n%s", n, logs.String())
+	}
+}
+
+// TestDashboardSeriesAfterRestart: after a kill -9 (no final step) the
+// new run's series show the stored minutes (from their rollups) and the
+// minutes not rolled up yet (from the raw probes), as the old run showed
+// them; before, they started empty.
+func TestDashboardSeriesAfterRestart(t *testing.T) {
+	c, fs := testCore(t, time.Second)
+	w, err := newWatcher(c.plan, log.New(io.Discard, "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.restart(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	// 10 probes/s for 198 s: 19 ms, 430 ms in minute 1, minute 2 with 30 lost.
+	seq := uint32(0)
+	for sec := int64(1); sec <= 200; sec++ {
+		for ; int64(seq) < sec*10-20 && seq < 2000; seq++ {
+			rtt := int64(19e6)
+			if seq >= 600 && seq < 1200 {
+				rtt = 430e6
+			}
+			if seq >= 1300 && seq < 1330 {
+				rtt = -1
+			}
+			c.ring.Push(sample(seq, rtt))
+		}
+		c.step(ctx, t0+sec*1e9, false)
+		w.pass(c, t0+sec*1e9)
+	}
+	before := w.series.view()
+	if n := len(rollups(t, fs)); n < 2 {
+		t.Fatalf("%d rollups stored before the kill", n)
+	}
+	c2 := newCore(c.plan, fs, c.mid, probe.NewRing(0), log.New(io.Discard, "", 0))
+	w2, err := newWatcher(c.plan, log.New(io.Discard, "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restartAt := t0 + 230e9
+	if err := c2.restart(ctx, restartAt); err != nil {
+		t.Fatal(err)
+	}
+	w2.restore(ctx, c2, restartAt)
+	after := w2.series.view()
+	pts := after.Streams[0].Points
+	if len(pts) != 4 {
+		t.Fatalf("%d points after the restart, want 4 (minutes 0-3): %+v", len(pts), pts)
+	}
+	for i, want := range []struct {
+		sent, lost uint32
+		p50        float64
+	}{{600, 0, 19}, {600, 0, 430}, {600, 30, 19}, {180, 0, 19}} {
+		p := pts[i]
+		if p.StartNs != t0+int64(i)*60e9 || p.Sent != want.sent || p.Lost != want.lost || p.P50Ms < want.p50*0.98 || p.P50Ms > want.p50*1.02 {
+			t.Errorf("minute %d: %+v, want sent %d lost %d p50 %g ms", i, p, want.sent, want.lost, want.p50)
+		}
+	}
+	// The minutes the old run had closed read back the same counts, and
+	// R(L) over the last 10 minutes agrees.
+	for i, p := range before.Streams[0].Points {
+		if p.Partial {
+			continue
+		}
+		if q := pts[i]; q.StartNs != p.StartNs || q.Sent != p.Sent || q.Lost != p.Lost {
+			t.Errorf("minute %d before %+v after %+v", i, p, q)
+		}
+	}
+	r := after.Streams[0].R10
+	for j, th := range after.ThresholdsMs {
+		// 1980 probes sent (the newest 2 s never drained): 600 at
+		// 430 ms, 30 lost, the rest at 19 ms.
+		want := uint64(1350)
+		if th < 19 {
+			want = 0
+		} else if th >= 430 {
+			want = 1950
+		}
+		if r[j].Sent != 1980 || r[j].OK != want {
+			t.Errorf("R(%g ms): %d of %d, want %d of 1980", th, r[j].OK, r[j].Sent, want)
+		}
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/monitor/ship"
 )
 
 // Status is what /status answers (JSON) and `sonde monitor status` prints.
@@ -20,8 +22,11 @@ type Status struct {
 	Streams   []StreamStatus `json:"streams"`
 	Load      *LoadStatus    `json:"load,omitempty"` // only with --interface
 	Store     StoreStatus    `json:"store"`
+	Ship      *ship.Status   `json:"ship,omitempty"` // only with --ship
 	// LastEvents are the newest events written (at most 20), oldest first.
 	LastEvents []model.MonitorEvent `json:"last_events"`
+	// Clock counts the wall clock's steps since the start (clockstep.go).
+	Clock ClockStatus `json:"clock"`
 }
 
 // StreamStatus is one stream's state.
@@ -172,13 +177,19 @@ func (c *core) snapshot() Status {
 		l := *s.Load
 		s.Load = &l
 	}
+	if c.shipStatus != nil {
+		sh := c.shipStatus()
+		s.Ship = &sh
+	}
 	return s
 }
 
-// handler serves /metrics, /status and /healthz.
-func (c *core) handler() http.Handler {
+// handler serves /metrics (the core's registry and extra ones, e.g. the
+// clock watch's), /status and /healthz.
+func (c *core) handler(extra ...prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 4}))
+	gs := append(prometheus.Gatherers{c.metrics.reg}, extra...)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(gs, promhttp.HandlerOpts{MaxRequestsInFlight: 4}))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

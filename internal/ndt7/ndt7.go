@@ -128,6 +128,11 @@ type Options struct {
 	Admit func(r *http.Request) (release func(), err error)
 	// Observer, if set, is told about every test.
 	Observer Observer
+	// Done, if set, is called once for every started test, after it
+	// ended, with what the server measured of it, so that the embedding
+	// server can keep a record. It is called from the request's
+	// goroutine and must not block.
+	Done func(r *http.Request, res Result)
 	// Logf, if set, receives warnings about tests that ended abnormally.
 	Logf func(format string, args ...any)
 	// MaxTime, if set, bounds a test from the upgrade to its hard end.
@@ -152,6 +157,7 @@ type Handler struct {
 	messages []*websocket.PreparedMessage
 	admit    func(r *http.Request) (release func(), err error)
 	observer Observer
+	done     func(r *http.Request, res Result)
 	logf     func(format string, args ...any)
 	upgrader websocket.Upgrader
 }
@@ -165,6 +171,7 @@ func NewHandler(opts Options) (*Handler, error) {
 		readLimit: opts.MaxMessageSize,
 		admit:     opts.Admit,
 		observer:  opts.Observer,
+		done:      opts.Done,
 		logf:      opts.Logf,
 		upgrader: websocket.Upgrader{
 			HandshakeTimeout: handshakeTimeout,
@@ -296,6 +303,9 @@ func (h *Handler) serve(kind Kind, w http.ResponseWriter, r *http.Request) {
 		h.logf("ndt7: %s with %s: %v", kind, r.RemoteAddr, err)
 	}
 	h.observer.TestEnded(kind, s.bytes(), err)
+	if h.done != nil {
+		h.done(r, s.result(err))
+	}
 }
 
 // checkRequest applies the spec's rules for the upgrade request. It returns

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/tcpinfo"
 )
 
@@ -73,6 +74,10 @@ type session struct {
 	// received is the payload read from the client so far.
 	received     atomic.Int64
 	connInfoSent bool
+	// counts and tcp are the measurements sent (run's goroutine only),
+	// the first maxRecorded of them, for the test's Result.
+	counts []model.ByteCount
+	tcp    []model.TCPSample
 
 	// readErr is why reading stopped; it is set before readDone is closed.
 	readErr  error
@@ -355,12 +360,55 @@ func (s *session) measure(now time.Time) Measurement {
 		}
 		s.connInfoSent = true
 	}
+	if len(s.counts) < maxRecorded {
+		s.counts = append(s.counts, model.ByteCount{TS: elapsed.Seconds(), Bytes: m.AppInfo.NumBytes})
+	}
 	if s.rc != nil {
 		if smp, err := tcpinfo.Read(s.rc, elapsed.Seconds()); err == nil {
 			m.TCPInfo = newTCPInfo(smp, elapsed.Microseconds())
+			if len(s.tcp) < maxRecorded {
+				s.tcp = append(s.tcp, smp)
+			}
 		}
 	}
 	return m
+}
+
+// maxRecorded bounds the measurements a Result holds: at one per 25 ms at
+// least (minInterval), 1024 cover a 25 s test, more than the longest.
+const maxRecorded = 1024
+
+// Result is what the server measured of one test, for its record.
+type Result struct {
+	Kind Kind
+	// UUID names the test (ConnectionInfo.UUID); Client and Server are
+	// the connection's addresses.
+	UUID           string
+	Client, Server string
+	Start, End     time.Time
+	// Bytes is the application payload sent (download) or received
+	// (upload); Counts the same at the start (0), at each measurement and
+	// at the end; TCPInfo the server socket's TCP_INFO at each
+	// measurement; times in seconds since Start (at most maxRecorded
+	// measurements).
+	Bytes   int64
+	Counts  []model.ByteCount
+	TCPInfo []model.TCPSample
+	// Err is why the test failed, nil if it ran to its end.
+	Err error
+}
+
+// result is the test's Result once run has returned.
+func (s *session) result(err error) Result {
+	end := time.Now()
+	// Nothing had moved at the start: the reader may have counted bytes
+	// before the first measurement.
+	counts := make([]model.ByteCount, 0, len(s.counts)+2)
+	counts = append(counts, model.ByteCount{})
+	counts = append(counts, s.counts...)
+	counts = append(counts, model.ByteCount{TS: end.Sub(s.start).Seconds(), Bytes: s.bytes()})
+	return Result{Kind: s.kind, UUID: s.uuid, Client: s.conn.RemoteAddr().String(), Server: s.conn.LocalAddr().String(),
+		Start: s.start, End: end, Bytes: s.bytes(), Counts: counts, TCPInfo: s.tcp, Err: err}
 }
 
 // nextInterval draws the time to the next measurement.

@@ -111,6 +111,7 @@ type Analyzer struct {
 	wall     time.Duration
 	skip     skips
 	dups     dupFilter
+	closed   closedKeys // TCP connections evicted after they closed
 }
 
 // skips counts the packets that were not analysed, by reason, for the
@@ -277,7 +278,7 @@ func (a *Analyzer) Packet(t int64, ip []byte) {
 // packet's direction (0: A→B). create decides the orientation of a new
 // flow from the first packet: it returns whether the sender is side A, or
 // ok=false to ignore the packet.
-func (a *Analyzer) lookup(p *ipPacket, sport, dport uint16, t int64, create func() (senderIsA, ok bool)) (*flow, uint8) {
+func (a *Analyzer) lookup(p *ipPacket, sport, dport uint16, t int64, create func(k *flowKey) (senderIsA, ok bool)) (*flow, uint8) {
 	k := flowKey{proto: p.proto}
 	src, dst := p.src, p.dst
 	srcLo := less(src, dst) || (src == dst && sport <= dport)
@@ -295,7 +296,7 @@ func (a *Analyzer) lookup(p *ipPacket, sport, dport uint16, t int64, create func
 		f = a.flows.get(&k, h)
 	}
 	if f == nil {
-		senderIsA, ok := create()
+		senderIsA, ok := create(&k)
 		if !ok {
 			return nil, 0
 		}
@@ -369,6 +370,9 @@ func (a *Analyzer) evict(now int64) {
 		}
 		if now-f.last > limit {
 			dead = append(dead, f)
+			if f.tcp != nil && f.tcp.closed != "" {
+				a.closed.add(f.key, now)
+			}
 		}
 	}
 	a.finishAll(dead)

@@ -149,12 +149,13 @@ func TestCloseNeedsInWindowRST(t *testing.T) {
 			c.add(30050, false, ss, cs, flagACK|0x08, 1000, true)
 			c.add(30051, true, cs, ss+1000, flagACK, 0, true)
 			r := c.analyse()
-			want := 1
+			var after uint64
 			if tc.closed != "" {
-				want = 2 // closed, evicted; the late packets are a new record
+				after = 2 // closed, evicted; the late packets are stragglers, not a new record
 			}
-			if len(r.TCP) != want || r.TCP[0].Closed != tc.closed {
-				t.Fatalf("%d records, first closed %q; want %d, %q", len(r.TCP), r.TCP[0].Closed, want, tc.closed)
+			if len(r.TCP) != 1 || r.TCP[0].Closed != tc.closed || r.Stats.AfterClose != after {
+				t.Fatalf("%d records, first closed %q, %d after close; want 1, %q, %d",
+					len(r.TCP), r.TCP[0].Closed, r.Stats.AfterClose, tc.closed, after)
 			}
 		})
 	}
@@ -234,4 +235,41 @@ func FuzzSLLCapture(f *testing.F) {
 		}
 		a.Finish(nil)
 	})
+}
+
+// A straggler of a connection that closed and was evicted (the peer
+// resending its FIN 40 s later, the last ACK again) is counted, not taken
+// for a new connection; a SYN on the same 4-tuple still opens one, and
+// stragglers after closedLinger start a record as any mid-stream packet.
+func TestStragglerAfterEvictedClose(t *testing.T) {
+	c := newSLLCap(t)
+	cs, ss := c.session(0, 1, true)
+	c.add(10, true, cs, ss, flagFIN|flagACK, 0, true)
+	c.add(11, false, ss, cs+1, flagFIN|flagACK, 0, true)
+	c.add(12, true, cs+1, ss+1, flagACK, 0, true)
+	c.add(40_000, false, ss, cs+1, flagFIN|flagACK, 0, true) // evicted after 10-25 s
+	c.add(40_001, true, cs+1, ss+1, flagACK, 0, true)
+	c.add(60_000, true, 9000, 0, flagSYN, 0, true) // a new connection on the same ports
+	c.add(400_000, true, 9001, 1, flagACK, 0, true)
+	r := c.analyse()
+	if len(r.TCP) != 3 || r.Stats.AfterClose != 2 {
+		t.Fatalf("%d records, %d segments after close; want 3 (first, SYN, straggler past the linger), 2", len(r.TCP), r.Stats.AfterClose)
+	}
+	if r.TCP[0].Closed != "fin" || r.TCP[0].AB.Packets != 6 {
+		t.Errorf("first connection: closed %q, %d packets A→B; want fin, 6", r.TCP[0].Closed, r.TCP[0].AB.Packets)
+	}
+}
+
+func TestClosedKeysBounded(t *testing.T) {
+	var c closedKeys
+	for i := range maxClosedKeys + 5000 {
+		c.add(flowKey{loPort: uint16(i), hiPort: uint16(i >> 16), proto: 6}, int64(i))
+	}
+	if len(c.at) != maxClosedKeys || len(c.order)-c.head != maxClosedKeys || cap(c.order) > 4*maxClosedKeys {
+		t.Fatalf("%d keys, %d in order (cap %d); want %d", len(c.at), len(c.order)-c.head, cap(c.order), maxClosedKeys)
+	}
+	last := maxClosedKeys + 4999
+	if c.recent(flowKey{loPort: 0, proto: 6}, 1) || !c.recent(flowKey{loPort: uint16(last), hiPort: uint16(last >> 16), proto: 6}, int64(last)+1) {
+		t.Error("the oldest key is kept or the newest forgotten")
+	}
 }

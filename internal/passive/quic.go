@@ -42,7 +42,7 @@ func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
 	if len(payload) == 0 {
 		return
 	}
-	f, dir := a.lookup(p, sport, dport, t, func() (bool, bool) {
+	f, dir := a.lookup(p, sport, dport, t, func(*flowKey) (bool, bool) {
 		if fam, _ := spinbit.Detect(payload); fam != spinbit.NotQUIC {
 			// The client sends the first long-header packet (its
 			// Initial) unless the sender's port is a server's; the

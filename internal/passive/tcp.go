@@ -108,7 +108,14 @@ func (a *Analyzer) tcpPacket(t int64, p *ipPacket, id uint64) {
 		a.res.Skipped++
 		return
 	}
-	f, dir := a.lookup(p, s.sport, s.dport, t, func() (bool, bool) {
+	f, dir := a.lookup(p, s.sport, s.dport, t, func(k *flowKey) (bool, bool) {
+		if s.flags&flagSYN == 0 && a.closed.recent(*k, t) {
+			// A straggler (a retransmitted FIN, the last ACK, a RST)
+			// of a connection that closed and was evicted: not the
+			// start of a new one.
+			a.res.Stats.AfterClose++
+			return false, false
+		}
 		if s.flags&(flagSYN|flagACK) == flagSYN|flagACK {
 			return false, true // SYN-ACK: the sender is the server
 		}
@@ -128,7 +135,7 @@ func (a *Analyzer) tcpPacket(t int64, p *ipPacket, id uint64) {
 		if d := &c.dir[dir]; !d.haveISN || d.isn != s.seq {
 			a.lastFlow = nil
 			a.finishAll([]*flow{f})
-			if f, dir = a.lookup(p, s.sport, s.dport, t, func() (bool, bool) { return true, true }); f == nil {
+			if f, dir = a.lookup(p, s.sport, s.dport, t, func(*flowKey) (bool, bool) { return true, true }); f == nil {
 				return
 			}
 		}

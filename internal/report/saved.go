@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -98,6 +99,17 @@ var kinds = []*kind{
 		headlines: func(v any) []headline { return analyzeHeadlines(v.(*model.Analysis)) },
 	},
 	{
+		schema: model.MBMSchemaVersion,
+		decode: decodeAs[model.MBMResult],
+		text:   func(w io.Writer, v any) error { return WriteMBMText(w, v.(*model.MBMResult)) },
+		html:   func(w io.Writer, v any) error { return WriteMBMHTML(w, v.(*model.MBMResult)) },
+		describe: func(v any) string {
+			r := v.(*model.MBMResult)
+			return describeRun("sonde mbm", r.Subpath, r.Start)
+		},
+		headlines: func(v any) []headline { return mbmHeadlines(v.(*model.MBMResult)) },
+	},
+	{
 		schema: model.MonitorSchema,
 		decode: decodeAs[model.MonitorReport],
 		text:   func(w io.Writer, v any) error { return WriteMonitorText(w, v.(*model.MonitorReport)) },
@@ -111,6 +123,17 @@ var kinds = []*kind{
 			return s + " " + time.Unix(0, r.FromNs).UTC().Format(time.RFC3339) + " to " + time.Unix(0, r.ToNs).UTC().Format(time.RFC3339)
 		},
 		headlines: func(v any) []headline { return monitorHeadlines(v.(*model.MonitorReport)) },
+	},
+	{
+		schema: model.FleetSchema,
+		decode: decodeAs[model.FleetReport],
+		text:   func(w io.Writer, v any) error { return WriteFleetText(w, v.(*model.FleetReport)) },
+		html:   func(w io.Writer, v any) error { return WriteFleetHTML(w, v.(*model.FleetReport)) },
+		describe: func(v any) string {
+			r := v.(*model.FleetReport)
+			return "sonde fleet report " + time.Unix(0, r.FromNs).UTC().Format(time.RFC3339) + " to " + time.Unix(0, r.ToNs).UTC().Format(time.RFC3339)
+		},
+		headlines: func(v any) []headline { return fleetHeadlines(v.(*model.FleetReport)) },
 	},
 }
 
@@ -176,14 +199,12 @@ func Decode(name string, b []byte) (*Saved, error) {
 	if len(b) > MaxSavedBytes {
 		return nil, inputErrorf("%s: more than the %d MiB a saved result may have", name, MaxSavedBytes>>20)
 	}
-	var head struct {
-		Schema string `json:"schema"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
+	schema, err := schemaOf(b)
+	if err != nil {
 		return nil, inputErrorf("%s: not a saved sonde result: %w", name, err)
 	}
 	for _, k := range kinds {
-		if k.schema != head.Schema {
+		if k.schema != schema {
 			continue
 		}
 		v, err := k.decode(b)
@@ -192,10 +213,34 @@ func Decode(name string, b []byte) (*Saved, error) {
 		}
 		return &Saved{Name: name, kind: k, v: v}, nil
 	}
-	if head.Schema == "" {
+	if schema == "" {
 		return nil, inputErrorf("%s: no \"schema\" field: not a saved sonde result (want one of %s)", name, strings.Join(Schemas(), ", "))
 	}
-	return nil, inputErrorf("%s: unknown schema %q (want one of %s)", name, head.Schema, strings.Join(Schemas(), ", "))
+	return nil, inputErrorf("%s: unknown schema %q (want one of %s)", name, schema, strings.Join(Schemas(), ", "))
+}
+
+// schemaOf returns the top-level "schema" of a saved result. sonde writes
+// it as the first field, so it is read from the first tokens; only a file
+// written otherwise costs a second full parse (the kind's decoder parses
+// it anyway).
+func schemaOf(b []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err == nil && t == json.Delim('{') {
+		if k, err := dec.Token(); err == nil && k == "schema" {
+			if v, err := dec.Token(); err == nil {
+				if s, ok := v.(string); ok {
+					return s, nil
+				}
+			}
+		}
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return "", err
+	}
+	return head.Schema, nil
 }
 
 // WriteText re-renders the result as the command that made it printed it.

@@ -220,6 +220,9 @@ func FuzzResults(f *testing.F) {
 	f.Add("limit=5", "0123456789abcdef0123456789abcdef")
 	f.Add("limit=99999999999999999999", "xyz")
 	f.Add("", "%zz")
+	f.Add("kind=tcp&limit=3", "0123456789abcdef0123456789abcdef")
+	f.Add("kind=all", "")
+	f.Add("kind=%00", "")
 	s := fuzzServer(f, Config{})
 	f.Fuzz(func(t *testing.T, query, id string) {
 		req := httptest.NewRequest(http.MethodGet, PathResults, nil)

@@ -280,6 +280,24 @@ func TestUDPSessionLimits(t *testing.T) {
 	_, _ = io.Copy(io.Discard, w.Body)
 }
 
+// After Close the reflector is no longer handed out, even though it was
+// running: a session opened during shutdown gets 503, not a grant on a
+// socket about to close.
+func TestUDPSessionRefusedAfterClose(t *testing.T) {
+	s, err := New(Config{MaxDuration: 2 * time.Second, UDPAddr: "127.0.0.1:0", PerIPPerMinute: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"duration_s":1,"interval_us":20000,"packet_bytes":64}`
+	if w := udpOpen(s.Handler(), body); w.Code != http.StatusOK {
+		t.Fatalf("before Close: %d %s", w.Code, w.Body)
+	}
+	s.Close()
+	if w := udpOpen(s.Handler(), body); w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "shutting down") {
+		t.Fatalf("after Close: %d %s, want 503 shutting down", w.Code, w.Body)
+	}
+}
+
 // FuzzSessionRequest: a request that passes validation converts to
 // durations without overflow.
 func FuzzSessionRequest(f *testing.F) {

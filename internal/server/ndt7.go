@@ -18,6 +18,7 @@ func (s *Server) mountNDT7() error {
 		MaxBytes: s.cfg.MaxBytes,
 		Admit:    s.admitNDT7,
 		Observer: ndt7Observer{s.metrics},
+		Done:     s.archive.ndt7Test,
 		Logf: func(format string, args ...any) {
 			s.cfg.Logger.Info(fmt.Sprintf(format, args...), "protocol", "ndt7")
 		},

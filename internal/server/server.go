@@ -71,6 +71,10 @@ type Config struct {
 	// (docs/browser.md): 0 an ephemeral port per test, > 0 this port for
 	// all tests, < 0 no WebRTC test.
 	WebRTCPort int
+	// NoServerRecords turns off the server's own record of every test it
+	// serves (sonde sessions, ndt7, STAMP sessions, MBM runs) in the
+	// store beside the page's results (docs/store.md).
+	NoServerRecords bool
 	// HistoryDB is the store that keeps past results for the page
 	// (internal/store): a SQLite file or a postgres:// URL; "" or
 	// store.Memory keeps them in memory only. HistoryKeep bounds how many
@@ -238,8 +242,10 @@ type Server struct {
 	mux      *http.ServeMux
 	handler  http.Handler // mux under per-request deadlines
 	udp      *udpService
+	mbm      *mbmService
 	rtc      *rtcquality.Service
 	history  store.Store
+	archive  *archive
 
 	mu       sync.Mutex
 	servers  []*http.Server
@@ -274,7 +280,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = newCounters(s.adm, s.conns)
+	s.archive = newArchive(s.history, s.metrics.reg, &s.cfg)
 	s.udp = newUDPService(s)
+	s.mbm = newMBMService(s)
 	s.rtc = rtcquality.New(rtcquality.Config{Port: cfg.WebRTCPort, MaxDirection: min(30*time.Second, cfg.MaxDuration), Logger: cfg.Logger})
 	s.routes()
 	if err := s.mountNDT7(); err != nil {
@@ -309,6 +317,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.handleHealth)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.udpRoutes()
+	s.mbmRoutes()
 	s.rtcRoutes()
 	s.webRoutes()
 }
@@ -404,6 +413,7 @@ func (s *Server) Close() {
 		ses.cancel()
 	}
 	s.udp.close()
+	s.mbm.close()
 	s.rtc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -413,7 +423,8 @@ func (s *Server) Close() {
 		}
 	}
 	s.wg.Wait()
-	_ = s.history.Close() // after the handlers that write to it
+	s.archive.close()
+	_ = s.history.Close() // after the handlers and records that write to it
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
@@ -441,6 +452,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	ses := &session{
 		id: newID(), start: now, expires: now.Add(s.cfg.MaxDuration), interval: interval,
 		maxBytes: s.cfg.MaxBytes, ctx: ctx, cancel: cancel, release: release,
+		client: clientIP(r), software: clip(req.Client),
 	}
 	s.sessions.add(ses)
 	ses.watch(max(s.cfg.SessionIdle, 0))
@@ -449,6 +461,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	// keep its report for a grace period.
 	context.AfterFunc(ctx, func() {
 		release()
+		s.archive.tcpSession(ses, s.cfg.MaxDuration)
 		time.AfterFunc(reportGrace, func() { s.sessions.remove(ses.id) })
 	})
 	s.cfg.Logger.Info("session", "id", ses.id, "client", clientIP(r), "software", req.Client)

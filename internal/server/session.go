@@ -26,6 +26,9 @@ type session struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	release  func()
+	// client and software are the client's address and its name for
+	// itself (the session request's client field), for the record.
+	client, software string
 
 	// budget is maxBytes shared by every stream of the session, both
 	// directions; nil when unlimited.

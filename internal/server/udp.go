@@ -55,6 +55,7 @@ type udpService struct {
 type udpSession struct {
 	release func()
 	timer   *time.Timer
+	info    udpInfo // for the session's record
 }
 
 func newUDPService(s *Server) *udpService {
@@ -81,11 +82,13 @@ func (s *Server) StartUDP() (netip.AddrPort, error) {
 func (u *udpService) reflector() (*stamp.Reflector, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.refl != nil {
-		return u.refl, nil
-	}
+	// Closed first: a session opened during shutdown would be granted a
+	// reflector that is about to stop.
 	if u.closed {
 		return nil, errors.New("server is shutting down")
+	}
+	if u.refl != nil {
+		return u.refl, nil
 	}
 	addr := u.s.cfg.UDPAddr
 	if addr == "off" {
@@ -237,7 +240,7 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 	// up on its missed deadlines in one burst, which is not a reason to
 	// count them lost. Replies are never larger than probes, so the burst
 	// amplifies nothing, and the rate still bounds the session.
-	u.grant(w, "udp session", req, grant, release, stamp.SessionSpec{
+	u.grant(w, "udp session", req, grant, release, ip.String(), stamp.SessionSpec{
 		Client: ip, RatePPS: rate*1.1 + 10, Burst: max(50, int(min(rate, maxPPS))),
 		Expires: expires, MaxPackets: maxPackets, DSCP: req.DSCP, ECN: req.ECN,
 	})
@@ -246,7 +249,7 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 // grant opens spec on the reflector, ends it at spec.Expires, and replies
 // with the session granted for grant. release frees what admitted the
 // session: when it ends, or now if it cannot open.
-func (u *udpService) grant(w http.ResponseWriter, kind string, req stamp.SessionRequest, grant time.Duration, release func(), spec stamp.SessionSpec) {
+func (u *udpService) grant(w http.ResponseWriter, kind string, req stamp.SessionRequest, grant time.Duration, release func(), client string, spec stamp.SessionSpec) {
 	s := u.s
 	refl, err := u.reflector()
 	if err != nil {
@@ -260,10 +263,20 @@ func (u *udpService) grant(w http.ResponseWriter, kind string, req stamp.Session
 		s.writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	us := &udpSession{release: release}
+	req.Client = clip(req.Client) // kept for the session's life
+	us := &udpSession{release: release, info: udpInfo{start: time.Now(), req: req, grant: grant, client: client,
+		testSession: req.TestSession, monitor: req.Monitor}}
 	u.mu.Lock()
+	if u.closed {
+		// close ran between reflector() and here: it has ended the
+		// sessions it knew; this one must not outlive it.
+		u.mu.Unlock()
+		release()
+		s.writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+		return
+	}
 	u.open[ses.ID] = us
-	us.timer = time.AfterFunc(time.Until(spec.Expires), func() { u.finish(ses.ID) })
+	us.timer = time.AfterFunc(time.Until(spec.Expires), func() { u.finish(ses.ID, "expired") })
 	u.mu.Unlock()
 	s.cfg.Logger.Info(kind, "id", ses.ID, "client", spec.Client, "rate_pps", 1e6/req.IntervalUs, "bytes", req.PacketBytes, "grant", grant, "software", req.Client)
 	writeJSON(w, http.StatusOK, stamp.SessionReply{
@@ -272,9 +285,9 @@ func (u *udpService) grant(w http.ResponseWriter, kind string, req stamp.Session
 	})
 }
 
-// finish ends a session (expiry or close), keeps its report for a grace
-// period, and returns it.
-func (u *udpService) finish(id string) (stamp.SessionReport, bool) {
+// finish ends a session (expiry or close, why), keeps its report for a
+// grace period, records it, and returns it.
+func (u *udpService) finish(id, why string) (stamp.SessionReport, bool) {
 	u.mu.Lock()
 	us, open := u.open[id]
 	delete(u.open, id)
@@ -295,6 +308,7 @@ func (u *udpService) finish(id string) (stamp.SessionReport, bool) {
 	u.mu.Lock()
 	u.reports[id] = rep
 	u.mu.Unlock()
+	u.s.archive.udpSession(id, us.info, rep, why)
 	time.AfterFunc(reportGrace, func() {
 		u.mu.Lock()
 		delete(u.reports, id)
@@ -304,7 +318,7 @@ func (u *udpService) finish(id string) (stamp.SessionReport, bool) {
 }
 
 func (u *udpService) handleClose(w http.ResponseWriter, r *http.Request) {
-	rep, ok := u.finish(r.PathValue("id"))
+	rep, ok := u.finish(r.PathValue("id"), "closed by the client")
 	if !ok {
 		u.s.writeError(w, http.StatusNotFound, "unknown or expired UDP session")
 		return
@@ -366,7 +380,7 @@ func (u *udpService) openMonitor(w http.ResponseWriter, req stamp.SessionRequest
 		})
 	}
 	grant := time.Duration(req.DurationS * float64(time.Second))
-	u.grant(w, "udp monitor session", req, grant, release, stamp.SessionSpec{
+	u.grant(w, "udp monitor session", req, grant, release, ip.String(), stamp.SessionSpec{
 		Client: ip, RatePPS: rate*1.1 + 10, Burst: 20, Expires: time.Now().Add(grant + udpSlack),
 		MaxPackets: monitorBitmapPackets, DSCP: req.DSCP, ECN: req.ECN,
 	})

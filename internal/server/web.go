@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/assemble"
@@ -76,7 +77,18 @@ func (s *Server) handleResultList(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, err := s.history.ListResults(r.Context(), limit)
+	// The page's own results unless another kind is asked for.
+	kind := model.KindPage
+	if v := r.URL.Query().Get("kind"); v == "all" {
+		kind = ""
+	} else if v != "" {
+		if !store.ValidKind(v) {
+			s.writeError(w, http.StatusBadRequest, "kind must be all, "+strings.Join(model.ResultKinds(), ", "))
+			return
+		}
+		kind = v
+	}
+	list, err := s.history.ListResultsKind(r.Context(), kind, limit)
 	if err != nil {
 		s.cfg.Logger.Warn("past results", "err", err)
 		s.writeError(w, http.StatusInternalServerError, "past results unavailable")
@@ -184,10 +196,9 @@ func (s *Server) handleBrowserResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := s.assembleBrowser(ses, &run, reps, r)
-	// A store failure must not cost the page its report: log it only.
-	if err := s.history.AddResult(r.Context(), res); err != nil {
-		s.cfg.Logger.Warn("storing a result", "session", ses.id, "err", err)
-	}
+	// A store failure must not cost the page its report: logged and
+	// counted only.
+	s.archive.page(r.Context(), res)
 	writeJSON(w, http.StatusOK, res)
 }
 

@@ -15,7 +15,9 @@ import (
 )
 
 // The migrations, written once (migrations/*.sql) and expanded per
-// dialect: the words below are the only differences between the engines.
+// dialect: the words below are the only differences between the engines,
+// besides lines that only one engine runs (a line starting with {{PG}} or
+// {{SQLITE}}: PostgreSQL's day partitions have no SQLite counterpart).
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -55,9 +57,31 @@ func migrations(b Backend) (fs.FS, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[e.Name()] = &fstest.MapFile{Data: []byte(rep.Replace(string(raw))), Mode: 0o444}
+		out[e.Name()] = &fstest.MapFile{Data: []byte(rep.Replace(engineLines(b, string(raw)))), Mode: 0o444}
 	}
 	return out, nil
+}
+
+// engineLines keeps the lines meant for b (without their {{PG}} or
+// {{SQLITE}} prefix) and drops those meant for the other engine.
+func engineLines(b Backend, sql string) string {
+	mine, other := "{{PG}}", "{{SQLITE}}"
+	if b == SQLite {
+		mine, other = other, mine
+	}
+	lines := strings.SplitAfter(sql, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		t := strings.TrimLeft(l, " \t")
+		switch {
+		case strings.HasPrefix(t, other):
+		case strings.HasPrefix(t, mine):
+			out = append(out, strings.TrimPrefix(t, mine))
+		default:
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
 }
 
 // migrate brings db's schema to the newest version, refusing a database

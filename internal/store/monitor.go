@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/bits"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sonde-project/sonde/internal/model"
 )
@@ -158,6 +161,41 @@ func (s *sqlStore) Write(ctx context.Context, monitor int64, b *Batch) error {
 	s.mu.Lock()
 	sids := s.sids[monitor]
 	s.mu.Unlock()
+	return s.writeBatch(ctx, monitor, sids, b, nil)
+}
+
+// writeBatch writes b's rows (stream fields indexing sids) in one
+// transaction, after creating the day partitions they need; extra, if
+// not nil, runs in the same transaction. A partition another process
+// dropped meanwhile (retention) makes the insert fail once: the cache of
+// partitions is cleared and the batch tried again.
+func (s *sqlStore) writeBatch(ctx context.Context, monitor int64, sids []int32, b *Batch, extra func(*sql.Tx) error) error {
+	days, err := batchDays(b)
+	if err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		if err := s.ensurePartitions(ctx, days); err != nil {
+			return err
+		}
+		err := s.writeTx(ctx, monitor, sids, b, extra)
+		if err == nil || attempt > 0 || !noPartition(err) {
+			return err
+		}
+		s.mu.Lock()
+		clear(s.parts)
+		s.mu.Unlock()
+	}
+}
+
+// noPartition tells PostgreSQL's "no partition of relation … found for
+// row" (SQLSTATE 23514, which a CHECK violation shares: the text tells).
+func noPartition(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23514" && strings.Contains(pe.Message, "no partition")
+}
+
+func (s *sqlStore) writeTx(ctx context.Context, monitor int64, sids []int32, b *Batch, extra func(*sql.Tx) error) error {
 	sid := func(i int32) (int64, error) {
 		if i < 0 || int(i) >= len(sids) {
 			return 0, fmt.Errorf("%w %d (monitor %d has %d streams registered)", ErrUnknownStream, i, monitor, len(sids))
@@ -204,6 +242,7 @@ func (s *sqlStore) Write(ctx context.Context, monitor int64, b *Batch) error {
 			id, r.MinuteNs, int64(r.Sent), int64(r.Lost), int64(r.Late), r.SumNs, r.SumSqNs, r.MinNs, r.MaxNs, data)
 	}
 	ins.flush()
+	markHours(&ins, b.Rollups, sids) // the fleet's hourly aggregate (fleetquery.go)
 	if ins.err != nil {
 		return ins.err
 	}
@@ -219,9 +258,16 @@ func (s *sqlStore) Write(ctx context.Context, monitor int64, b *Batch) error {
 			return fmt.Errorf("store: encode event detail: %w", err)
 		}
 		flags, _ := json.Marshal(e.Flags)
+		// The natural key (monitor, kind, stream, start, end): an event
+		// already stored is left as it is.
 		if _, err := s.stmts.exec(ctx, s.db, tx, s.q(`INSERT INTO events (monitor_id, kind, start_ns, end_ns, stream_id, text, detail, flags)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), monitor, string(e.Kind), e.StartNs, e.EndNs, stream, e.Text, string(detail), string(flags)); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`), monitor, string(e.Kind), e.StartNs, e.EndNs, stream, e.Text, string(detail), string(flags)); err != nil {
 			return fmt.Errorf("store: insert event: %w", err)
+		}
+	}
+	if extra != nil {
+		if err := extra(tx); err != nil {
+			return err
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -295,8 +341,11 @@ func (in *inserter) flush() {
 	}
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", in.cols), ", ") + ")"
 	conflict := " ON CONFLICT DO NOTHING"
-	if in.table == probeTable {
+	switch in.table {
+	case probeTable:
 		conflict = probeConflict
+	case hourTable:
+		conflict = hourConflict // the fleet's hourly aggregate (fleet.go)
 	}
 	for args := in.args; len(args) > 0; {
 		// The largest power of two of rows left (chunkRows at most).
@@ -506,6 +555,11 @@ type stmtCache struct {
 // exec runs query with args inside tx, through a statement prepared
 // once per store.
 func (c *stmtCache) exec(ctx context.Context, db *sql.DB, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if db.Stats().MaxOpenConnections == 1 {
+		// An in-memory store's one connection is tx's: preparing on the
+		// pool would wait for it until ctx ends.
+		return tx.ExecContext(ctx, query, args...)
+	}
 	st, err := c.get(ctx, db, query)
 	if err != nil {
 		return nil, err

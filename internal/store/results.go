@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sonde-project/sonde/internal/model"
 )
@@ -27,7 +29,7 @@ const (
 
 // Limits bound the results a store keeps; zero fields take the defaults.
 type Limits struct {
-	// Keep is how many results are kept, newest first.
+	// Keep is how many results of each kind are kept, newest first.
 	Keep int
 	// MaxRowBytes bounds one result's stored JSON: a larger one is
 	// refused with ErrTooLarge, never cut.
@@ -67,9 +69,11 @@ var idPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // ValidID reports whether id has the form of a result ID.
 func ValidID(id string) bool { return idPattern.MatchString(id) }
 
-// Summary is one row of the list of past results.
+// Summary is one row of the list of past results. For a server record
+// (Kind other than page) the figures are the server's own (docs/store.md).
 type Summary struct {
 	ID          string    `json:"id"`
+	Kind        string    `json:"kind"`
 	Start       time.Time `json:"start"`
 	Software    string    `json:"software"`
 	DownloadBps float64   `json:"download_bps"`
@@ -81,6 +85,19 @@ type Summary struct {
 	Errors      int     `json:"errors"`
 }
 
+// ErrBadKind is returned for a result kind not in model.ResultKinds.
+var ErrBadKind = errors.New("store: unknown result kind")
+
+// ValidKind reports whether kind is a result kind (model.ResultKinds).
+func ValidKind(kind string) bool {
+	for _, k := range model.ResultKinds() {
+		if kind == k {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *sqlStore) AddResult(ctx context.Context, res *model.Result) error {
 	if !ValidID(res.ID) {
 		return ErrBadID
@@ -89,10 +106,35 @@ func (s *sqlStore) AddResult(ctx context.Context, res *model.Result) error {
 	if err != nil {
 		return fmt.Errorf("store: encode result: %w", err)
 	}
+	sum := summarize(res)
+	sum.Kind = model.KindPage
+	return s.addRow(ctx, sum, raw)
+}
+
+func (s *sqlStore) AddRecord(ctx context.Context, rec *model.ServerRecord) error {
+	switch {
+	case !ValidID(rec.ID):
+		return ErrBadID
+	case rec.Kind == model.KindPage || !ValidKind(rec.Kind):
+		return fmt.Errorf("%w: %.40q is not a server record's kind", ErrBadKind, rec.Kind)
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("store: encode %s record: %w", rec.Kind, err)
+	}
+	return s.addRow(ctx, summarizeRecord(rec), raw)
+}
+
+// addRow stores one result of any kind: within the row cap, replacing one
+// of the same ID, then forgets the kind's oldest beyond Keep and the
+// oldest of all kinds beyond the byte budget.
+func (s *sqlStore) addRow(ctx context.Context, sum Summary, raw []byte) error {
+	// The software column is a client's words: PostgreSQL refuses a NUL
+	// or invalid UTF-8 in TEXT, and a list row needs no more than this.
+	sum.Software = cleanText(sum.Software, maxSoftwareLen)
 	if int64(len(raw)) > s.lim.MaxRowBytes {
 		return fmt.Errorf("%w: %d bytes of JSON, the limit is %d", ErrTooLarge, len(raw), s.lim.MaxRowBytes)
 	}
-	sum := summarize(res)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -103,19 +145,23 @@ func (s *sqlStore) AddResult(ctx context.Context, res *model.Result) error {
 		return fmt.Errorf("store: replace result: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO results
-		(id, start, software, download_bps, upload_bps, idle_rtt_ms, loaded_rtt_ms, errors, json)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		sum.ID, sum.Start.UTC().Format(time.RFC3339Nano), sum.Software, sum.DownloadBps, sum.UploadBps,
+		(id, kind, start, software, download_bps, upload_bps, idle_rtt_ms, loaded_rtt_ms, errors, json)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		sum.ID, sum.Kind, sum.Start.UTC().Format(time.RFC3339Nano), sum.Software, sum.DownloadBps, sum.UploadBps,
 		sum.IdleRTTMs, sum.LoadedRTTMs, sum.Errors, raw); err != nil {
 		return fmt.Errorf("store: insert result: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM results WHERE seq NOT IN
-		(SELECT seq FROM results ORDER BY seq DESC LIMIT ?)`), s.lim.Keep); err != nil {
+	// Keep counts per kind, so the server's records never push the
+	// page's results out of its history.
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM results WHERE kind = ? AND seq NOT IN
+		(SELECT seq FROM (SELECT seq FROM results WHERE kind = ? ORDER BY seq DESC LIMIT ?) AS k)`),
+		sum.Kind, sum.Kind, s.lim.Keep); err != nil {
 		return fmt.Errorf("store: prune results: %w", err)
 	}
 	// Newest first, the rows from the one that takes the running total of
-	// JSON bytes past the budget on are forgotten. The new row is at most
-	// the row cap, itself within the budget, so it stays.
+	// JSON bytes past the budget on are forgotten, whatever their kind.
+	// The new row is at most the row cap, itself within the budget, so it
+	// stays.
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM results WHERE seq IN
 		(SELECT seq FROM (SELECT seq, SUM(length(json)) OVER (ORDER BY seq DESC) AS total FROM results) AS t
 		 WHERE total > ?)`), s.lim.MaxTotalBytes); err != nil {
@@ -128,9 +174,20 @@ func (s *sqlStore) AddResult(ctx context.Context, res *model.Result) error {
 }
 
 func (s *sqlStore) ListResults(ctx context.Context, limit int) ([]Summary, error) {
+	return s.ListResultsKind(ctx, "", limit)
+}
+
+func (s *sqlStore) ListResultsKind(ctx context.Context, kind string, limit int) ([]Summary, error) {
+	if kind != "" && !ValidKind(kind) {
+		return nil, fmt.Errorf("%w: %.40q", ErrBadKind, kind)
+	}
 	limit = min(max(limit, 0), MaxListLimit)
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, start, software, download_bps, upload_bps,
-		idle_rtt_ms, loaded_rtt_ms, errors FROM results ORDER BY seq DESC LIMIT ?`), limit)
+	where, args := "", []any{limit}
+	if kind != "" {
+		where, args = "WHERE kind = ? ", []any{kind, limit}
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, kind, start, software, download_bps, upload_bps,
+		idle_rtt_ms, loaded_rtt_ms, errors FROM results `+where+`ORDER BY seq DESC LIMIT ?`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list results: %w", err)
 	}
@@ -141,7 +198,7 @@ func (s *sqlStore) ListResults(ctx context.Context, limit int) ([]Summary, error
 			sum   Summary
 			start string
 		)
-		if err := rows.Scan(&sum.ID, &start, &sum.Software, &sum.DownloadBps, &sum.UploadBps,
+		if err := rows.Scan(&sum.ID, &sum.Kind, &start, &sum.Software, &sum.DownloadBps, &sum.UploadBps,
 			&sum.IdleRTTMs, &sum.LoadedRTTMs, &sum.Errors); err != nil {
 			return nil, fmt.Errorf("store: list results: %w", err)
 		}
@@ -172,6 +229,43 @@ func (s *sqlStore) ResultUsage(ctx context.Context) (rows int, bytes int64, err 
 		return 0, 0, fmt.Errorf("store: result usage: %w", err)
 	}
 	return rows, bytes, nil
+}
+
+// maxSoftwareLen bounds a summary row's software name, in bytes.
+const maxSoftwareLen = 256
+
+// cleanText is s as valid UTF-8 without control characters, cut to at
+// most n bytes on a character boundary.
+func cleanText(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	for len(s) > n {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
+}
+
+// summarizeRecord is a server record's row: its own figures, with the
+// direction's goodput as the server measured it.
+func summarizeRecord(r *model.ServerRecord) Summary {
+	s := Summary{ID: r.ID, Kind: r.Kind, Start: r.Start, Software: r.Client.Software, Errors: len(r.Errors),
+		IdleRTTMs: r.IdleRTTMs, LoadedRTTMs: r.LoadedRTTMs}
+	if r.Download != nil {
+		s.DownloadBps = r.Download.GoodputBps
+	}
+	if r.Upload != nil {
+		s.UploadBps = r.Upload.GoodputBps
+	}
+	if r.MBM != nil {
+		s.Errors += len(r.MBM.Errors)
+	}
+	return s
 }
 
 func summarize(r *model.Result) Summary {

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" driver
@@ -28,13 +29,20 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 )
 
-// Results is the history of assembled test results.
+// Results is the history of test results: the page's assembled results
+// and the server's own records of the tests it served, each of a kind
+// (model.ResultKinds) that keeps its own last Limits.Keep.
 type Results interface {
 	// AddResult stores res (replacing one of the same ID) and forgets the
 	// oldest results beyond the store's Limits.
 	AddResult(ctx context.Context, res *model.Result) error
-	// ListResults returns up to limit summaries, newest first.
+	// AddRecord stores a server's own record of a test under its kind
+	// (any but model.KindPage), within the same Limits.
+	AddRecord(ctx context.Context, rec *model.ServerRecord) error
+	// ListResults returns up to limit summaries of every kind, newest
+	// first; ListResultsKind those of one kind ("": every kind).
 	ListResults(ctx context.Context, limit int) ([]Summary, error)
+	ListResultsKind(ctx context.Context, kind string, limit int) ([]Summary, error)
 	// GetResult returns a stored result's JSON.
 	GetResult(ctx context.Context, id string) (json.RawMessage, error)
 	// ResultUsage returns the results stored and the bytes of their JSON.
@@ -92,6 +100,11 @@ type Monitors interface {
 type Store interface {
 	Results
 	Monitors
+	Fleet    // a shared store's monitors and shipped batches (fleet.go)
+	Shipping // a monitor's side of shipping (shipsrc.go)
+	// FleetReader is the fleet report's reads and its hourly aggregate
+	// (fleetquery.go).
+	FleetReader
 	// Location is where the store is (without a password).
 	Location() Location
 	Close() error
@@ -204,7 +217,7 @@ func OpenLocation(ctx context.Context, loc Location, opt Options) (Store, error)
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
-	return &sqlStore{db: db, loc: loc, lim: opt.Results.withDefaults(), sids: map[int64][]int32{}}, nil
+	return newSQLStore(db, loc, opt), nil
 }
 
 // Migrate applies the migrations to the store at rawURL and returns the
@@ -223,7 +236,16 @@ func Migrate(ctx context.Context, rawURL string) (int64, error) {
 	if err != nil {
 		return v, fmt.Errorf("%s: %w", loc, err)
 	}
+	// PostgreSQL: the coming days' partitions, so writes at midnight do
+	// not wait on creating them.
+	if err := newSQLStore(db, loc, Options{}).ensureAhead(ctx, time.Now().UnixNano()); err != nil {
+		return v, fmt.Errorf("%s: %w", loc, err)
+	}
 	return v, nil
+}
+
+func newSQLStore(db *sql.DB, loc Location, opt Options) *sqlStore {
+	return &sqlStore{db: db, loc: loc, lim: opt.Results.withDefaults(), sids: map[int64][]int32{}, parts: map[string]bool{}, shipped: map[int64]shippedList{}}
 }
 
 // SQLite's settings on every connection to a file (see openDB).
@@ -302,8 +324,11 @@ type sqlStore struct {
 	loc Location
 	lim Limits
 
-	mu   sync.Mutex
-	sids map[int64][]int32 // monitor → stream index → store stream ID
+	mu    sync.Mutex
+	sids  map[int64][]int32 // monitor → stream index → store stream ID
+	parts map[string]bool   // PostgreSQL day partitions known to exist (partition.go)
+	// shipped: per fleet monitor, the stream list last registered (fleet.go)
+	shipped map[int64]shippedList
 
 	stmts stmtCache // the write path's prepared statements (monitor.go)
 }

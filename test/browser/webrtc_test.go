@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/netns"
+	"github.com/sonde-project/sonde/internal/testbin"
 )
 
 // rtcRun is what webrtc.mjs writes.
@@ -29,20 +29,9 @@ type rtcRun struct {
 // rtcSonde returns a sonde binary: SONDE_BIN, or one built for the test.
 func rtcSonde(t *testing.T) string {
 	t.Helper()
-	if bin := os.Getenv("SONDE_BIN"); bin != "" {
-		abs, err := filepath.Abs(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return abs
-	}
-	bin := filepath.Join(t.TempDir(), "sonde")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sonde")
-	cmd.Dir = repoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/sonde: %v\n%s", err, out)
+	bin, err := testbin.Sonde(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/netns"
+	"github.com/sonde-project/sonde/internal/testbin"
 )
 
 // sondeBin is the binary under test, built once by TestMain.
@@ -30,50 +31,17 @@ func TestMain(m *testing.M) {
 // names a binary to test instead (a release build, or a run as a user
 // without a Go toolchain).
 func buildAndRun(m *testing.M) int {
-	if bin := os.Getenv("SONDE_BIN"); bin != "" {
-		abs, err := filepath.Abs(bin)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "integration: SONDE_BIN:", err)
-			return 1
-		}
-		sondeBin = abs
-		return m.Run()
-	}
 	dir, err := os.MkdirTemp("", "sonde-it-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration:", err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	root, err := moduleRoot()
-	if err != nil {
+	if sondeBin, err = testbin.Sonde(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "integration:", err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	bin := filepath.Join(dir, "sonde")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sonde")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "integration: go build ./cmd/sonde: %v\n%s", err, out)
-		return 1
-	}
-	sondeBin = bin
 	return m.Run()
-}
-
-// moduleRoot is the directory of the go.mod this package belongs to.
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside a Go module")
-	}
-	return filepath.Dir(mod), nil
 }
 
 func needRoot(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/stamp"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/testbin"
 )
 
 // sondeBin is the binary under test, built once by TestMain (or SONDE_BIN).
@@ -30,16 +31,7 @@ var sondeBin string
 func TestMain(m *testing.M) { os.Exit(buildAndRun(m)) }
 
 func buildAndRun(m *testing.M) int {
-	if bin := os.Getenv("SONDE_BIN"); bin != "" {
-		abs, err := filepath.Abs(bin)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "monitor lab:", err)
-			return 1
-		}
-		sondeBin = abs
-		return m.Run()
-	}
-	if os.Geteuid() != 0 {
+	if os.Getenv("SONDE_BIN") == "" && os.Geteuid() != 0 {
 		return m.Run() // every test skips: no build needed
 	}
 	dir, err := os.MkdirTemp("", "sonde-monlab-")
@@ -48,19 +40,8 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	mod := strings.TrimSpace(string(out))
-	if err != nil || mod == "" || mod == os.DevNull {
-		fmt.Fprintln(os.Stderr, "monitor lab: not inside a Go module:", err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	sondeBin = filepath.Join(dir, "sonde")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", sondeBin, "./cmd/sonde")
-	cmd.Dir = filepath.Dir(mod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "monitor lab: go build ./cmd/sonde: %v\n%s", err, out)
+	if sondeBin, err = testbin.Sonde(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "monitor lab:", err)
 		return 1
 	}
 	return m.Run()

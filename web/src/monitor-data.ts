@@ -12,6 +12,8 @@ export interface Status {
   load?: { interface: string; state: string; up_rate_bps: number; down_rate_bps: number; up_bps: number; down_bps: number; stale: boolean };
   store: { location: string; healthy: boolean; backlog_rows: number; last_error?: string };
   last_events: MonitorEvent[];
+  // Wall-clock steps seen since the start (probe times are monotonic).
+  clock?: { steps: number; last_step_s: number; last_step_ns?: number };
 }
 export interface Reliability { l_ns: number; sent: number; ok: number; r: number }
 export interface Point { start_ns: number; sent: number; lost: number; p50_ms: number; p99_ms: number; partial?: boolean }
@@ -85,4 +87,14 @@ export function chartData(s: Series): { x: number[]; p50: (number | null)[][]; p
 export function alertLine(a: Alert, nowNs: number): string {
   const t = a.status === "resolved" && a.ends_ns ? a.ends_ns : a.starts_ns;
   return `${when(t, nowNs)} ${a.status.toUpperCase()} ${a.rule} [${a.severity}]: ${a.summary}`;
+}
+
+// clockNote is the state line's note on wall-clock steps ("" without
+// one): stored times differ from the wall clock by them until a restart.
+export function clockNote(st: Status): string {
+  const c = st.clock;
+  if (!c || c.steps === 0) return "";
+  const size = `${c.last_step_s >= 0 ? "+" : ""}${c.last_step_s.toFixed(3)} s`;
+  const at = c.last_step_ns ? ` at ${when(c.last_step_ns, st.now_ns)}` : "";
+  return `wall clock stepped ${c.steps}× (last ${size}${at}): probe times unaffected, stored times off by it`;
 }

@@ -5,7 +5,7 @@
 // and loss per minute, the recent events and the firing alerts. Same
 // origin only, no inline script (the daemon sends a strict CSP).
 import uPlot from "uplot";
-import { Alerts, Series, Status, alertLine, chartData, ms, pct, rel, when } from "./monitor-data";
+import { Alerts, Series, Status, alertLine, chartData, clockNote, ms, pct, rel, when } from "./monitor-data";
 
 const POLL_MS = 5000;
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
@@ -103,8 +103,9 @@ async function poll(charts: Charts): Promise<void> {
     $("title").textContent = `sonde monitor – ${st.name}`;
     const load = st.load ? `load ${st.load.state} on ${st.load.interface} (up ${(st.load.up_rate_bps / 1e6).toFixed(2)}, down ${(st.load.down_rate_bps / 1e6).toFixed(2)} Mbit/s)` : "load state unknown (no --interface)";
     const store = st.store.healthy ? `store ${st.store.location} ok` : `store FAILING: ${st.store.last_error ?? ""} (${st.store.backlog_rows} rows held)`;
-    $("state").textContent = `${when(st.now_ns, st.now_ns)} · ${load} · ${store}`;
-    $("state").className = st.store.healthy ? "" : "bad";
+    const clock = clockNote(st);
+    $("state").textContent = `${when(st.now_ns, st.now_ns)} · ${load} · ${store}${clock ? ` · ${clock}` : ""}`;
+    $("state").className = st.store.healthy && !clock ? "" : "bad";
     const tbl = $("streams");
     tbl.textContent = "";
     tbl.appendChild(streamTable(st, se));

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { alertLine, chartData, ms, pct, rel, when } from "../src/monitor-data";
+import { alertLine, chartData, clockNote, ms, pct, rel, when } from "../src/monitor-data";
 
 test("ms, pct and rel format figures and show a dash for none", () => {
   assert.equal(ms(-1), "–");
@@ -39,4 +39,13 @@ test("alertLine names the status, rule and the time that matters", () => {
   const now = Date.UTC(2026, 0, 1, 11, 0, 0) * 1e6;
   assert.equal(alertLine({ ...base, status: "firing" }, now), "10:00:00Z FIRING link-outage [critical]: outage of the link");
   assert.equal(alertLine({ ...base, status: "resolved", ends_ns: Date.UTC(2026, 0, 1, 10, 0, 12) * 1e6 }, now), "10:00:12Z RESOLVED link-outage [critical]: outage of the link");
+});
+
+test("clockNote says nothing without a step, else the count and the last one", () => {
+  const now = Date.UTC(2026, 0, 1, 11, 0, 0) * 1e6;
+  const st = { name: "m", started_ns: 0, now_ns: now, streams: [], store: { location: "x", healthy: true, backlog_rows: 0 }, last_events: [] };
+  assert.equal(clockNote(st), "");
+  assert.equal(clockNote({ ...st, clock: { steps: 0, last_step_s: 0 } }), "");
+  assert.equal(clockNote({ ...st, clock: { steps: 2, last_step_s: -0.25, last_step_ns: Date.UTC(2026, 0, 1, 10, 30, 0) * 1e6 } }),
+    "wall clock stepped 2× (last -0.250 s at 10:30:00Z): probe times unaffected, stored times off by it");
 });

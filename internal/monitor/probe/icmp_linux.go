@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
+	"time"
 
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
@@ -27,18 +29,33 @@ const icmpPayload = 20
 // only its own replies; a raw one sees every ICMP message of the host and
 // keeps those with its identifier and token.
 type icmpKind struct {
-	s     *stream
-	c     *icmp.PacketConn
-	raw   bool
-	v6    bool
-	dst   netip.AddrPort
-	to    net.Addr
-	id    uint16
-	token uint64
-	done  chan struct{}
+	s   *stream
+	c   *icmp.PacketConn
+	pc  net.PacketConn // c's socket, read with its control messages
+	raw bool
+	// kernelTS: the socket reports the kernel's receive timestamp
+	// (SO_TIMESTAMPNS, as STAMP's sockets do), so a reply is timed when
+	// it arrived, not when the reader got to it.
+	kernelTS bool
+	v6       bool
+	dst      netip.AddrPort
+	to       net.Addr
+	id       uint16
+	token    uint64
+	done     chan struct{}
 }
 
 func newICMP(s *stream) (kind, error) {
+	k, err := openICMP(s)
+	if err != nil {
+		return nil, err
+	}
+	go k.read()
+	return k, nil
+}
+
+// openICMP opens the stream's socket; newICMP starts its reader.
+func openICMP(s *stream) (*icmpKind, error) {
 	ap, err := resolve(context.Background(), s.cfg.Target, 0)
 	if err != nil {
 		return nil, err
@@ -78,7 +95,16 @@ func newICMP(s *stream) (kind, error) {
 			return nil, fmt.Errorf("ICMP: set DSCP %d: %w", s.cfg.DSCP, err)
 		}
 	}
-	go k.read()
+	if k.v6 {
+		k.pc = c.IPv6PacketConn().PacketConn
+	} else {
+		k.pc = c.IPv4PacketConn().PacketConn
+	}
+	if sc, ok := k.pc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			k.kernelTS, _ = stamp.EnableReports(rc)
+		}
+	}
 	return k, nil
 }
 
@@ -108,28 +134,65 @@ func (k *icmpKind) expired(*record) {}
 func (k *icmpKind) read() {
 	defer close(k.done)
 	buf := make([]byte, 1500)
+	oob := make([]byte, stamp.OOBLen())
 	proto := 1
 	if k.v6 {
 		proto = 58
 	}
 	for {
-		n, from, err := k.c.ReadFrom(buf)
+		b, from, recv, err := k.readOne(buf, oob)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		recv := k.s.p.clock.Now()
-		var ip netip.Addr
-		switch a := from.(type) {
-		case *net.IPAddr:
-			ip, _ = netip.AddrFromSlice(a.IP)
-		case *net.UDPAddr:
+		k.handle(b, proto, from, recv)
+	}
+}
+
+// readOne reads one ICMP message with its receive time: the kernel's
+// timestamp where the socket gives one (converted as the STAMP path does,
+// recvTime), else the time of the read.
+func (k *icmpKind) readOne(buf, oob []byte) (msg []byte, from netip.AddrPort, recv int64, err error) {
+	var (
+		n, oobn int
+		ip      netip.Addr
+	)
+	switch c := k.pc.(type) {
+	case *net.UDPConn: // a ping socket
+		var ap netip.AddrPort
+		n, oobn, _, ap, err = c.ReadMsgUDPAddrPort(buf, oob)
+		ip = ap.Addr()
+	case *net.IPConn: // a raw socket: IPv4 ones read the IP header too
+		var a *net.IPAddr
+		n, oobn, _, a, err = c.ReadMsgIP(buf, oob)
+		if a != nil {
 			ip, _ = netip.AddrFromSlice(a.IP)
 		}
-		k.handle(buf[:n], proto, netip.AddrPortFrom(ip.Unmap(), 0), recv)
+		if err == nil && !k.v6 && n >= 20 && buf[0]>>4 == 4 {
+			if h := int(buf[0]&0x0f) * 4; h >= 20 && h <= n {
+				copy(buf, buf[h:n])
+				n -= h
+			}
+		}
+	default:
+		var a net.Addr
+		n, a, err = k.c.ReadFrom(buf)
+		oobn = 0
+		if ua, ok := a.(*net.UDPAddr); ok {
+			ip, _ = netip.AddrFromSlice(ua.IP)
+		} else if ia, ok := a.(*net.IPAddr); ok {
+			ip, _ = netip.AddrFromSlice(ia.IP)
+		}
 	}
+	at := time.Now()
+	if err != nil {
+		return nil, from, 0, err
+	}
+	var info stamp.RecvInfo
+	stamp.ParseReports(oob[:oobn], &info)
+	return buf[:n], netip.AddrPortFrom(ip.Unmap(), 0), recvTime(k.s.p.clock, at, info.KernelNs), nil
 }
 
 // handle matches one ICMP message; messages that are not echo replies to

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -137,7 +138,7 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 		sc, err := normalise(sc)
 		if err != nil {
 			p.closeStreams()
-			return nil, fmt.Errorf("probe: stream %d (%s %s): %w", i, sc.Kind, sc.Target, err)
+			return nil, fmt.Errorf("probe: stream %d (%s): %w", i, strings.TrimSpace(string(sc.Kind)+" "+sc.Target), err)
 		}
 		s := &stream{idx: int32(i), cfg: sc, interval: int64(float64(time.Second) / sc.Rate), p: p}
 		s.pend = newPending(sc.Rate, int64(sc.Timeout), horizonFactor*int64(sc.Timeout))
@@ -157,7 +158,7 @@ func New(ctx context.Context, cfg Config) (*Prober, error) {
 		}
 		if err != nil {
 			p.closeStreams()
-			return nil, fmt.Errorf("probe: stream %d (%s %s): %w", i, sc.Kind, sc.Target, err)
+			return nil, fmt.Errorf("probe: stream %d (%s): %w", i, strings.TrimSpace(string(sc.Kind)+" "+sc.Target), err)
 		}
 		p.streams = append(p.streams, s)
 	}

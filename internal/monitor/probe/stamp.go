@@ -199,17 +199,24 @@ func (k *stampKind) read(probe []byte) {
 			}
 			continue // ICMP errors surface here; the probe times out
 		}
-		recv := k.clock.At(info.At)
-		if info.KernelNs != 0 {
-			if t, ok := k.clock.FromKernel(info.KernelNs, info.At); ok {
-				recv = t
-			}
-		}
+		recv := recvTime(k.clock, info.At, info.KernelNs)
 		k.mu.Lock()
 		off := k.offset
 		k.mu.Unlock()
 		k.handle(buf[:n], probe, info.From, recv, off)
 	}
+}
+
+// recvTime is a datagram's receive time on clock: the kernel's timestamp
+// (CLOCK_REALTIME ns, 0: none) where it is usable, else at, the time the
+// datagram was read. Every probe kind's reader times replies with it.
+func recvTime(clock *stamp.Clock, at time.Time, kernelNs int64) int64 {
+	if kernelNs != 0 {
+		if t, ok := clock.FromKernel(kernelNs, at); ok {
+			return t
+		}
+	}
+	return clock.At(at)
 }
 
 // handle parses one datagram and delivers it to the stream's matcher.

@@ -24,6 +24,11 @@ import (
 type Server struct {
 	port int
 	dbs  atomic.Int64
+	// run runs one of PostgreSQL's programs as the server's user; data
+	// and opts are the data directory and the server's options.
+	run        func(name string, args ...string) error
+	data, opts string
+	logFile    string
 }
 
 // binDir finds the newest PostgreSQL's programs.
@@ -114,7 +119,28 @@ func Start(t testing.TB) *Server {
 			t.Logf("pgtest: %v", err)
 		}
 	})
-	return &Server{port: port}
+	return &Server{port: port, run: run, data: data, opts: opts, logFile: filepath.Join(dir, "log")}
+}
+
+// Stop stops the server, so a test sees its clients fail; Resume starts
+// it again on the same port. The stop is "fast" (clients cut off, then a
+// checkpoint), not "immediate": the server runs with
+// synchronous_commit=off, and a crash would lose transactions it had
+// confirmed.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	if err := s.run("pg_ctl", "-D", s.data, "-m", "fast", "-w", "stop"); err != nil {
+		t.Fatalf("pgtest: stop: %v", err)
+	}
+}
+
+// Resume starts a server Stop stopped, with its data and port.
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	if err := s.run("pg_ctl", "-D", s.data, "-l", s.logFile, "-w", "-t", "60", "-o", s.opts, "start"); err != nil {
+		log, _ := os.ReadFile(s.logFile)
+		t.Fatalf("pgtest: resume: %v\n%s", err, log)
+	}
 }
 
 // URL is the URL of database db on the server.
@@ -123,7 +149,10 @@ func (s *Server) URL(db string) string {
 }
 
 // NewDatabase creates an empty database and returns its URL.
-func (s *Server) NewDatabase(t *testing.T) string {
+func (s *Server) NewDatabase(t *testing.T) string { return s.NewDB(t) }
+
+// NewDB is NewDatabase for a test or a benchmark.
+func (s *Server) NewDB(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("t%d", s.dbs.Add(1))
 	db, err := sql.Open("pgx", s.URL("postgres"))

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/fleet"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/report"
+	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/web"
+)
+
+// newFleetCmd is `sonde fleet`: reports over a store many monitors share.
+func newFleetCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fleet",
+		Short: "Reports over a store shared by many monitors",
+		Long: `Commands over a store many monitors write to (PostgreSQL, or SQLite for a
+few): the fleet report, and the job that keeps its hourly aggregate
+(docs/fleet.md).`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newFleetReportCmd(), newFleetAggregateCmd(), newFleetServeCmd())
+	return cmd
+}
+
+func newFleetReportCmd() *cobra.Command {
+	var (
+		sr       storeRange
+		labels   []string
+		profile  string
+		upMin    int
+		upShare  float64
+		out      outputs
+		storeURL string
+	)
+	cmd := &cobra.Command{
+		Use:   "report --store URL [--since 7d | --from TIME --to TIME] [--label KEY=VALUE]…",
+		Short: "Report every monitor of a shared store against requirement profiles",
+		Long: `Read the monitors of a shared store over a range and print, per monitor and
+per label group, R(L) against each requirement profile with its verdict
+(PASS, FAIL, INSUFFICIENT: the 95 % interval decides), the worst aligned
+hour, the outages the monitors stored and the bufferbloat grades of their
+loaded episodes. Outages that many monitors saw at once (--upstream-min
+monitors, or --upstream-share of a label group) are grouped as one
+upstream event, and each monitor's outages are told apart: its line's or
+upstream's.
+
+--label KEY=VALUE chooses monitors (repeat it: different keys must all
+match, one key given twice matches either value). --since takes a duration
+up to days (7d, 36h); --from and --to RFC 3339 times or dates; --to
+defaults to now. --profile reads requirement profiles from a JSON file
+(default: seed 001's smart-grid table). The report reads the store's
+hourly aggregate where ` + "`sonde fleet aggregate`" + ` has merged it and minute
+rollups elsewhere, so it is exact either way, only faster with it.`,
+		Example: `  sonde fleet report --store postgres://sonde@db/fleet --since 7d
+  sonde fleet report --store postgres://sonde@db/fleet --since 30d --label isp=acme --html acme.html
+  sonde fleet report --store fleet.db --from 2026-05-01 --to 2026-06-01 --json may.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if storeURL == "" {
+				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
+			}
+			sr.url = storeURL
+			loc, fromT, toT, err := sr.resolve(time.Now())
+			if err != nil {
+				return err
+			}
+			filter, err := fleet.ParseFilter(labels)
+			if err != nil {
+				return usagef("--label: %w", err)
+			}
+			req := fleet.Request{FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Filter: filter, UpstreamMin: upMin, UpstreamShare: upShare}
+			if profile != "" {
+				if req.Profiles, err = readProfiles(profile); err != nil {
+					return usagef("--profile %s: %w", profile, err)
+				}
+			}
+			if cmd.Flags().Changed("upstream-min") && upMin == 0 || cmd.Flags().Changed("upstream-share") && upShare == 0 {
+				return usagef("--upstream-min and --upstream-share must be positive")
+			}
+			if err := req.Check(); err != nil {
+				return usagef("%s", strings.TrimPrefix(err.Error(), "fleet: "))
+			}
+			if err := out.check(); err != nil {
+				return err
+			}
+			var rep *model.FleetReport
+			err = sr.read(cmd.Context(), loc, "the report", func(ctx context.Context, st store.Store) (err error) {
+				rep, err = fleet.Report(ctx, st, req)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			return writeFleetReport(cmd.OutOrStdout(), cmd.ErrOrStderr(), &out, rep)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&storeURL, "store", "", "`URL` of the fleet's store: postgres://… or a SQLite path (required)")
+	f.StringVar(&sr.since, "since", "", "report the last `DURATION` up to now (e.g. 24h, 7d; default 7d without --from)")
+	f.StringVar(&sr.from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")
+	f.StringVar(&sr.to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")
+	f.DurationVar(&sr.timeout, "timeout", 10*time.Minute, "longest the report may take (reading the store included)")
+	sr.defSince = "7d"
+	f.StringArrayVar(&labels, "label", nil, "only monitors with label `KEY=VALUE` (repeatable; at most 32)")
+	f.StringVar(&profile, "profile", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table)")
+	f.IntVar(&upMin, "upstream-min", fleet.DefaultUpstreamMin, "an outage `N` monitors see at once is one upstream event (2 to 100000)")
+	f.Float64Var(&upShare, "upstream-share", fleet.DefaultUpstreamShare, "…or one a `FRACTION` of a label group's monitors (of two or more) see at once, (0, 1]")
+	out.register(cmd, "the report (schema sonde.fleet/v1)", false)
+	f.StringVar(&out.csv, "csv", "", "write one row per monitor and profile as CSV to `FILE`, - for stdout (no text summary then)")
+	return cmd
+}
+
+// writeFleetReport writes every output asked for; the text summary goes
+// where outputs say, and to stderr if a file output failed.
+func writeFleetReport(stdout, stderr io.Writer, out *outputs, rep *model.FleetReport) error {
+	var errs []error
+	if out.json != "" {
+		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		}))
+	}
+	if out.html != "" {
+		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteFleetHTML(w, rep) }))
+	}
+	if out.csv != "" {
+		errs = append(errs, writeOutput("--csv", out.csv, stdout, func(w io.Writer) error { return report.WriteFleetCSV(w, rep) }))
+	}
+	err := errors.Join(errs...)
+	if w := out.textTo(stdout, stderr, err != nil); w != nil {
+		err = errors.Join(err, report.WriteFleetText(w, rep))
+	}
+	return err
+}
+
+func newFleetAggregateCmd() *cobra.Command {
+	var (
+		storeURL string
+		maxHours int
+		timeout  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "aggregate --store URL",
+		Short: "Merge changed hours of minute rollups into the fleet's hourly aggregate",
+		Long: `Merge every stream-hour whose minute rollups changed since it was last merged
+into the store's hourly aggregate, which fleet report reads instead of 60
+minute rollups (docs/fleet.md). Run it from a timer (e.g. every 10
+minutes); a run merges what is marked and stops. Without it reports stay
+exact, only slower.`,
+		Example: `  sonde fleet aggregate --store postgres://sonde@db/fleet`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if storeURL == "" {
+				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
+			}
+			loc, err := store.ParseURL(storeURL)
+			if err != nil {
+				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+			}
+			if maxHours < 0 || maxHours > 100_000_000 {
+				return usagef("--max-hours %d: want 0 (all) to 100000000", maxHours)
+			}
+			if err := checkDuration("--timeout", timeout, time.Second, 24*time.Hour); err != nil {
+				return err
+			}
+			sr := storeRange{timeout: timeout}
+			start := time.Now()
+			var n int
+			err = sr.read(cmd.Context(), loc, "aggregating", func(ctx context.Context, st store.Store) (err error) {
+				n, err = fleet.Aggregate(ctx, st, maxHours)
+				return err
+			})
+			fmt.Fprintf(cmd.OutOrStdout(), "merged %d stream-hours in %s\n", n, time.Since(start).Round(time.Millisecond))
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&storeURL, "store", "", "`URL` of the fleet's store: postgres://… or a SQLite path (required)")
+	f.IntVar(&maxHours, "max-hours", 0, "merge at most `N` stream-hours (0: all that are marked)")
+	f.DurationVar(&timeout, "timeout", time.Hour, "longest the run may take")
+	return cmd
+}
+
+func newFleetServeCmd() *cobra.Command {
+	var storeURL, listen string
+	cmd := &cobra.Command{
+		Use:   "serve --store URL [--listen ADDR]",
+		Short: "Serve the fleet view: monitors, verdicts and upstream events in a browser",
+		Long: `Serve the fleet view of a shared store on --listen: a page listing the
+monitors with their verdict per requirement profile and whether their
+outages were their line's or upstream's, and the upstream events, for the
+last 24 h, 7 d or 30 d and a label filter (the report of fleet report, as
+JSON at /fleet.json?since=7d&label=isp%3Dacme). One report runs at a
+time, at most 2 minutes; there is no login: listen on loopback or behind
+a proxy that authenticates (docs/fleet.md, "Fleet view").`,
+		Example: `  sonde fleet serve --store postgres://sonde@db/fleet --listen 127.0.0.1:9102`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if storeURL == "" {
+				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
+			}
+			loc, err := store.ParseURL(storeURL)
+			if err != nil {
+				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+			}
+			if _, _, err := net.SplitHostPort(listen); err != nil {
+				return usagef("--listen %q: want HOST:PORT (e.g. 127.0.0.1:9102)", listen)
+			}
+			st, err := openExistingStore(cmd.Context(), loc)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("--listen: %w", err)
+			}
+			srv := &http.Server{Handler: fleet.Handler(st, web.Assets(), time.Now), ReadHeaderTimeout: 10 * time.Second,
+				ReadTimeout: 30 * time.Second, WriteTimeout: fleet.ReportTimeout + 30*time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+			fmt.Fprintf(cmd.ErrOrStderr(), "fleet view of %s on http://%s/\n", loc, ln.Addr())
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ln) }()
+			select {
+			case err := <-done:
+				return err
+			case <-cmd.Context().Done():
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				return srv.Shutdown(ctx)
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&storeURL, "store", "", "`URL` of the fleet's store: postgres://… or a SQLite path (required)")
+	f.StringVar(&listen, "listen", "127.0.0.1:9102", "`ADDR` to serve the fleet view on")
+	return cmd
+}

@@ -1,0 +1,159 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/store"
+)
+
+// Bounds of the fleet view's query (a browser supplies it).
+const (
+	maxQueryBytes = 8 << 10
+	// MaxViewRangeNs: the view reports at most 400 days back.
+	MaxViewRangeNs = int64(400 * 24 * 3600e9)
+	// ReportTimeout bounds one report the view runs.
+	ReportTimeout = 2 * time.Minute
+)
+
+// ParseQuery reads the fleet view's query string: since (a whole number of
+// hours or days, "36h", "7d"; default 7d, at most 400 days) and label
+// (KEY=VALUE, repeated, as --label). The range ends at now.
+func ParseQuery(raw string, now time.Time) (Request, error) {
+	if len(raw) > maxQueryBytes {
+		return Request{}, fmt.Errorf("a query of %d bytes: at most %d", len(raw), maxQueryBytes)
+	}
+	v, err := url.ParseQuery(raw)
+	if err != nil {
+		return Request{}, errors.New("the query string is malformed")
+	}
+	for k := range v {
+		if k != "since" && k != "label" {
+			return Request{}, fmt.Errorf("unknown parameter %.40q: want since and label", k)
+		}
+	}
+	since := "7d"
+	if s := v["since"]; len(s) > 1 {
+		return Request{}, errors.New("since given more than once")
+	} else if len(s) == 1 {
+		since = s[0]
+	}
+	d, err := parseSpan(since)
+	if err != nil {
+		return Request{}, err
+	}
+	f, err := ParseFilter(v["label"])
+	if err != nil {
+		return Request{}, err
+	}
+	to := now.UnixNano()
+	return Request{FromNs: to - d, ToNs: to, Filter: f}, nil
+}
+
+// parseSpan reads "36h" or "7d": a whole number of hours or days, more
+// than zero and at most MaxViewRangeNs.
+func parseSpan(s string) (int64, error) {
+	bad := fmt.Errorf("since %.20q: want whole hours or days, like 24h or 7d, up to 400d", s)
+	if len(s) < 2 || len(s) > 8 {
+		return 0, bad
+	}
+	n, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
+	if err != nil || n <= 0 || n > 400*24 {
+		return 0, bad
+	}
+	var d int64
+	switch s[len(s)-1] {
+	case 'h':
+		d = n * store.HourNs
+	case 'd':
+		d = n * 24 * store.HourNs
+	default:
+		return 0, bad
+	}
+	if d > MaxViewRangeNs {
+		return 0, bad
+	}
+	return d, nil
+}
+
+// Handler serves the fleet view: the page (fleet.html, fleet.js and the
+// monitor's stylesheet from assets) and /fleet.json, the report of the
+// query's range and filter over st. One report runs at a time (another
+// request meanwhile gets 503), each at most ReportTimeout; now is the
+// clock (time.Now).
+func Handler(st store.FleetReader, assets fs.FS, now func() time.Time) http.Handler {
+	busy := make(chan struct{}, 1)
+	files := map[string]string{"/": "fleet.html", "/fleet.js": "fleet.js", "/monitor.css": "monitor.css"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		name, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		b, err := fs.ReadFile(assets, name)
+		if err != nil {
+			http.Error(w, "the page is not built", http.StatusNotFound)
+			return
+		}
+		switch {
+		case strings.HasSuffix(name, ".html"):
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		case strings.HasSuffix(name, ".js"):
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		default:
+			w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		}
+		_, _ = w.Write(b)
+	})
+	mux.HandleFunc("/fleet.json", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		req, err := ParseQuery(r.URL.RawQuery, now())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case busy <- struct{}{}:
+			defer func() { <-busy }()
+		default:
+			http.Error(w, "a report is running: try again shortly", http.StatusServiceUnavailable)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), ReportTimeout)
+		defer cancel()
+		rep, err := Report(ctx, st, req)
+		if err != nil {
+			http.Error(w, "the report failed: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(rep)
+	})
+	return secure(mux)
+}
+
+// secure adds the headers of a same-origin page without inline script.
+func secure(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}

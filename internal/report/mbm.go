@@ -1,0 +1,177 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
+)
+
+// The MBM renderers (`sonde mbm`, docs/mbm.md): a run's target, model and
+// SPRT, and per test its verdict, counts and the sender's conformance.
+
+// WriteMBMText writes a run's summary: one line per test, then each test's
+// details.
+func WriteMBMText(w io.Writer, r *model.MBMResult) error {
+	var b strings.Builder
+	title := "MBM (RFC 8337)"
+	if r.Plan {
+		title += ": plan, nothing sent"
+	}
+	if r.Subpath != "" {
+		title += ", subpath " + r.Subpath
+	}
+	fmt.Fprintln(&b, title)
+	for _, l := range mbmHeader(r) {
+		fmt.Fprintf(&b, "%-13s %s\n", l.Label, l.Value)
+	}
+	if len(r.Tests) > 0 {
+		b.WriteString("\n")
+		t := table{right: []bool{false, false, false, true, true, true, false}}
+		t.row("test", "transport", "verdict", "packets", "marks", "loss", "95 % interval")
+		for _, x := range r.Tests {
+			t.row(x.ID, x.Transport, x.Verdict, n64(x.Packets), n64(x.Marks), fmt.Sprintf("%.3g", x.Loss), fmt.Sprintf("%.3g to %.3g", x.LossLow, x.LossHigh))
+		}
+		if err := t.write(&b); err != nil {
+			return err
+		}
+		for _, x := range r.Tests {
+			fmt.Fprintf(&b, "\n%s %s (%s): %s\n", x.ID, x.Name, x.Transport, x.Verdict)
+			for _, l := range mbmTestRows(x) {
+				fmt.Fprintf(&b, "  %-18s %s\n", l.Label, l.Value)
+			}
+		}
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(&b, "error: %s\n", e)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mbmHeader(r *model.MBMResult) []row {
+	m, s := r.Model, r.SPRT
+	rows := []row{
+		{Label: "target", Value: fmt.Sprintf("%s, RTT %g ms, MTU %d B", units.FormatRate(r.Target.RateBps), r.Target.RTTMs, r.Target.MTUBytes)},
+		{Label: "model", Value: fmt.Sprintf("W %d packets, R %.6g (%s), p0 %.4g, p1 %.4g", m.WindowPackets, m.RunLengthPackets, m.RunLengthModel, m.P0, m.P1)},
+		{Label: "SPRT", Value: fmt.Sprintf("α %g, β %g, floor %d, truncation %d packets", s.Alpha, s.Beta, s.FloorPackets, s.MaxPackets)},
+	}
+	if !r.Start.IsZero() {
+		rows = append(rows, row{Label: "run", Value: r.Start.UTC().Format(time.RFC3339) + " to " + r.End.UTC().Format(time.RFC3339)})
+	}
+	return rows
+}
+
+// mbmTestRows are a test's details, for the text and the HTML.
+func mbmTestRows(x model.MBMTest) []row {
+	rows := []row{{Label: "reason", Value: x.Reason, Level: verdictLevel(x.Verdict)}}
+	rows = append(rows, row{Label: "counted", Value: fmt.Sprintf("%d packets, %d marks (%d lost, %d CE)", x.Packets, x.Marks, x.Losses, x.CE)})
+	u := x.UDP
+	if u == nil {
+		u = &model.MBMUDP{} // a TCP test or an older result: no UDP rows
+	}
+	if u.DecisionPackets > 0 {
+		rows = append(rows, row{Label: "SPRT decided at", Value: n64(u.DecisionPackets) + " packets"})
+	}
+	if u.Pattern != "" {
+		rows = append(rows, row{Label: "pattern", Value: u.Pattern})
+	}
+	if u.PacketsSent > 0 {
+		rows = append(rows, row{Label: "sent", Value: fmt.Sprintf("%d packets (%d of growth) in %s", u.PacketsSent, u.GrowthPackets, FormatDuration(u.DurationMs/1e3))})
+	}
+	if u.SenderRateBps > 0 {
+		rows = append(rows, row{Label: "sender rate", Value: fmt.Sprintf("%s mean, %s least over %.0f ms", units.FormatRate(u.SenderRateBps), units.FormatRate(u.SenderMinRateBps), u.RateWindowMs)})
+	}
+	if u.ReceiverRateBps > 0 {
+		rows = append(rows, row{Label: "receiver rate", Value: fmt.Sprintf("%s mean, %s least", units.FormatRate(u.ReceiverRateBps), units.FormatRate(u.ReceiverMinRateBps))})
+	}
+	if u.Deadlines > 0 {
+		rows = append(rows, row{Label: "schedule", Value: fmt.Sprintf("%d deadlines, %d missed; error p50 %g µs, p99 %g µs, max %.0f µs", u.Deadlines, u.MissedDeadlines, u.ScheduleErrorP50Us, u.ScheduleErrorP99Us, u.ScheduleErrorMaxUs)})
+	}
+	if u.Reordered+u.Duplicates+u.Late+u.FeedbackGaps+u.SendErrors > 0 {
+		rows = append(rows, row{Label: "also", Value: fmt.Sprintf("%d reordered, %d duplicates, %d late, %d feedback gaps, %d send errors", u.Reordered, u.Duplicates, u.Late, u.FeedbackGaps, u.SendErrors)})
+	}
+	return rows
+}
+
+func verdictLevel(v string) string {
+	switch v {
+	case "PASS":
+		return levelOK
+	case "FAIL", "ERROR":
+		return levelBad
+	}
+	return levelWarn
+}
+
+type mbmPage struct {
+	Kind, Title, Subtitle, Schema string
+	Cards                         []card
+	Errors                        []string
+	Header                        []row
+	Tests                         []mbmTestView
+	Notes                         []string
+}
+
+type mbmTestView struct {
+	Title, Verdict, Level string
+	Rows                  []row
+}
+
+var mbmTemplate = newPage("mbm", mbmHTML)
+
+const mbmHTML = `{{template "top" .}}<section><h2>Target and model</h2>{{template "rows" .Header}}</section>
+{{range .Tests}}<section><h2>{{.Title}}</h2><p class="verdict {{.Level}}">{{.Verdict}}</p>{{template "rows" .Rows}}</section>
+{{end}}{{if .Notes}}<section><h2>Notes</h2><ul class="list">{{range .Notes}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
+{{template "foot" .}}`
+
+// WriteMBMHTML writes the self-contained HTML report of a run.
+func WriteMBMHTML(w io.Writer, r *model.MBMResult) error {
+	p := mbmPage{Kind: "sonde mbm", Title: "sonde mbm (RFC 8337)", Schema: r.Schema, Errors: r.Errors, Notes: r.Notes, Header: mbmHeader(r)}
+	p.Subtitle = fmt.Sprintf("target %s at RTT %g ms", units.FormatRate(r.Target.RateBps), r.Target.RTTMs)
+	if r.Subpath != "" {
+		p.Subtitle += ", subpath " + r.Subpath
+	}
+	for _, x := range r.Tests {
+		p.Cards = append(p.Cards, card{Label: x.ID + " " + x.Name, Value: x.Verdict, Sub: fmt.Sprintf("%d packets, %d marks", x.Packets, x.Marks), Level: verdictLevel(x.Verdict)})
+		p.Tests = append(p.Tests, mbmTestView{Title: x.ID + " " + x.Name + " (" + x.Transport + ")", Verdict: x.Verdict, Level: verdictLevel(x.Verdict), Rows: mbmTestRows(x)})
+	}
+	return render(w, mbmTemplate, p, "mbm html")
+}
+
+// WriteMBMCSV writes one row per test.
+func WriteMBMCSV(w io.Writer, r *model.MBMResult) error {
+	t := table{}
+	t.row("id", "name", "transport", "verdict", "reason", "packets", "marks", "losses", "ce", "loss", "loss_low", "loss_high",
+		"decision_packets", "packets_sent", "sender_min_rate_bps", "receiver_min_rate_bps", "schedule_error_p50_us", "schedule_error_p99_us", "missed_deadlines", "reordered")
+	for _, x := range r.Tests {
+		u := x.UDP
+		if u == nil {
+			u = &model.MBMUDP{}
+		}
+		t.row(x.ID, x.Name, x.Transport, x.Verdict, x.Reason, n64(x.Packets), n64(x.Marks), n64(x.Losses), n64(x.CE),
+			fmt.Sprint(x.Loss), fmt.Sprint(x.LossLow), fmt.Sprint(x.LossHigh), n64(u.DecisionPackets), n64(u.PacketsSent),
+			fmt.Sprint(u.SenderMinRateBps), fmt.Sprint(u.ReceiverMinRateBps), fmt.Sprint(u.ScheduleErrorP50Us), fmt.Sprint(u.ScheduleErrorP99Us),
+			n64(u.MissedDeadlines), n64(u.Reordered))
+	}
+	return t.writeCSV(w)
+}
+
+// mbmHeadlines are the figures a comparison shows: per test, its marks
+// and loss.
+func mbmHeadlines(r *model.MBMResult) []headline {
+	var h []headline
+	for _, x := range r.Tests {
+		h = append(h, headline{label: x.ID + " packets", v: float64(x.Packets)}, headline{label: x.ID + " loss", unit: "%", v: 100 * x.Loss})
+	}
+	return h
+}
+
+func n64(v int64) string { return strconv.FormatInt(v, 10) }
