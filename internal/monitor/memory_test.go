@@ -13,7 +13,7 @@ import (
 // loopSizes are the lengths and capacities of what the loop keeps between
 // passes: each must stay bounded however long the daemon runs.
 type loopSizes struct {
-	recent, recentArr, pending, order, buf, written, backlog, events, lastEvents, watchBuf int
+	recent, recentArr, pending, order, buf, written, long, backlog, events, lastEvents, watchBuf int
 }
 
 func sizesOf(c *core, w *watcher) loopSizes {
@@ -21,7 +21,7 @@ func sizesOf(c *core, w *watcher) loopSizes {
 	last := len(c.status.LastEvents)
 	c.mu.Unlock()
 	return loopSizes{recent: len(c.recent), recentArr: cap(c.recentArr), pending: cap(c.pending), order: cap(c.order),
-		buf: cap(c.buf), written: len(c.written), backlog: len(c.backlog), events: len(c.events), lastEvents: last, watchBuf: cap(w.buf)}
+		buf: cap(c.buf), written: len(c.written), long: len(c.long), backlog: len(c.backlog), events: len(c.events), lastEvents: last, watchBuf: cap(w.buf)}
 }
 
 // TestLoopMemoryBounded drives the daemon's loop (core and watcher, a real
@@ -80,6 +80,9 @@ func TestLoopMemoryBounded(t *testing.T) {
 					// link outage (5 kept here; without the pruning, 8 by
 					// minute 50).
 					{"events written", sz.written, int(2*recentSpan/(7*time.Minute)) + 2},
+					// Outages seen open, by scope (link, target,
+					// stream) and stream.
+					{"open outages tracked", sz.long, 3 * (len(c.plan.Streams) + 1)},
 					{"store backlog", sz.backlog, 0},
 					{"events not written", sz.events, 0},
 					{"status events", sz.lastEvents, maxLastEvents},
