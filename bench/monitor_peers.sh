@@ -6,9 +6,12 @@
 # only when a tool fails. Needs root (the lab).
 #
 # Per tool (medians over the rounds): RTT p50 minus the configured truth,
-# p99, CPU % of one core and RSS (max sampled each second), all over the
+# p99, CPU % of one core, RSS and its anonymous part (RssAnon: the
+# process's own memory, without the pages of its executable and libraries
+# that RSS also counts; each the max sampled each second), all over the
 # same BENCH_DURATION window of each run, and the ratios sonde/irtt and
-# sonde/smokeping_prober.
+# sonde/smokeping_prober. The load average is printed beside: CPU shares
+# are honest, not idle, when other work shares the cores.
 #   sonde            `sonde monitor run` (STAMP to `sonde serve` in the server
 #                    namespace); RTTs from its store
 #   irtt             `irtt client` to `irtt server`; RTTs from its JSON output
@@ -94,24 +97,27 @@ tool_pid() {
 }
 cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null; }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+anon_kb() { awk '/^RssAnon:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 
 # measure TOOL PID ROUND: samples CPU and RSS over the window, calling
 # on_start and on_end hooks at its edges. Writes TOOL-ROUND.use.
 measure() {
-	local tool=$1 pid=$2 round=$3 c0 c1 t0 t1 r max=0
+	local tool=$1 pid=$2 round=$3 c0 c1 t0 t1 r a max=0 amax=0
 	sleep 3
 	"on_start_$tool" "$round"
 	c0=$(cpu_ticks "$pid") t0=$(date +%s.%N)
 	for ((i = 0; i < DUR; i++)); do
 		sleep 1
-		r=$(rss_kb "$pid")
+		r=$(rss_kb "$pid") a=$(anon_kb "$pid")
 		[ -n "$r" ] && [ "$r" -gt "$max" ] && max=$r
+		[ -n "$a" ] && [ "$a" -gt "$amax" ] && amax=$a
 	done
 	c1=$(cpu_ticks "$pid") t1=$(date +%s.%N)
 	"on_end_$tool" "$round"
 	[ -n "$c0" ] && [ -n "$c1" ] || { echo "$tool exited early" >&2; return 1; }
-	python3 -c "import sys; c0,c1,t0,t1,tck,m=map(float,sys.argv[1:]); print((c1-c0)/tck/(t1-t0)*100, m/1024)" \
-		"$c0" "$c1" "$t0" "$t1" "$TCK" "$max" >"$tmp/$tool-$round.use"
+	python3 -c "import sys; c0,c1,t0,t1,tck,m,a=map(float,sys.argv[1:]); print((c1-c0)/tck/(t1-t0)*100, m/1024, a/1024)" \
+		"$c0" "$c1" "$t0" "$t1" "$TCK" "$max" "$amax" >"$tmp/$tool-$round.use"
+	cut -d' ' -f1-3 /proc/loadavg >>"$tmp/load"
 }
 
 on_start_sonde() { date +%s%N >"$tmp/sonde-$1.from"; }
@@ -178,9 +184,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	order=("${order[2]}" "${order[1]}" "${order[0]}") # alternate: reverse
 done
 
-python3 - "$tmp" "$ROUNDS" "$TRUTH" "$DUR" "$PROFILE" <<'EOF'
+python3 - "$tmp" "$ROUNDS" "$TRUTH" "$DUR" "$PROFILE" "$(nproc)" <<'EOF'
 import re, statistics, sys
-tmp, rounds, truth, dur, profile = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+tmp, rounds, truth, dur, profile, ncpu = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 
 def pct(xs, q):
     xs = sorted(xs)
@@ -210,7 +216,7 @@ def hpct(h, q):  # linear inside the bucket
 
 rows = {}
 for tool in ("sonde", "irtt", "smokeping"):
-    p50s, p99s, cpus, rsss, ns = [], [], [], [], []
+    p50s, p99s, cpus, rsss, anons, ns = [], [], [], [], [], []
     for r in range(1, rounds + 1):
         if tool == "smokeping":
             h0, h1 = hist(f"{tmp}/smokeping-{r}.m0"), hist(f"{tmp}/smokeping-{r}.m1")
@@ -219,24 +225,26 @@ for tool in ("sonde", "irtt", "smokeping"):
         else:
             xs = [int(x) / 1e6 for x in open(f"{tmp}/{tool}-{r}.rtt").read().split()]
             p50, p99, n = pct(xs, 0.5), pct(xs, 0.99), len(xs)
-        cpu, rss = map(float, open(f"{tmp}/{tool}-{r}.use").read().split())
-        p50s.append(p50); p99s.append(p99); cpus.append(cpu); rsss.append(rss); ns.append(n)
+        cpu, rss, anon = map(float, open(f"{tmp}/{tool}-{r}.use").read().split())
+        p50s.append(p50); p99s.append(p99); cpus.append(cpu); rsss.append(rss); anons.append(anon); ns.append(n)
     rows[tool] = dict(p50=statistics.median(p50s), p99=statistics.median(p99s),
-                      cpu=statistics.median(cpus), rss=statistics.median(rsss), n=statistics.median(ns),
-                      cpus=cpus, rsss=rsss, p50s=p50s)
+                      cpu=statistics.median(cpus), rss=statistics.median(rsss), anon=statistics.median(anons),
+                      n=statistics.median(ns), cpus=cpus, rsss=rsss, p50s=p50s)
 
 print(f"sonde monitor vs irtt vs smokeping_prober: lab {profile}, truth (configured base RTT) {truth:.3f} ms, "
       f"10 probes/s, {dur} s per run, {rounds} round(s), medians over rounds")
-print(f"{'tool':<18}{'RTTs':>7}{'p50-truth ms':>14}{'p99 ms':>9}{'CPU % core':>12}{'RSS MB':>9}   per round: CPU %, RSS MB")
+loads = [l.split() for l in open(f"{tmp}/load")]
+print(f"load average (1 min) at the end of each run: {' '.join(l[0] for l in loads)} on {ncpu} cores")
+print(f"{'tool':<18}{'RTTs':>7}{'p50-truth ms':>14}{'p99 ms':>9}{'CPU % core':>12}{'RSS MB':>9}{'anon MB':>9}   per round: CPU %, RSS MB")
 names = {"sonde": "sonde monitor", "irtt": "irtt client", "smokeping": "smokeping_prober"}
 for tool, v in rows.items():
     per = "  ".join(f"{c:.3f}/{m:.1f}" for c, m in zip(v["cpus"], v["rsss"]))
-    print(f"{names[tool]:<18}{v['n']:>7.0f}{v['p50'] - truth:>+14.3f}{v['p99']:>9.3f}{v['cpu']:>12.3f}{v['rss']:>9.1f}   {per}")
+    print(f"{names[tool]:<18}{v['n']:>7.0f}{v['p50'] - truth:>+14.3f}{v['p99']:>9.3f}{v['cpu']:>12.3f}{v['rss']:>9.1f}{v['anon']:>9.1f}   {per}")
 s = rows["sonde"]
 for peer in ("irtt", "smokeping"):
     p = rows[peer]
     ratio = lambda a, b: a / b if b > 0 else float("nan")
-    print(f"sonde/{names[peer]}: CPU {ratio(s['cpu'], p['cpu']):.2f}, RSS {ratio(s['rss'], p['rss']):.2f}, "
+    print(f"sonde/{names[peer]}: CPU {ratio(s['cpu'], p['cpu']):.2f}, RSS {ratio(s['rss'], p['rss']):.2f}, anon {ratio(s['anon'], p['anon']):.2f}, "
           f"p50 difference {s['p50'] - p['p50']:+.3f} ms, p99 difference {s['p99'] - p['p99']:+.3f} ms")
 print("smokeping_prober's percentiles come from its histogram (50 µs buckets, interpolated); ICMP, not UDP.")
 EOF

@@ -9,8 +9,12 @@
 #   B  1 target × 100 probes/s
 # Each runs BENCH_SECONDS; every BENCH_SAMPLE s the daemon's CPU time
 # (utime+stime of /proc/PID/stat, all threads) and RSS (VmRSS) are read.
-# Printed per row: the RSS series, the CPU % of one core over the soak
-# (from the first sample on, so start-up is left out; the whole run too),
+# Printed per row: the RSS series (every sample, then at the first minute,
+# every 5 minutes and the last minute, each split into anonymous memory
+# and file pages: the sonde binary's own pages are about 22 MB of its
+# RSS), the Go runtime's memory from the daemon's /metrics at the end
+# (heap in use, total from the OS, next GC goal), the CPU % of one core
+# over the soak (from the first sample on, so start-up is left out),
 # RSS first/last/max and its growth from the first minute to the last,
 # context switches per probe (all threads, /proc/PID/task/*/status), the
 # send-schedule lateness p50/p99/max of every probe stored, and the store's
@@ -70,6 +74,8 @@ cpu_ticks() { # utime+stime of the whole process
 	awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
 }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# rss_split PID: "anon file" kB (RssAnon, RssFile + RssShmem).
+rss_split() { awk '/^RssAnon:/ { a = $2 } /^RssFile:/ { f += $2 } /^RssShmem:/ { f += $2 } END { print a + 0, f + 0 }' "/proc/$1/status"; }
 ctxsw() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n + 0 }'; }
 
 # run ROW RATE TARGET… : one soak; prints its figures.
@@ -81,7 +87,7 @@ run() {
 	"$SONDE" monitor run "${args[@]}" --rate "$rate" --store "$db" --listen "127.0.0.1:${port[8]}" \
 		--name "soak-$row" 2>"$tmp/$row.log" & local pid=$!
 	pids+=("$pid")
-	local t0 now c0 s0 c s rss series="" maxrss=0 first=() last=()
+	local t0 now c0 s0 c s rss series="" marks="" maxrss=0 first=() last=() split
 	t0=$(date +%s.%N)
 	sleep 1
 	kill -0 "$pid" 2>/dev/null || { echo "row $row: sonde monitor run exited: $(cat "$tmp/$row.log")" >&2; return 1; }
@@ -97,6 +103,9 @@ run() {
 		kill -0 "$pid" 2>/dev/null || { echo "row $row: daemon died: $(tail -3 "$tmp/$row.log")" >&2; return 1; }
 		rss=$(rss_kb "$pid")
 		series="$series $((rss / 1024))"
+		# t (s since the start), RSS, anon, file, in kB: the marks.
+		split=$(rss_split "$pid")
+		marks="$marks $(((i + 1) * SAMPLE)):$rss:${split// /:}"
 		[ "$rss" -gt "$maxrss" ] && maxrss=$rss
 		[ "$i" -le 6 ] && first+=("$rss")
 		last+=("$rss")
@@ -104,6 +113,8 @@ run() {
 	done
 	c=$(cpu_ticks "$pid") s=$(ctxsw "$pid")
 	now=$(date +%s.%N)
+	local gomem
+	gomem=$(curl -fs "http://127.0.0.1:${port[8]}/metrics" | awk '/^go_memstats_heap_inuse_bytes /{h=$2} /^go_memstats_sys_bytes /{s=$2} /^go_memstats_next_gc_bytes /{g=$2} END{printf "heap in use %.1f MB, from the OS %.1f MB, next GC at %.1f MB", h/1048576, s/1048576, g/1048576}')
 	local load
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	kill -TERM "$pid"
@@ -116,9 +127,9 @@ run() {
 	local tblbytes filebytes
 	tblbytes=$(sqlite3 "$db" "SELECT sum(pgsize) FROM dbstat WHERE name = 'probes' OR name LIKE 'sqlite_autoindex_probes%'" 2>/dev/null)
 	filebytes=$(($(stat -c %s "$db") + $(stat -c %s "$db-wal" 2>/dev/null || echo 0)))
-	python3 - "$row" "$rate" "$#" "$c0" "$c" "$tc0" "$now" "$t0" "$TCK" "$s0" "$s" "$probes" "$maxrss" "${tblbytes:-0}" "$filebytes" "$lat" "$load" "${first[*]}" "${last[*]}" "$series" "$SECS" <<'EOF'
+	python3 - "$row" "$rate" "$#" "$c0" "$c" "$tc0" "$now" "$t0" "$TCK" "$s0" "$s" "$probes" "$maxrss" "${tblbytes:-0}" "$filebytes" "$lat" "$load" "${first[*]}" "${last[*]}" "$series" "$SECS" "$marks" "$gomem" <<'EOF'
 import sys
-(row, rate, ntg, c0, c, tc0, now, t0, tck, s0, s, probes, maxrss, tbl, fileb, lat, load, first, last, series, secs) = sys.argv[1:]
+(row, rate, ntg, c0, c, tc0, now, t0, tck, s0, s, probes, maxrss, tbl, fileb, lat, load, first, last, series, secs, marks, gomem) = sys.argv[1:]
 tck = float(tck); el = float(now) - float(tc0)
 cpu = (float(c) - float(c0)) / tck / el * 100
 sent = float(ntg) * float(rate) * el
@@ -127,6 +138,14 @@ p50, p99, pmax = lat.split() if lat else ("nan",) * 3
 probes = int(probes)
 print(f"row {row}: {ntg} target(s) x {rate}/s for {secs} s (figures over the last {el:.0f} s; load average at the end {load})")
 print(f"  RSS series (MB, every sample):{series}")
+ms = [tuple(int(x) for x in m.split(":")) for m in marks.split()]
+def at(t):  # the sample nearest t seconds in
+    return min(ms, key=lambda m: abs(m[0] - t))
+pick = [at(60)] + [at(t) for t in range(300, int(secs), 300)] + [ms[-1]]
+seen = set()
+print("  RSS (MB) at: " + ", ".join(f"{m[0]/60:.0f} min {m[1]/1024:.1f} (anon {m[2]/1024:.1f}, file {m[3]/1024:.1f})" for m in pick if not (m[0] in seen or seen.add(m[0]))))
+big = max(ms, key=lambda m: m[1])
+print(f"  RSS max {big[1]/1024:.1f} MB at {big[0]/60:.1f} min (anon {big[2]/1024:.1f}, file {big[3]/1024:.1f}); Go runtime at the end: {gomem or 'no /metrics'}")
 print(f"  CPU: {cpu:.2f} % of one core (bar < 2 %)  [{(float(c)-float(c0))/tck:.2f} s CPU in {el:.0f} s]")
 print(f"  RSS: max {int(maxrss)/1024:.1f} MB (bar < 64 MB); first minute mean {sum(first)/len(first)/1024:.1f} MB, last minute mean {sum(last)/len(last)/1024:.1f} MB, growth {(sum(last)/len(last)-sum(first)/len(first))/1024:+.1f} MB")
 print(f"  context switches: {(float(s)-float(s0))/sent:.2f} per probe ({int(float(s)-float(s0))} for ~{sent:.0f} probes)")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/monitor"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 func newMonitorCmd() *cobra.Command {
@@ -41,6 +42,8 @@ func newMonitorRunCmd() *cobra.Command {
 		keepRaw  string
 		keepRoll string
 		labels   []string
+		memLimit string
+		pprofAt  string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --target SERVER [--target …]",
@@ -119,7 +122,19 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 			if err != nil {
 				return usageErr(err)
 			}
-			return runMonitor(cmd.Context(), cmd.ErrOrStderr(), plan)
+			lim, err := units.ParseBytesLimit(memLimit)
+			if err != nil {
+				return usagef("--memory-limit: %s", err)
+			}
+			if lim != 0 && lim < minMemoryLimit {
+				return usagef("--memory-limit %s: at least %d MiB, or off", memLimit, minMemoryLimit>>20)
+			}
+			if pprofAt != "" {
+				if _, _, err := net.SplitHostPort(pprofAt); err != nil {
+					return usagef("--debug-pprof %q: want host:port", pprofAt)
+				}
+			}
+			return runMonitor(cmd.Context(), cmd.ErrOrStderr(), plan, runtimeOpts{memLimit: lim, pprof: pprofAt})
 		},
 	}
 	f := cmd.Flags()
@@ -144,11 +159,18 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 	f.StringVar(&cfg.Ship, "ship", "", "also ship rollups, events and restarts to the fleet store at `URL` (postgres://…; docs/fleet.md)")
 	f.StringVar(&cfg.ShipToken, "ship-token", "", "the monitor's `TOKEN` in the fleet store (sonde store monitor add prints it)")
 	f.BoolVar(&cfg.ShipRaw, "ship-raw", false, "with --ship, also ship raw probe samples and interface counters")
+	f.StringVar(&memLimit, "memory-limit", "48MiB", "soft limit `SIZE` of the Go runtime's memory (debug.SetMemoryLimit), a backstop: the GC works harder near it (off: none)")
+	f.StringVar(&pprofAt, "debug-pprof", "", "serve net/http/pprof on `ADDR` (host:port) for profiling; off by default, never expose it")
 	return cmd
 }
 
 // runMonitor opens the store and runs the daemon until ctx ends.
-func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan) error {
+func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan, ro runtimeOpts) error {
+	stop, err := ro.apply(logw)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	loc, _ := store.ParseURL(plan.Store)
 	if loc.Backend == store.SQLite && loc.Path != store.Memory && os.Geteuid() == 0 && plan.Store == monitor.DefaultStore() {
 		// The default state directory (systemd's StateDirectory makes it too).
@@ -157,7 +179,7 @@ func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan) error {
 		}
 	}
 	octx, cancel := context.WithTimeout(ctx, time.Minute)
-	st, err := store.Open(octx, plan.Store, store.Options{})
+	st, err := store.Open(octx, plan.Store, store.Options{CacheKiB: monitor.StoreCacheKiB})
 	cancel()
 	if err != nil {
 		// The store is there but fails (unreachable, a newer schema): a

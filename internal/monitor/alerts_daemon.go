@@ -102,7 +102,7 @@ func (w *watcher) pass(c *core, now int64) {
 			break // drained long before: fed by an earlier pass
 		}
 		if (!w.fed || s.SentNs >= w.fedTo) && s.SentNs < cut {
-			w.buf = append(w.buf, s)
+			w.buf = append(w.buf, s.sample())
 		}
 	}
 	slices.SortFunc(w.buf, func(a, b model.ProbeSample) int {

@@ -46,9 +46,9 @@ type core struct {
 	// loop fields
 	buf        []model.ProbeSample
 	pending    []model.ProbeSample // probes of minutes not rolled up yet
-	recent     []model.ProbeSample // the detectors' window, drain order
-	recentArr  []model.ProbeSample // recent's backing array (recent ends at its end)
-	final      []model.ProbeSample // detect's sorted copy, reused
+	recent     []winSample         // the detectors' window, drain order
+	recentArr  []winSample         // recent's backing array (recent ends at its end)
+	order      []int32             // detect's order of recent (indexes), reused
 	lastCount  int64               // newest counter sample written
 	nextEvents int64
 	nextRetain int64
@@ -135,10 +135,10 @@ func (c *core) step(ctx context.Context, now int64, final bool) {
 		b.Probes = append(b.Probes, s)
 		if s.Late {
 			replaceLost(c.pending, s)
-			replaceLost(c.recent, s)
+			replaceLostRecent(c.recent, s)
 		} else {
 			c.pending = append(c.pending, s)
-			c.pushRecent(s)
+			c.pushRecent(winOf(s))
 		}
 	}
 	if c.tracker != nil {
@@ -183,6 +183,23 @@ func replaceLost(ss []model.ProbeSample, late model.ProbeSample) {
 			return
 		}
 		if s.SentNs < late.SentNs-8*int64(probe.MaxTimeout) {
+			return
+		}
+	}
+}
+
+// replaceLostRecent is replaceLost for the detectors' window.
+func replaceLostRecent(ws []winSample, late model.ProbeSample) {
+	for i := len(ws) - 1; i >= 0; i-- {
+		w := &ws[i]
+		if w.Stream == late.Stream && w.SentNs == late.SentNs {
+			if w.Lost && !w.Late {
+				late.Load = w.Load
+				*w = winOf(late)
+			}
+			return
+		}
+		if w.SentNs < late.SentNs-8*int64(probe.MaxTimeout) {
 			return
 		}
 	}
@@ -244,9 +261,34 @@ func (c *core) thresholds() []int64 {
 	return a.ThresholdsNs()
 }
 
+// winSample is one probe as the detectors' window keeps it: what the
+// detectors, the alerts, the dashboard and /status read (no sequence
+// number, lateness or one-way delays), in 24 bytes where a
+// model.ProbeSample takes 56. The window is the daemon's largest structure
+// (15 minutes: 90,000 samples at 100/s), so its size is most of the
+// daemon's heap (docs/monitor.md, "Memory").
+type winSample struct {
+	SentNs int64
+	RTTNs  int64 // -1: lost; a late sample's RTT when Late
+	Stream int32
+	Lost   bool
+	Late   bool
+	Load   model.LoadState
+}
+
+func winOf(s model.ProbeSample) winSample {
+	return winSample{SentNs: s.SentNs, RTTNs: s.RTTNs, Stream: s.Stream, Lost: s.Lost, Late: s.Late, Load: s.Load}
+}
+
+// sample is w as a model.ProbeSample (sequence, lateness and one-way
+// delays zero).
+func (w winSample) sample() model.ProbeSample {
+	return model.ProbeSample{SentNs: w.SentNs, RTTNs: w.RTTNs, Stream: w.Stream, Lost: w.Lost, Late: w.Late, Load: w.Load}
+}
+
 // trimRecent keeps the detectors' window bounded in time and count. It
 // drops the front by reslicing, not copying: the window is 15 minutes of
-// samples (4 MB at 8 × 10/s), and moving it every second was the loop's
+// samples (2 MB at 8 × 10/s), and moving it every second was the loop's
 // largest copy; pushRecent compacts it now and then instead.
 func (c *core) trimRecent(now int64) {
 	from := now - int64(recentSpan)
@@ -265,12 +307,12 @@ func (c *core) trimRecent(now int64) {
 // array's start if they fill at most two thirds of it (so a move happens
 // once per half a window of samples at most), else to an array half as
 // large again.
-func (c *core) pushRecent(s model.ProbeSample) {
+func (c *core) pushRecent(s winSample) {
 	if len(c.recent) == cap(c.recent) {
 		if n := len(c.recent); n > 0 && 3*n <= 2*cap(c.recentArr) {
 			c.recent = append(c.recentArr[:0], c.recent...) // memmove: overlap is safe
 		} else {
-			arr := make([]model.ProbeSample, n, n+n/2+1024)
+			arr := make([]winSample, n, n+n/2+1024)
 			copy(arr, c.recent)
 			c.recentArr, c.recent = arr[:0], arr
 		}
@@ -286,14 +328,17 @@ func byStreamSent(a, b model.ProbeSample) int {
 	return int(min(max(a.SentNs-b.SentNs, -1), 1))
 }
 
-// finalByStream appends to dst the samples of recent sent before to,
-// ordered by stream, then send time (stable), as a stable sort by
-// byStreamSent would, in linear time: a counting pass distributes them by
-// stream keeping drain order, which is already send order but for the
+// finalOrder appends to dst the indexes in recent of the samples sent
+// before to, ordered by stream, then send time (stable), as a stable sort
+// by byStreamSent would, in linear time: a counting pass distributes them
+// by stream keeping drain order, which is already send order but for the
 // lost samples (emitted a timeout late), so each stream's run is sorted
 // only when it is not in order already. The stable sort of the whole
-// window every 10 s was the loop's largest cost.
-func finalByStream(dst, recent []model.ProbeSample, to int64, streams int) []model.ProbeSample {
+// window every 10 s was the loop's largest cost; indexes (4 bytes a
+// sample) instead of a sorted copy of the window (5 MB at 100/s, kept
+// between passes) were its largest memory saving.
+func finalOrder(dst []int32, recent []winSample, to int64, streams int) []int32 {
+	bySent := func(a, b int32) int { return int(min(max(recent[a].SentNs-recent[b].SentNs, -1), 1)) }
 	starts := make([]int, streams+1)
 	n := 0
 	for i := range recent {
@@ -304,12 +349,17 @@ func finalByStream(dst, recent []model.ProbeSample, to int64, streams int) []mod
 		if s.Stream < 0 || int(s.Stream) >= streams {
 			// Not a configured stream (never from the probers): the
 			// general sort.
-			for _, s := range recent {
-				if s.SentNs < to {
-					dst = append(dst, s)
+			for i := range recent {
+				if recent[i].SentNs < to {
+					dst = append(dst, int32(i))
 				}
 			}
-			slices.SortStableFunc(dst, byStreamSent)
+			slices.SortStableFunc(dst, func(a, b int32) int {
+				if sa, sb := recent[a].Stream, recent[b].Stream; sa != sb {
+					return int(sa - sb)
+				}
+				return bySent(a, b)
+			})
 			return dst
 		}
 		starts[s.Stream+1]++
@@ -323,11 +373,10 @@ func finalByStream(dst, recent []model.ProbeSample, to int64, streams int) []mod
 	for i := range recent {
 		s := &recent[i]
 		if s.SentNs < to {
-			dst[next[s.Stream]] = *s
+			dst[next[s.Stream]] = int32(i)
 			next[s.Stream]++
 		}
 	}
-	bySent := func(a, b model.ProbeSample) int { return int(min(max(a.SentNs-b.SentNs, -1), 1)) }
 	for k := range streams {
 		if run := dst[starts[k]:starts[k+1]]; !slices.IsSortedFunc(run, bySent) {
 			slices.SortStableFunc(run, bySent)
@@ -342,9 +391,8 @@ func finalByStream(dst, recent []model.ProbeSample, to int64, streams int) []mod
 // ends, a step once it has held.
 func (c *core) detect(now int64) []model.MonitorEvent {
 	to := now - c.timeoutNs
-	c.final = finalByStream(c.final[:0], c.recent, to, len(c.plan.Streams))
-	ss := c.final
-	if len(ss) == 0 {
+	c.order = finalOrder(c.order[:0], c.recent, to, len(c.plan.Streams))
+	if len(c.order) == 0 {
 		return nil
 	}
 	var up, down float64
@@ -357,8 +405,9 @@ func (c *core) detect(now int64) []model.MonitorEvent {
 		c.log.Printf("detectors: %v", err)
 		return nil
 	}
-	from := ss[0].SentNs
-	for _, s := range ss {
+	from := c.recent[c.order[0]].SentNs
+	for _, i := range c.order {
+		s := c.recent[i].sample()
 		from = min(from, s.SentNs)
 		if err := a.AddSample(s); err != nil {
 			c.log.Printf("detectors: %v", err)
@@ -370,7 +419,7 @@ func (c *core) detect(now int64) []model.MonitorEvent {
 		c.log.Printf("detectors: %v", err)
 		return nil
 	}
-	c.metrics.setReliability(ss, c.th, to)
+	c.metrics.setReliability(c.recent, c.th, to)
 	var out []model.MonitorEvent
 	full := now-from >= int64(recentSpan)-int64(time.Minute)
 	for _, e := range rep.Events {

@@ -7,6 +7,7 @@ import (
 	"log"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -59,7 +60,7 @@ func BenchmarkCoreSecond(b *testing.B) {
 	}
 }
 
-func benchCore(b *testing.B, targets int, rate float64) *core {
+func benchCore(b testing.TB, targets int, rate float64) *core {
 	var ts []string
 	for i := range targets {
 		ts = append(ts, fmt.Sprintf("stamp://127.0.0.%d:9", i+1))
@@ -82,9 +83,52 @@ func benchCore(b *testing.B, targets int, rate float64) *core {
 	if _, err := st.Streams(context.Background(), mid, p.Streams); err != nil {
 		b.Fatal(err)
 	}
-	c := newCore(p, st, mid, probe.NewRing(0), log.New(io.Discard, "", 0))
+	c := newCore(p, st, mid, probe.NewRing(ringSize(p)), log.New(io.Discard, "", 0))
 	if err := c.restart(context.Background(), t0); err != nil {
 		b.Fatal(err)
 	}
 	return c
+}
+
+// BenchmarkCoreMemory is the daemon loop's memory in steady state: after
+// 20 simulated minutes (the detectors' window full), one op = one more
+// simulated second. live-MB is the Go heap kept after a collection
+// (runtime.MemStats.HeapAlloc after runtime.GC: the loop's retained
+// structures, the store's Go side and the ring); alloc-MB/s what the loop
+// allocates per second of probing (what the GC must clear, so what sets
+// how far the heap grows between collections).
+func BenchmarkCoreMemory(b *testing.B) {
+	for _, bc := range []struct {
+		targets int
+		rate    float64
+	}{{8, 10}, {1, 100}} {
+		b.Run(fmt.Sprintf("%dx%g", bc.targets, bc.rate), func(b *testing.B) {
+			c := benchCore(b, bc.targets, bc.rate)
+			ctx := context.Background()
+			sim := newSimProber(bc.targets, bc.rate)
+			now := t0
+			second := func() {
+				now += int64(time.Second)
+				sim.push(c.ring, now)
+				c.step(ctx, now, false)
+			}
+			for range 20 * 60 {
+				second()
+			}
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
+			b.ResetTimer()
+			for range b.N {
+				second()
+			}
+			b.StopTimer()
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			runtime.KeepAlive(c) // its structures are what is measured
+			b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-MB")
+			b.ReportMetric(float64(ms.TotalAlloc-before)/float64(b.N)/(1<<20), "alloc-MB/s")
+		})
+	}
 }

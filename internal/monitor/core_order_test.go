@@ -11,11 +11,11 @@ import (
 // drainOrder makes samples as the ring gives them: streams interleaved in
 // send order, lost ones emitted a timeout late (so out of order), and
 // sometimes a sample of a stream that is not configured.
-func drainOrder(rng *rand.Rand, n, streams int, stray bool) []model.ProbeSample {
-	var out, lost []model.ProbeSample
+func drainOrder(rng *rand.Rand, n, streams int, stray bool) []winSample {
+	var out, lost []winSample
 	for i := range n {
 		sent := t0 + int64(i/streams)*100e6
-		s := model.ProbeSample{Stream: int32(i % streams), Seq: uint32(i), SentNs: sent, RTTNs: 20e6}
+		s := winSample{Stream: int32(i % streams), SentNs: sent, RTTNs: 20e6 + int64(i)}
 		if stray && rng.IntN(200) == 0 {
 			s.Stream = int32(streams + rng.IntN(3))
 		}
@@ -33,9 +33,9 @@ func drainOrder(rng *rand.Rand, n, streams int, stray bool) []model.ProbeSample 
 	return append(out, lost...)
 }
 
-// TestFinalByStreamSameAsStableSort: the linear ordering gives exactly
-// what the stable sort of the filtered window gives.
-func TestFinalByStreamSameAsStableSort(t *testing.T) {
+// TestFinalOrderSameAsStableSort: the linear ordering gives exactly what
+// the stable sort of the filtered window gives.
+func TestFinalOrderSameAsStableSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 40 {
 		streams := 1 + rng.IntN(8)
@@ -44,11 +44,14 @@ func TestFinalByStreamSameAsStableSort(t *testing.T) {
 		var want []model.ProbeSample
 		for _, s := range recent {
 			if s.SentNs < to {
-				want = append(want, s)
+				want = append(want, s.sample())
 			}
 		}
 		slices.SortStableFunc(want, byStreamSent)
-		got := finalByStream(nil, recent, to, streams)
+		var got []model.ProbeSample
+		for _, i := range finalOrder(nil, recent, to, streams) {
+			got = append(got, recent[i].sample())
+		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d (%d streams, %d samples): orders differ", trial, streams, len(recent))
 		}
@@ -60,11 +63,11 @@ func TestFinalByStreamSameAsStableSort(t *testing.T) {
 // within twice the window.
 func TestRecentWindowAmortised(t *testing.T) {
 	c := &core{}
-	var naive []model.ProbeSample
+	var naive []winSample
 	for sec := int64(1); sec <= 3000; sec++ {
 		now := t0 + sec*1e9
 		for i := range 80 {
-			s := model.ProbeSample{Stream: int32(i % 8), SentNs: now - 1e9 + int64(i/8)*100e6}
+			s := winSample{Stream: int32(i % 8), SentNs: now - 1e9 + int64(i/8)*100e6}
 			c.pushRecent(s)
 			naive = append(naive, s)
 		}

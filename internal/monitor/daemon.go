@@ -35,7 +35,9 @@ const (
 	// on each side).
 	eventEvery = 10 * time.Second
 	recentSpan = 15 * time.Minute
-	// maxRecent bounds the samples kept for the detectors (about 20 MB).
+	// maxRecent bounds the samples kept for the detectors (winSample:
+	// about 10 MB; 15 minutes of 8 targets × 3 kinds × 100/s would be
+	// 2.16 M): the window is the daemon's largest structure.
 	maxRecent = 400_000
 	// retryEvery is how often a failing store is tried again; backlogSpan
 	// how much is held in memory meanwhile (at most maxBacklogRows).
@@ -47,6 +49,13 @@ const (
 	// still grow, so it waits for the next pass.
 	settle = 5 * time.Second
 )
+
+// StoreCacheKiB is the SQLite page cache the daemon's store should open
+// with (store.Options.CacheKiB): its writes append at the right edge of a
+// few b-trees, so 512 KiB holds their paths with room for the hourly
+// retention's deletes, where SQLite's default (2000 KiB per connection)
+// was memory outside the Go heap for nothing (docs/monitor.md, "Memory").
+const StoreCacheKiB = 512
 
 // Daemon is a running monitor.
 type Daemon struct {
@@ -140,7 +149,7 @@ func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
 		}
 		cfgs[i].Sessions = sessions[server]
 	}
-	d.prober, err = probe.New(ctx, probe.Config{Streams: cfgs})
+	d.prober, err = probe.New(ctx, probe.Config{Streams: cfgs, Ring: probe.NewRing(ringSize(plan))})
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +254,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
+// ringSize holds a minute of the plan's samples (the loop drains once a
+// second; only a stalled store delays it), at least 4 Ki and at most
+// probe.DefaultRingSize: the default ring, sized for 8 targets × 3 kinds ×
+// 100/s, was 3.5 MB of the heap at 1 target × 100/s, where a minute is
+// 6,000 samples (336 kB).
+func ringSize(p *Plan) int {
+	n := int(float64(len(p.Streams)) * p.Rate * 60)
+	return min(max(n, 4096), probe.DefaultRingSize)
+}
+
 // eventQueue collects events from other goroutines (ifstat's reader) for
 // the next batch; bounded, the oldest kept.
 type eventQueue struct {
@@ -283,7 +302,10 @@ func reliabilityConfig(p *Plan, upBps, downBps float64) reliability.Config {
 	rc.Profiles = p.Profiles
 	rc.ProbeIntervalNs = int64(float64(time.Second) / p.Rate)
 	rc.Loaded.UpBps, rc.Loaded.DownBps = upBps, downBps
-	rc.ExactLimit = maxRecent
+	// The detectors read events only, never the exact percentiles: one
+	// raw value kept per stream (0 would mean the default, 4 Mi) spares
+	// three arrays of the window's size built and dropped every pass.
+	rc.ExactLimit = 1
 	rc.Loaded.MaxSamples = maxRecent
 	return rc
 }

@@ -61,10 +61,10 @@ func (m *metrics) observe(s model.ProbeSample) {
 	}
 }
 
-// setReliability sets the R(L) gauges from the final probes ss (sent
-// before toNs): per stream and threshold, the fraction of the last
-// rWindowNs's probes answered in time within it.
-func (m *metrics) setReliability(ss []model.ProbeSample, thresholds []int64, toNs int64) {
+// setReliability sets the R(L) gauges from the detectors' window ss (in
+// any order): per stream and threshold, the fraction of the probes sent
+// in the rWindowNs before toNs answered in time within it.
+func (m *metrics) setReliability(ss []winSample, thresholds []int64, toNs int64) {
 	sent := make([]uint64, len(m.names))
 	ok := make([][]uint64, len(m.names))
 	for i := range ok {

@@ -451,7 +451,7 @@ func testNewerSchema(t *testing.T, url string) {
 	s := open(t, url, Options{})
 	s.Close()
 	loc, _ := ParseURL(url)
-	db, err := openDB(loc)
+	db, err := openDB(loc, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

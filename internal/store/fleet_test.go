@@ -173,7 +173,7 @@ func TestPartitions(t *testing.T) {
 	url := pg.NewDatabase(t)
 	ctx := context.Background()
 	loc, _ := ParseURL(url)
-	db, err := openDB(loc)
+	db, err := openDB(loc, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestMigrate3SQLite(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
 	loc, _ := ParseURL(path)
-	db, err := openDB(loc)
+	db, err := openDB(loc, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,17 @@ var ErrBadInput = errors.New("store: bad input")
 // Options tune Open; zero fields take defaults.
 type Options struct {
 	Results Limits
+	// CacheKiB is SQLite's page cache per connection, in KiB (0: SQLite's
+	// default, 2000). It is memory outside the Go heap, held for as long
+	// as the connection lives; a writer whose inserts touch only the
+	// right edge of its b-trees (the monitor daemon) needs a few pages
+	// per tree, a report scanning months wants the default. Ignored by
+	// PostgreSQL.
+	CacheKiB int
 }
+
+// MaxCacheKiB bounds Options.CacheKiB (1 GiB).
+const MaxCacheKiB = 1 << 20
 
 // Open opens the store at rawURL (see ParseURL), creating a SQLite file
 // if needed (its directory must exist), and migrates its schema.
@@ -192,7 +202,10 @@ func Open(ctx context.Context, rawURL string, opt Options) (Store, error) {
 
 // OpenLocation opens a parsed location; see Open.
 func OpenLocation(ctx context.Context, loc Location, opt Options) (Store, error) {
-	db, err := openDB(loc)
+	if opt.CacheKiB < 0 || opt.CacheKiB > MaxCacheKiB {
+		return nil, fmt.Errorf("store: page cache of %d KiB: want 0 (the default) to %d", opt.CacheKiB, MaxCacheKiB)
+	}
+	db, err := openDB(loc, opt.CacheKiB)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +227,7 @@ func Migrate(ctx context.Context, rawURL string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	db, err := openDB(loc)
+	db, err := openDB(loc, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -235,7 +248,39 @@ func newSQLStore(db *sql.DB, loc Location, opt Options) *sqlStore {
 	return &sqlStore{db: db, loc: loc, lim: opt.Results.withDefaults(), sids: map[int64][]int32{}, parts: map[string]bool{}, shipped: map[int64]shippedList{}}
 }
 
-func openDB(loc Location) (*sql.DB, error) {
+// SQLite's settings on every connection to a file (see openDB).
+const (
+	// walCheckpointPages: a passive checkpoint once the WAL holds this
+	// many pages (SQLite's default, 4 MB at 4 KiB pages), stated so that
+	// journalSizeLimit below matches it.
+	walCheckpointPages = 1000
+	// journalSizeLimit: after a checkpoint the WAL file is cut back to
+	// this. Without it the WAL keeps the largest size it ever reached (a
+	// long report holds checkpoints back while the writer goes on), and
+	// with it its index, the -shm file every connection maps.
+	journalSizeLimit = 8 << 20
+)
+
+// sqliteDSN is the modernc DSN of a database file.
+func sqliteDSN(path string, cacheKiB int) string {
+	// WAL: readers never block the writer; synchronous=NORMAL: a commit
+	// survives a crash of the process (not of the machine's power, where
+	// the last transactions may go, never the file); immediate
+	// transactions: writers queue on busy_timeout instead of failing on a
+	// lock upgrade. mmap_size 0: pages are read, never mapped, so a
+	// database of gigabytes never counts in the process's RSS (SQLite's
+	// default, stated because a build may change it).
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
+		"&_pragma=mmap_size(0)&_pragma=wal_autocheckpoint(" + strconv.Itoa(walCheckpointPages) + ")" +
+		"&_pragma=journal_size_limit(" + strconv.Itoa(journalSizeLimit) + ")"
+	if cacheKiB > 0 {
+		// Negative: a size in KiB, not a count of pages.
+		dsn += "&_pragma=cache_size(-" + strconv.Itoa(cacheKiB) + ")"
+	}
+	return dsn + "&_txlock=immediate"
+}
+
+func openDB(loc Location, cacheKiB int) (*sql.DB, error) {
 	switch loc.Backend {
 	case Postgres:
 		db, err := sql.Open("pgx", loc.DSN)
@@ -257,12 +302,7 @@ func openDB(loc Location) (*sql.DB, error) {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("store: %s is not a directory", dir)
 		}
-		// WAL: readers never block the writer; synchronous=NORMAL: a
-		// commit survives a crash of the process (not of the machine's
-		// power, where the last transactions may go, never the file);
-		// immediate transactions: writers queue on busy_timeout instead
-		// of failing on a lock upgrade.
-		dsn = "file:" + loc.Path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		dsn = sqliteDSN(loc.Path, cacheKiB)
 	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
