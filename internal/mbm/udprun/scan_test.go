@@ -1,0 +1,209 @@
+package udprun
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/server/servertest"
+)
+
+// synthScan builds the record a scan would make through one bottleneck of
+// pps packets/s and a base RTT, window w0 … wLast, +1 every two windows:
+// every packet's RTT is rtt(w) (the caller's queue model) and lost(w, i)
+// says whether packet i of window w's step is lost.
+func synthScan(base time.Duration, pps float64, w0, wLast int64, rtt func(w int64) time.Duration, lost func(w, i int64) bool) *scanData {
+	d := &scanData{base: base, targetRTT: 20 * time.Millisecond, runLength: 147, packetBit: 12000, ceiling: 8e6, scanFrom: 0, stop: "synthetic"}
+	t := int64(0)
+	for w := w0; w <= wLast; w++ {
+		s := scanStep{w: w, from: int64(len(d.fate))}
+		for i := range scanStepRTTs * w {
+			d.sendNs = append(d.sendNs, t+1)
+			t += int64(1e9 / pps)
+			if lost(w, i) {
+				d.fate = append(d.fate, fateLost)
+				d.rttNs = append(d.rttNs, 0)
+			} else {
+				d.fate = append(d.fate, fateArrived)
+				d.rttNs = append(d.rttNs, int64(rtt(w)))
+			}
+		}
+		s.to = int64(len(d.fate))
+		d.steps = append(d.steps, s)
+	}
+	return d
+}
+
+// dropTail: a path of 333 packets/s (4 Mbit/s of 1500-byte packets),
+// 20 ms base RTT (BDP 6.7 packets) and a queue of q packets: the RTT is
+// the window's drain time, and a window over BDP + q loses one packet a
+// round trip per packet over.
+func dropTail(q int64) (rtt func(int64) time.Duration, lost func(w, i int64) bool) {
+	const pps, base = 1e9 / 3e6, 20 * time.Millisecond
+	bdp := pps * base.Seconds()
+	rtt = func(w int64) time.Duration { return max(base, time.Duration(float64(w)/pps*1e9)) }
+	lost = func(w, i int64) bool {
+		over := w - int64(bdp+float64(q))
+		return over > 0 && i%w < over
+	}
+	return rtt, lost
+}
+
+func TestAnalyzeScan(t *testing.T) {
+	const pps = 1e9 / 3e6
+	base := 20 * time.Millisecond
+	for _, c := range []struct {
+		name         string
+		wLast        int64
+		rtt          func(int64) time.Duration
+		lost         func(w, i int64) bool
+		want         [4]string // 8.2.1 … 8.2.4
+		queueLo, qHi float64   // ms at the first mark
+	}{
+		{name: "short queue", wLast: 20, want: [4]string{"PASS", "PASS", "PASS", "PASS"}, queueLo: 30, qHi: 34},
+		{name: "bloated", wLast: 50, want: [4]string{"PASS", "FAIL", "INCONCLUSIVE", "PASS"}, queueLo: 125, qHi: 131},
+		{name: "burst loss", wLast: 20, want: [4]string{"PASS", "PASS", "FAIL", "PASS"}, queueLo: 30, qHi: 34},
+		{name: "early loss", wLast: 12, want: [4]string{"FAIL", "PASS", "PASS", "PASS"}},
+		{name: "half duplex", wLast: 30, want: [4]string{"PASS", "FAIL", "INCONCLUSIVE", "FAIL"}},
+		{name: "no queue", wLast: 12, want: [4]string{"INCONCLUSIVE", "INCONCLUSIVE", "INCONCLUSIVE", "INCONCLUSIVE"}},
+	} {
+		rtt, lost := dropTail(10)
+		switch c.name {
+		case "bloated":
+			rtt, lost = dropTail(100)
+		case "burst loss": // a policer: the whole tail of a window at once
+			_, l := dropTail(10)
+			lost = func(w, i int64) bool { return l(w, i) || (w == 17 && i >= 20) }
+		case "early loss": // loss at window 10, with a queue of 3 packets
+			rtt, _ = dropTail(10)
+			lost = func(w, i int64) bool { return w >= 10 && i == 0 }
+		case "half duplex": // every packet of the window waits twice
+			rtt = func(w int64) time.Duration { return max(base, time.Duration(2*float64(w)/pps*1e9)) }
+			lost = func(w, i int64) bool { return false }
+		case "no queue":
+			rtt = func(int64) time.Duration { return base }
+			lost = func(w, i int64) bool { return false }
+		}
+		d := synthScan(base, pps, 2, c.wLast, rtt, lost)
+		out := analyzeScan(d)
+		for i, id := range []string{TestScanCA, TestScanBloat, TestScanLoss, TestScanDuplex} {
+			if v := out.verdicts[id]; v.verdict != c.want[i] {
+				t.Errorf("%s: %s %s (%s), want %s", c.name, id, v.verdict, v.reason, c.want[i])
+			}
+		}
+		sc := out.scan
+		if c.qHi > 0 && (sc.QueueAtMarkMs < c.queueLo || sc.QueueAtMarkMs > c.qHi) {
+			t.Errorf("%s: queue at the mark %.1f ms, want %g to %g", c.name, sc.QueueAtMarkMs, c.queueLo, c.qHi)
+		}
+		if c.name == "short queue" {
+			// Onset: the window of 6 is the last below the BDP (6.7) + 1 ms.
+			if sc.OnsetWindow != 7 || sc.FirstMarkWindow != 17 || sc.CapacityBps < 3.9e6 || sc.CapacityBps > 4.1e6 {
+				t.Errorf("short queue: onset %d, mark at %d, capacity %g", sc.OnsetWindow, sc.FirstMarkWindow, sc.CapacityBps)
+			}
+			if sc.LossesAtOnset != 2 || sc.AllowedLosses != 2 {
+				t.Errorf("short queue: %d losses at the onset, %d allowed", sc.LossesAtOnset, sc.AllowedLosses)
+			}
+		}
+	}
+}
+
+func TestAnalyzeAQM(t *testing.T) {
+	base := 20 * time.Millisecond
+	// Three rounds of 100 packets; the mark at packet 40 of each; the
+	// packet after it queued sojourn above the base.
+	mk := func(sojourn time.Duration, mark bool) *aqmData {
+		d := &aqmData{base: base, targetRTT: 20 * time.Millisecond, rateBps: 8e6, packetBit: 12000, minRateFraction: 0.9}
+		for r := range int64(3) {
+			from := r * 100
+			for i := range int64(100) {
+				d.sendNs = append(d.sendNs, (from+i)*1_500_000+1)
+				f, rtt := uint8(fateArrived), int64(base)+i*int64(sojourn)/41
+				if mark && i == 40 {
+					f, rtt = fateLost, 0
+				}
+				d.fate, d.rttNs = append(d.fate, f), append(d.rttNs, rtt)
+			}
+			d.rounds = append(d.rounds, scanStep{from: from, to: from + 100})
+		}
+		return d
+	}
+	for _, c := range []struct {
+		sojourn time.Duration
+		mark    bool
+		want    string
+	}{{15 * time.Millisecond, true, "PASS"}, {5 * time.Millisecond, true, "FAIL"}, {5 * time.Millisecond, false, "INCONCLUSIVE"}} {
+		a, v := analyzeAQM(mk(c.sojourn, c.mark))
+		if v.verdict != c.want || len(a.Rounds) != 3 {
+			t.Errorf("sojourn %s, mark %v: %s (%s), want %s", c.sojourn, c.mark, v.verdict, v.reason, c.want)
+		}
+	}
+}
+
+// TestLoopbackScan: on loopback nothing queues at twice 4 Mbit/s: the
+// scan stops once its window no longer binds, and every 8.2 test is
+// INCONCLUSIVE, saying so; 8.1.3 PASSes at a tenth of the rate.
+func TestLoopbackScan(t *testing.T) {
+	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1})
+	p := smallPlan(t, 4e6)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tests, err := Run(ctx, Config{Server: addr, Software: "test", Plan: p,
+		Tests: []string{TestScanBloat, TestScanCA, TestScanLoss, TestScanDuplex, TestBackground}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tests) != 5 {
+		t.Fatalf("%d tests", len(tests))
+	}
+	for i, id := range []string{TestScanBloat, TestScanCA, TestScanLoss, TestScanDuplex} {
+		r := tests[i]
+		if r.ID != id || r.UDP == nil || r.UDP.Scan == nil {
+			t.Fatalf("test %d: %s, %+v", i, r.ID, r.UDP)
+		}
+		if r.Verdict != "INCONCLUSIVE" || r.Marks != 0 {
+			t.Errorf("%s: %s (%s), %d marks", r.ID, r.Verdict, r.Reason, r.Marks)
+		}
+		if sc := r.UDP.Scan; !strings.Contains(sc.Stop, "no longer binds") || sc.BaseRTTMs <= 0 || len(sc.Steps) == 0 {
+			t.Errorf("%s: stop %q, base %g ms, %d steps", r.ID, sc.Stop, sc.BaseRTTMs, len(sc.Steps))
+		}
+	}
+	bg := tests[4]
+	if why := hostReason([]model.MBMTest{bg}); why != "" {
+		t.Skipf("the host was too busy to send the pattern: %s", why)
+	}
+	if bg.ID != TestBackground || bg.Verdict != "PASS" || bg.Packets != p.CheapestPass {
+		t.Errorf("8.1.3: %s (%s) after %d packets", bg.Verdict, bg.Reason, bg.Packets)
+	}
+	if bg.UDP.SenderRateBps > 0.11*p.RateBps || bg.UDP.SenderRateBps < 0.09*p.RateBps {
+		t.Errorf("8.1.3 sent at %g bit/s, want a tenth of %g", bg.UDP.SenderRateBps, p.RateBps)
+	}
+}
+
+// TestLoopbackAQM: on loopback no round meets a loss or mark: 8.3.2 is
+// INCONCLUSIVE after its three rounds.
+func TestLoopbackAQM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three rounds and their pauses: 8 s")
+	}
+	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1})
+	p := smallPlan(t, 20e6)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tests, err := Run(ctx, Config{Server: addr, Software: "test", Plan: p, Tests: []string{TestAQM}, MinRateFraction: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tests) != 1 || tests[0].UDP == nil || tests[0].UDP.AQM == nil {
+		t.Fatalf("%+v", tests)
+	}
+	r := tests[0]
+	if strings.HasPrefix(r.Reason, "pattern not produced") {
+		t.Skipf("the host was too busy: %s", r.Reason)
+	}
+	if r.Verdict != "INCONCLUSIVE" || len(r.UDP.AQM.Rounds) != aqmRounds || r.Marks != 0 {
+		t.Errorf("%s (%s), %d rounds, %d marks", r.Verdict, r.Reason, len(r.UDP.AQM.Rounds), r.Marks)
+	}
+}
