@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/mbmwire"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/server/servertest"
@@ -205,5 +206,70 @@ func TestLoopbackAQM(t *testing.T) {
 	}
 	if r.Verdict != "INCONCLUSIVE" || len(r.UDP.AQM.Rounds) != aqmRounds || r.Marks != 0 {
 		t.Errorf("%s (%s), %d rounds, %d marks", r.Verdict, r.Reason, len(r.UDP.AQM.Rounds), r.Marks)
+	}
+}
+
+// FuzzLoopObserve: a feedback datagram from the network, whatever it
+// holds, moves a closed-loop sender's record only within what was sent:
+// no index beyond it, no fate counted twice.
+func FuzzLoopObserve(f *testing.F) {
+	fb := func(first uint64, count uint32, next uint64, arrived, ce byte) []byte {
+		nb := int((count + 7) / 8)
+		a, c := make([]byte, nb), make([]byte, nb)
+		for i := range nb {
+			a[i], c[i] = arrived, ce
+		}
+		b, _ := mbmwire.AppendFeedback(nil, &mbmwire.Feedback{Token: 7, First: first, Count: count, Next: next, Received: uint64(count), Arrived: a, CEMarks: c})
+		return b
+	}
+	f.Add(fb(0, 8, 8, 0xff, 0))
+	f.Add(fb(0, 16, 16, 0xf0, 0x0f))
+	f.Add(fb(30, 64, 100, 0, 0))
+	f.Add(fb(5, 3, 9, 0x5, 0x2))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		const sent = 20
+		l := &loop{token: 7, limit: sent, sent: sent, sendNs: make([]int64, sent), rttNs: make([]int64, sent), fate: make([]uint8, sent), first: -1}
+		for i := range l.sendNs {
+			l.sendNs[i] = int64(i + 1)
+		}
+		for range 2 { // twice: a repeated feedback counts nothing again
+			fb, err := mbmwire.ParseFeedback(b)
+			if err != nil || fb.Token != l.token {
+				return
+			}
+			l.observe(&fb, time.Unix(0, 1000))
+		}
+		var lost, marks int64
+		for _, x := range l.fate {
+			if x == fateLost {
+				lost++
+			}
+			if x == fateLost || x == fateCE {
+				marks++
+			}
+		}
+		if l.final > sent || l.next > sent || l.lost != lost || l.marks != marks || l.first >= sent {
+			t.Fatalf("final %d next %d lost %d/%d marks %d/%d first %d", l.final, l.next, l.lost, lost, l.marks, marks, l.first)
+		}
+	})
+}
+
+func TestBackgroundPattern(t *testing.T) {
+	p := smallPlan(t, 4e6)
+	pt, err := newPattern(TestBackground, p, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A tenth of the target: one 1500-byte packet every 30 ms, not 3 ms.
+	if pt.Gap != 30*time.Millisecond || pt.Headway != pt.Gap || pt.Rate != 4e5 {
+		t.Errorf("%+v", pt)
+	}
+	for _, id := range []string{TestScanCA, TestScanBloat, TestScanLoss, TestScanDuplex, TestAQM} {
+		if _, err := newPattern(id, p, 1, 1); err == nil || !closedLoop(id) {
+			t.Errorf("%s: a pattern (%v)", id, err)
+		}
+		if err := Validate(Config{Plan: p, Tests: []string{id}}); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
 	}
 }

@@ -1,0 +1,101 @@
+package udprun
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+var scanIDs = []string{TestScanCA, TestScanBloat, TestScanLoss, TestScanDuplex}
+
+// labScan runs the 8.2 scan through one lab link and returns its four
+// results by ID, with the emulator's truth.
+func labScan(t *testing.T, name, spec string) (map[string]model.MBMTest, linkTruth) {
+	t.Helper()
+	res, truth := labRun(t, name, spec, labInputs(4e6, 20*time.Millisecond), scanIDs, 1)
+	if len(res) != len(scanIDs) {
+		t.Fatalf("%s: %d results", name, len(res))
+	}
+	out := map[string]model.MBMTest{}
+	for _, r := range res {
+		out[r.ID] = r
+	}
+	sc := res[0].UDP.Scan
+	if sc == nil {
+		t.Fatalf("%s: no scan record", name)
+	}
+	t.Logf("%s: base %.2f ms, onset at window %d, first mark packet %d (window %d), queue at the mark %.1f ms = %.1f packets at %.3g bit/s, standing %d, losses at onset %d of %d allowed, excess %.2f ms, stop: %s",
+		name, sc.BaseRTTMs, sc.OnsetWindow, sc.FirstMarkPacket, sc.FirstMarkWindow, sc.QueueAtMarkMs, sc.QueueAtMarkPackets, sc.CapacityBps,
+		sc.StandingPackets, sc.LossesAtOnset, sc.AllowedLosses, sc.MaxExcessMs, sc.Stop)
+	for _, id := range scanIDs {
+		t.Logf("%s %s: %s (%s)", name, id, out[id].Verdict, out[id].Reason)
+	}
+	// The scan's losses are the emulator's (queue, AQM and random drops):
+	// never more.
+	if l := out[TestScanCA].Losses; l > int64(truth.Packets-truth.Delivered) {
+		t.Errorf("%s: %d losses counted, the emulator dropped %d", name, l, truth.Packets-truth.Delivered)
+	}
+	return out, truth
+}
+
+// TestLabScan: 4 Mbit/s at 20 ms (W = 7, R = 147) through a 4 Mbit/s link
+// of 10 ms each way. A 100-packet drop-tail queue (300 ms) is bufferbloat:
+// 8.2.2 FAILs with no drop at all (truth: the queue never overflowed
+// before the scan stopped at twice the bound); a 10-packet queue (30 ms)
+// first drops within twice the target RTT: PASS, with the emulator's
+// queue drops as its losses; CoDel (5 ms target) drops early: PASS.
+func TestLabScan(t *testing.T) {
+	needRoot(t)
+	const link = "rate=4Mbit delay=10ms"
+	bloat, truth := labScan(t, "mbmbloat", link+" limit=100p")
+	if v := bloat[TestScanBloat]; v.Verdict != "FAIL" || truth.QueueDrops != 0 || v.UDP.Scan.QueueAtMarkMs < 40 {
+		t.Errorf("100-packet queue: 8.2.2 %s (%s); truth %+v", v.Verdict, v.Reason, truth)
+	}
+	if v := bloat[TestScanCA]; v.Verdict != "PASS" {
+		t.Errorf("100-packet queue: 8.2.1 %s (%s)", v.Verdict, v.Reason)
+	}
+	short, truth := labScan(t, "mbmshortq", link+" limit=10p")
+	if v := short[TestScanBloat]; v.Verdict != "PASS" || truth.QueueDrops == 0 || v.Losses == 0 {
+		t.Errorf("10-packet queue: 8.2.2 %s (%s), %d losses; truth %+v", v.Verdict, v.Reason, v.Losses, truth)
+	}
+	// The queue at the first loss is the link's: 10 packets (30 ms), within
+	// a packet or two of the RTT's resolution.
+	if sc := short[TestScanBloat].UDP.Scan; sc.QueueAtMarkPackets < 7 || sc.QueueAtMarkPackets > 13 {
+		t.Errorf("10-packet queue: %.1f packets queued at the first loss", sc.QueueAtMarkPackets)
+	}
+	if v := short[TestScanLoss]; v.Verdict != "PASS" {
+		t.Errorf("10-packet queue: 8.2.3 %s (%s)", v.Verdict, v.Reason)
+	}
+	if v := short[TestScanDuplex]; v.Verdict != "PASS" {
+		t.Errorf("10-packet queue: 8.2.4 %s (%s)", v.Verdict, v.Reason)
+	}
+	codel, truth := labScan(t, "mbmcodel", link+" qdisc=codel")
+	if v := codel[TestScanBloat]; v.Verdict != "PASS" || v.Marks == 0 {
+		t.Errorf("CoDel: 8.2.2 %s (%s); truth %+v", v.Verdict, v.Reason, truth)
+	}
+}
+
+// TestLabAQM: 8.3.2's slowstart rounds at twice 4 Mbit/s into a 4 Mbit/s
+// link meet the first drop of a 10-packet queue after 30 ms of queueing
+// and CoDel's after its 100 ms interval: both at least half the 20 ms
+// target RTT queued, PASS.
+func TestLabAQM(t *testing.T) {
+	needRoot(t)
+	for _, c := range []struct{ name, spec string }{
+		{"mbmaqmcodel", "rate=4Mbit delay=10ms qdisc=codel"},
+		{"mbmaqmshort", "rate=4Mbit delay=10ms limit=10p"},
+	} {
+		res, truth := labRun(t, c.name, c.spec, labInputs(4e6, 20*time.Millisecond), []string{TestAQM}, 1)
+		if len(res) != 1 || res[0].UDP == nil || res[0].UDP.AQM == nil {
+			t.Fatalf("%s: %+v", c.name, res)
+		}
+		r := res[0]
+		for i, rd := range r.UDP.AQM.Rounds {
+			t.Logf("%s round %d: %+v", c.name, i, rd)
+		}
+		if r.Verdict != "PASS" || r.Losses == 0 || r.Losses > int64(truth.Packets-truth.Delivered) {
+			t.Errorf("%s: 8.3.2 %s (%s), %d losses; truth %+v", c.name, r.Verdict, r.Reason, r.Losses, truth)
+		}
+	}
+}
