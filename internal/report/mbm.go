@@ -95,6 +95,16 @@ func mbmTestRows(x model.MBMTest) []row {
 	if u.Deadlines > 0 {
 		rows = append(rows, row{Label: "schedule", Value: fmt.Sprintf("%d deadlines, %d missed; error p50 %g µs, p99 %g µs, max %.0f µs", u.Deadlines, u.MissedDeadlines, u.ScheduleErrorP50Us, u.ScheduleErrorP99Us, u.ScheduleErrorMaxUs)})
 	}
+	if sc := u.Scan; sc != nil {
+		rows = append(rows, row{Label: "scan", Value: fmt.Sprintf("base RTT %.2f ms, queue from window %d, first mark at window %d with %.1f ms (%.0f packets) queued, capacity %s; stopped: %s",
+			sc.BaseRTTMs, sc.OnsetWindow, sc.FirstMarkWindow, sc.QueueAtMarkMs, sc.QueueAtMarkPackets, units.FormatRate(sc.CapacityBps), sc.Stop)})
+	}
+	if a := u.AQM; a != nil {
+		for i, rd := range a.Rounds {
+			rows = append(rows, row{Label: fmt.Sprintf("round %d", i+1), Value: fmt.Sprintf("%d packets, %d delivered before the first mark, %d lost, %d CE, RTT max %.1f ms, queued %.1f ms after the mark",
+				rd.Packets, rd.DeliveredBeforeMark, rd.Losses, rd.CE, rd.MaxRTTMs, rd.SojournAfterMarkMs)})
+		}
+	}
 	if u.Reordered+u.Duplicates+u.Late+u.FeedbackGaps+u.SendErrors > 0 {
 		rows = append(rows, row{Label: "also", Value: fmt.Sprintf("%d reordered, %d duplicates, %d late, %d feedback gaps, %d send errors", u.Reordered, u.Duplicates, u.Late, u.FeedbackGaps, u.SendErrors)})
 	}
