@@ -96,8 +96,16 @@ func mbmTestRows(x model.MBMTest) []row {
 		rows = append(rows, row{Label: "schedule", Value: fmt.Sprintf("%d deadlines, %d missed; error p50 %g µs, p99 %g µs, max %.0f µs", u.Deadlines, u.MissedDeadlines, u.ScheduleErrorP50Us, u.ScheduleErrorP99Us, u.ScheduleErrorMaxUs)})
 	}
 	if sc := u.Scan; sc != nil {
-		rows = append(rows, row{Label: "scan", Value: fmt.Sprintf("base RTT %.2f ms, queue from window %d, first mark at window %d with %.1f ms (%.0f packets) queued, capacity %s; stopped: %s",
-			sc.BaseRTTMs, sc.OnsetWindow, sc.FirstMarkWindow, sc.QueueAtMarkMs, sc.QueueAtMarkPackets, units.FormatRate(sc.CapacityBps), sc.Stop)})
+		v := fmt.Sprintf("base RTT %.2f ms", sc.BaseRTTMs)
+		if sc.OnsetWindow > 0 {
+			v += fmt.Sprintf(", a standing queue above window %d (capacity %s)", sc.OnsetWindow, units.FormatRate(sc.CapacityBps))
+		}
+		if sc.FirstMarkPacket >= 0 {
+			v += fmt.Sprintf(", first loss or mark at window %d with %.1f ms (%.0f packets) queued", sc.FirstMarkWindow, sc.QueueAtMarkMs, sc.QueueAtMarkPackets)
+		} else {
+			v += fmt.Sprintf(", no loss or mark, at most %.1f ms queued", sc.QueueAtMarkMs)
+		}
+		rows = append(rows, row{Label: "scan", Value: v + "; stopped: " + sc.Stop})
 	}
 	if a := u.AQM; a != nil {
 		for i, rd := range a.Rounds {

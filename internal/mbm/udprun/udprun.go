@@ -5,7 +5,9 @@
 // the SPRT of internal/mbm, fed per packet in send order, stops the test
 // as soon as it decides. The sender checks its own schedule: a pattern it
 // could not produce gives ERROR or INCONCLUSIVE, never a verdict on the
-// path.
+// path. The closed-loop tests (8.2.1 to 8.2.4 from one standing queue
+// scan, 8.3.2's slowstart rounds: loop.go, scan.go, aqm.go) steer by the
+// server's per-arrival feedback instead of a fixed schedule.
 package udprun
 
 import (
