@@ -37,6 +37,17 @@ func labScan(t *testing.T, name, spec string) (map[string]model.MBMTest, linkTru
 	if l := out[TestScanCA].Losses; l > int64(truth.Packets-truth.Delivered) {
 		t.Errorf("%s: %d losses counted, the emulator dropped %d", name, l, truth.Packets-truth.Delivered)
 	}
+	// The queue the scan inferred from the RTT at its first mark (or the
+	// longest, with none) is the one the emulator's truth saw: at the
+	// first dropped packet's arrival (a CE mark is not in the truth's
+	// drops), or the longest.
+	want := truth.FirstDropQueue
+	if sc.FirstMarkPacket < 0 || want < 0 {
+		want = truth.MaxQueue
+	}
+	if d := sc.QueueAtMarkPackets - float64(want); d < -3 || d > 3 {
+		t.Errorf("%s: %.1f packets queued at the first mark, the emulator's queue was %d", name, sc.QueueAtMarkPackets, want)
+	}
 	return out, truth
 }
 
