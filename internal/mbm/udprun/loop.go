@@ -79,7 +79,9 @@ func openLoop(ctx context.Context, api *apiclient.Client, cfg Config, id string,
 		if errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed) {
 			return nil, nil, fmt.Errorf("%s: %w", api.Base.Host, ErrNoMBM)
 		}
-		return nil, nil, fmt.Errorf("test %s: %w", id, err)
+		// The rate is the closed loop's ceiling, twice the target: say so
+		// when the server refuses it.
+		return nil, nil, fmt.Errorf("test %s, paced at most at %s: %w", id, rate(rateBps), err)
 	}
 	if rep.Packets < 1 || rep.Packets > req.Packets || rep.Port < 1 || rep.Port > 65535 || !(rep.DurationS > 0 && rep.DurationS <= req.DurationS) {
 		return nil, nil, fmt.Errorf("test %s: the server granted %d packets for %g s on port %d: not a valid grant", id, rep.Packets, rep.DurationS, rep.Port)

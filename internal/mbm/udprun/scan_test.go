@@ -273,3 +273,13 @@ func TestBackgroundPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestScanAboveLimit: the scan paces at most at twice the target; a
+// server whose limit is below that refuses it, and the error says why.
+func TestScanAboveLimit(t *testing.T) {
+	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1, UDPMaxBitrate: 6e6})
+	_, err := Run(context.Background(), Config{Server: addr, Plan: smallPlan(t, 4e6), Tests: []string{TestScanBloat}})
+	if err == nil || !strings.Contains(err.Error(), "limit of 6.0 Mbit/s") || !strings.Contains(err.Error(), "paced at most at 8 Mbit/s") {
+		t.Fatalf("err %v, want the ceiling and the server's limit named", err)
+	}
+}
