@@ -177,6 +177,11 @@ type linkTruth struct {
 	// FirstDropQueue is the queue (packets) the first dropped data packet
 	// found on arrival (−1: none dropped), MaxQueue the longest any found.
 	FirstDropQueue, MaxQueue int
+	// MaxLate is the longest a delivered data packet left the emulator
+	// after its model time (a forwarder starved of CPU); Late the packets
+	// more than 3 ms late (a 4 Mbit/s packet time).
+	MaxLate time.Duration
+	Late    int
 }
 
 func readTruth(t *testing.T, path string) linkTruth {
@@ -193,6 +198,12 @@ func readTruth(t *testing.T, path string) linkTruth {
 		}
 		lt.Packets++
 		lt.MaxQueue = max(lt.MaxQueue, int(r.QPackets))
+		if r.Fate == emulator.Delivered && r.Sent >= 0 && r.Due >= 0 {
+			lt.MaxLate = max(lt.MaxLate, r.Sent-r.Due)
+			if r.Sent-r.Due > 3*time.Millisecond {
+				lt.Late++
+			}
+		}
 		if r.Fate != emulator.Delivered && (firstDrop == 0 || r.Seq < firstDrop) {
 			firstDrop, lt.FirstDropQueue = r.Seq, int(r.QPackets) // records come in fate order, not arrival order
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/apiclient"
 	"github.com/sonde-project/sonde/internal/mbmwire"
+	"github.com/sonde-project/sonde/internal/stamp"
 )
 
 // loop is a closed-loop session for the tests that react to what the path
@@ -22,7 +23,11 @@ import (
 // packet that moved the highest sequence number seen: now − its send
 // time). Its memory is fixed by its packet bound, never by the path.
 type loop struct {
-	uc      *net.UDPConn
+	uc *net.UDPConn
+	// rx reads uc with the kernel's receive time (SO_TIMESTAMPNS), so that
+	// a reader this busy host runs late does not lengthen the RTT; nil:
+	// not available, the read's time is used.
+	rx      *stamp.Conn
 	token   uint64
 	size    int
 	limit   int64     // packets: the grant, at most maxLoopPackets
@@ -96,9 +101,13 @@ func openLoop(ctx context.Context, api *apiclient.Client, cfg Config, id string,
 	if cfg.ECN {
 		_ = ipv4.NewConn(uc).SetTOS(0x02) // ECT(0)
 	}
+	rx, err := stamp.NewConn(uc)
+	if err != nil || !rx.KernelTimestamps {
+		rx = nil
+	}
 	n := rep.Packets
 	now := time.Now()
-	l := &loop{uc: uc, token: rep.Token, size: size, limit: n, started: now,
+	l := &loop{uc: uc, rx: rx, token: rep.Token, size: size, limit: n, started: now,
 		end: now.Add(time.Duration(rep.DurationS * float64(time.Second))), buf: make([]byte, size), ecn: cfg.ECN,
 		sendNs: make([]int64, n), rttNs: make([]int64, n), fate: make([]uint8, n), first: -1}
 	return l, &rep, nil
@@ -107,8 +116,21 @@ func openLoop(ctx context.Context, api *apiclient.Client, cfg Config, id string,
 // run reads the feedback until the socket closes.
 func (l *loop) run() {
 	buf := make([]byte, mbmwire.FeedbackLen(mbmwire.MaxFeedbackPackets)+1)
+	oob := make([]byte, stamp.OOBLen())
 	for {
-		n, err := l.uc.Read(buf)
+		var n int
+		var err error
+		at := time.Now()
+		if l.rx != nil {
+			var info stamp.RecvInfo
+			n, info, err = l.rx.Read(buf, oob)
+			if at = info.At; info.KernelNs > 0 {
+				at = time.Unix(0, info.KernelNs) // CLOCK_REALTIME, as the send times
+			}
+		} else {
+			n, err = l.uc.Read(buf)
+			at = time.Now()
+		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -119,7 +141,7 @@ func (l *loop) run() {
 		if err != nil || f.Token != l.token {
 			continue
 		}
-		l.observe(&f, time.Now())
+		l.observe(&f, at)
 	}
 }
 

@@ -175,14 +175,19 @@ func stallTimeout(p mbm.Plan) time.Duration {
 	return max(4*p.RTT, 200*time.Millisecond) + time.Second
 }
 
-// latestRTT is the newest RTT sample (0: none yet).
-func (l *loop) latestRTT() time.Duration {
+// stepRTT is the least RTT sample of the second half of a step's packets
+// so far (0: none): the standing queue of its window, not one sample
+// delayed by a busy host.
+func (l *loop) stepRTT(s scanStep) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.next == 0 {
-		return 0
+	var least int64
+	for _, r := range l.rttNs[s.from+(s.to-s.from)/2 : min(s.to, l.sent)] {
+		if r > 0 && (least == 0 || r < least) {
+			least = r
+		}
 	}
-	return time.Duration(l.rttNs[l.next-1])
+	return time.Duration(least)
 }
 
 // scan sends the base probes and the scan's steps into d.
@@ -237,6 +242,14 @@ func (l *loop) scan(ctx context.Context, d *scanData, p mbm.Plan, ceiling float6
 		}
 		d.steps = append(d.steps, step)
 		st = l.state()
+		// The steps before this one: their samples have all come by now
+		// (this one lasted a round trip or more).
+		prev, over, idle := time.Duration(0), false, false
+		if n := len(d.steps); n >= 3 {
+			prev = l.stepRTT(d.steps[n-2])
+			over = prev > bloatStop && l.stepRTT(d.steps[n-3]) > bloatStop
+			idle = prev > 0 && prev < d.base+queueThreshold(d.base)
+		}
 		switch {
 		case holdUntil >= 0 && st.sent >= holdUntil:
 			d.stop = "two round trips after the first loss or mark"
@@ -246,10 +259,10 @@ func (l *loop) scan(ctx context.Context, d *scanData, p mbm.Plan, ceiling float6
 			// the next two round trips at this window).
 			holdUntil = st.sent + scanStepRTTs*w
 			continue
-		case l.latestRTT() > bloatStop:
-			d.stop = fmt.Sprintf("no loss with the RTT %s above the base: twice 8.2.2's bound", (l.latestRTT() - d.base).Round(time.Millisecond))
+		case over: // two steps in a row
+			d.stop = fmt.Sprintf("no loss with the RTT %s above the base: twice 8.2.2's bound", (prev - d.base).Round(time.Millisecond))
 			return nil
-		case l.latestRTT() < d.base+queueThreshold(d.base) && float64(w) > 2*ceilingWindow+4:
+		case idle && float64(w) > 2*ceilingWindow+4:
 			// The ceiling fills at most ceilingWindow packets a round trip:
 			// a larger window never binds, and no queue of ours builds.
 			d.stop = fmt.Sprintf("window %d no longer binds: at %s the round trip holds %.1f packets and nothing queued", w, rate(ceiling), ceilingWindow)
