@@ -38,6 +38,14 @@ type MBMScan struct {
 	// MaxExcessMs is the largest RTT above the queueing time of the
 	// window at CapacityBps (8.2.4).
 	MaxExcessMs float64 `json:"max_excess_ms"`
+	// Refills are the packets sent when the window opened (it was full
+	// before), LateRefills those sent more than RefillLimitMs after the
+	// feedback that opened it (this host ran late: the window was not
+	// held), MaxRefillLagMs the longest.
+	Refills        int64   `json:"refills"`
+	LateRefills    int64   `json:"late_refills"`
+	RefillLimitMs  float64 `json:"refill_limit_ms"`
+	MaxRefillLagMs float64 `json:"max_refill_lag_ms"`
 	// Stop says why the scan ended.
 	Stop  string        `json:"stop"`
 	Steps []MBMScanStep `json:"steps,omitempty"`

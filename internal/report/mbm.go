@@ -105,6 +105,7 @@ func mbmTestRows(x model.MBMTest) []row {
 		} else {
 			v += fmt.Sprintf(", no loss or mark, at most %.1f ms queued", sc.QueueAtMarkMs)
 		}
+		v += fmt.Sprintf("; window refills %d, %d later than %.1f ms (max %.1f ms)", sc.Refills, sc.LateRefills, sc.RefillLimitMs, sc.MaxRefillLagMs)
 		rows = append(rows, row{Label: "scan", Value: v + "; stopped: " + sc.Stop})
 	}
 	if a := u.AQM; a != nil {

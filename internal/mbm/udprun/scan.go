@@ -78,6 +78,17 @@ type scanData struct {
 	fate          []uint8
 	scanFrom      int64 // the first packet of the scan (after the base probes)
 	stop          string
+	// The sender's window refills: count, late ones, the longest lag.
+	refills, lateRefills int64
+	maxLag               time.Duration
+}
+
+// refillLimit is how late the sender may refill its window after the
+// feedback that opened it: a tenth of the base RTT, at least 1 ms. A
+// sender later than that more often than missedShare did not hold its
+// window: the queue it measured is not the window's.
+func refillLimit(base time.Duration) time.Duration {
+	return max(time.Millisecond, base/10)
 }
 
 type scanStep struct{ w, from, to int64 }
@@ -147,6 +158,12 @@ func runScan(ctx context.Context, api *apiclient.Client, cfg Config) ([]model.MB
 			if v.verdict == "PASS" || v.verdict == "FAIL" {
 				t.Reason += fmt.Sprintf(" (the scan alone: %s, %s)", v.verdict, v.reason)
 			}
+		case float64(d.lateRefills) > missedShare*float64(d.refills):
+			t.Verdict, t.Reason = "INCONCLUSIVE", fmt.Sprintf("pattern not produced: %d of %d window refills came more than %s after the feedback (at most %s): this host did not hold the window",
+				d.lateRefills, d.refills, refillLimit(d.base), d.maxLag.Round(100*time.Microsecond))
+			if v.verdict == "PASS" || v.verdict == "FAIL" {
+				t.Reason += fmt.Sprintf(" (the scan alone: %s, %s)", v.verdict, v.reason)
+			}
 		default:
 			t.Verdict, t.Reason = v.verdict, v.reason
 		}
@@ -212,6 +229,7 @@ func (l *loop) scan(ctx context.Context, d *scanData, p mbm.Plan, ceiling float6
 			step.to = max(step.from+1, min(step.to, holdUntil))
 		}
 		for seq := step.from; seq < step.to; seq++ {
+			blocked := l.state().inflight >= w
 			err := l.waitUntilFor(ctx, stallTimeout(p), func(s loopState) bool { return s.inflight < w && !time.Now().Before(next) })
 			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				// The window's last packets were all lost: nothing arrives
@@ -224,6 +242,21 @@ func (l *loop) scan(ctx context.Context, d *scanData, p mbm.Plan, ceiling float6
 				d.steps = appendStep(d.steps, step, seq)
 				d.stop = err.Error()
 				return err
+			}
+			if blocked {
+				// The window opened with a feedback: how late this host
+				// answered it (from the feedback's kernel receive time, or
+				// the pacing deadline if later, to now).
+				opened := l.state().lastFB
+				if next.After(opened) {
+					opened = next
+				}
+				lag := time.Since(opened)
+				d.refills++
+				d.maxLag = max(d.maxLag, lag)
+				if lag > refillLimit(d.base) {
+					d.lateRefills++
+				}
 			}
 			ok, err := l.send()
 			if err != nil || !ok {
@@ -309,7 +342,8 @@ func analyzeScan(d *scanData) scanOutcome {
 	ms := func(ns float64) float64 { return ns / 1e6 }
 	thr := queueThreshold(d.base)
 	sc := &model.MBMScan{BaseRTTMs: ms(float64(d.base)), QueueThresholdMs: ms(float64(thr)), CeilingBps: d.ceiling,
-		FirstMarkPacket: -1, FirstLossPacket: -1, Stop: d.stop}
+		FirstMarkPacket: -1, FirstLossPacket: -1, Stop: d.stop,
+		Refills: d.refills, LateRefills: d.lateRefills, RefillLimitMs: ms(float64(refillLimit(d.base))), MaxRefillLagMs: ms(float64(d.maxLag))}
 	out := scanOutcome{scan: sc, verdicts: map[string]scanVerdict{}}
 	n := int64(len(d.fate))
 	for seq := d.scanFrom; seq < n; seq++ {

@@ -58,9 +58,9 @@ func labScan(t *testing.T, name, spec string) (map[string]model.MBMTest, linkTru
 	if sc == nil {
 		t.Fatalf("%s: no scan record", name)
 	}
-	t.Logf("%s: base %.2f ms, onset at window %d, first mark packet %d (window %d), queue at the mark %.1f ms = %.1f packets at %.3g bit/s, standing %d, losses at onset %d of %d allowed, excess %.2f ms, stop: %s",
+	t.Logf("%s: base %.2f ms, onset at window %d, first mark packet %d (window %d), queue at the mark %.1f ms = %.1f packets at %.3g bit/s, standing %d, losses at onset %d of %d allowed, excess %.2f ms, refills %d (%d late, max %.2f ms), stop: %s",
 		name, sc.BaseRTTMs, sc.OnsetWindow, sc.FirstMarkPacket, sc.FirstMarkWindow, sc.QueueAtMarkMs, sc.QueueAtMarkPackets, sc.CapacityBps,
-		sc.StandingPackets, sc.LossesAtOnset, sc.AllowedLosses, sc.MaxExcessMs, sc.Stop)
+		sc.StandingPackets, sc.LossesAtOnset, sc.AllowedLosses, sc.MaxExcessMs, sc.Refills, sc.LateRefills, sc.MaxRefillLagMs, sc.Stop)
 	for _, id := range scanIDs {
 		t.Logf("%s %s: %s (%s)", name, id, out[id].Verdict, out[id].Reason)
 	}
