@@ -126,6 +126,7 @@ func runScan(ctx context.Context, api *apiclient.Client, cfg Config) ([]model.MB
 	sent, sendErrs, gaps := l.sent, l.sendErrs, l.gaps
 	l.mu.Unlock()
 	sc := analyzeScan(&d)
+	hostReason := scanHostReason(&d, sendErrs)
 	var out []model.MBMTest
 	for _, id := range ids {
 		name, _ := TestName(id)
@@ -153,14 +154,8 @@ func runScan(ctx context.Context, api *apiclient.Client, cfg Config) ([]model.MB
 			t.Verdict, t.Reason = "ERROR", fmt.Sprintf("the scan stopped after %d packets: %v", sent, sendErr)
 		case endErr != nil:
 			t.Verdict, t.Reason = "ERROR", fmt.Sprintf("server gone after %d packets (partial result): %v", sent, endErr)
-		case sendErrs > 0:
-			t.Verdict, t.Reason = "INCONCLUSIVE", fmt.Sprintf("pattern not produced: this host refused to send %d packets", sendErrs)
-			if v.verdict == "PASS" || v.verdict == "FAIL" {
-				t.Reason += fmt.Sprintf(" (the scan alone: %s, %s)", v.verdict, v.reason)
-			}
-		case float64(d.lateRefills) > missedShare*float64(d.refills):
-			t.Verdict, t.Reason = "INCONCLUSIVE", fmt.Sprintf("pattern not produced: %d of %d window refills came more than %s after the feedback (at most %s): this host did not hold the window",
-				d.lateRefills, d.refills, refillLimit(d.base), d.maxLag.Round(100*time.Microsecond))
+		case hostReason != "":
+			t.Verdict, t.Reason = "INCONCLUSIVE", hostReason
 			if v.verdict == "PASS" || v.verdict == "FAIL" {
 				t.Reason += fmt.Sprintf(" (the scan alone: %s, %s)", v.verdict, v.reason)
 			}
@@ -320,6 +315,20 @@ func appendStep(steps []scanStep, s scanStep, to int64) []scanStep {
 		steps = append(steps, s)
 	}
 	return steps
+}
+
+// scanHostReason says why the scan's window was not the one this host
+// meant to hold ("" if it was): packets it refused to send, or refills
+// late more often than missedShare.
+func scanHostReason(d *scanData, sendErrs int64) string {
+	switch {
+	case sendErrs > 0:
+		return fmt.Sprintf("pattern not produced: this host refused to send %d packets", sendErrs)
+	case float64(d.lateRefills) > missedShare*float64(d.refills):
+		return fmt.Sprintf("pattern not produced: %d of %d window refills came more than %s after the feedback (at most %s): this host did not hold the window",
+			d.lateRefills, d.refills, refillLimit(d.base), d.maxLag.Round(100*time.Microsecond))
+	}
+	return ""
 }
 
 // scanOutcome is the analysis: the record and each test's verdict.

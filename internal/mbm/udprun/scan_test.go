@@ -283,3 +283,17 @@ func TestScanAboveLimit(t *testing.T) {
 		t.Fatalf("err %v, want the ceiling and the server's limit named", err)
 	}
 }
+
+func TestScanHostReason(t *testing.T) {
+	d := &scanData{base: 20 * time.Millisecond, refills: 100, lateRefills: 5, maxLag: 3 * time.Millisecond}
+	if r := scanHostReason(d, 0); r != "" {
+		t.Errorf("5 %% late: %q", r)
+	}
+	d.lateRefills = 6
+	if r := scanHostReason(d, 0); !strings.Contains(r, "6 of 100 window refills came more than 2ms after") {
+		t.Errorf("6 %% late: %q", r)
+	}
+	if r := scanHostReason(&scanData{}, 3); !strings.Contains(r, "refused to send 3 packets") {
+		t.Errorf("send errors: %q", r)
+	}
+}
