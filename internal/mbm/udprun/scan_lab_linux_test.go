@@ -119,6 +119,14 @@ func TestLabScan(t *testing.T) {
 	if v := codel[TestScanBloat]; v.Verdict != "PASS" || v.Marks == 0 {
 		t.Errorf("CoDel: 8.2.2 %s (%s); truth %+v", v.Verdict, v.Reason, truth)
 	}
+	// CoDel with ECN marks the scan's ECT(0) packets instead of dropping.
+	ecn, truth := labScan(t, "mbmcodelecn", link+" qdisc=codel ecn")
+	if v := ecn[TestScanBloat]; v.Verdict != "PASS" || v.CE == 0 || v.Losses != 0 || truth.Delivered != truth.Packets {
+		t.Errorf("CoDel, ECN: 8.2.2 %s (%s), %d CE, %d lost; truth %+v", v.Verdict, v.Reason, v.CE, v.Losses, truth)
+	}
+	if v := ecn[TestScanLoss]; v.Verdict != "PASS" || !strings.Contains(v.Reason, "CE marks") {
+		t.Errorf("CoDel, ECN: 8.2.3 %s (%s)", v.Verdict, v.Reason)
+	}
 }
 
 // TestLabAQM: 8.3.2's slowstart rounds at twice 4 Mbit/s into a 4 Mbit/s
@@ -130,6 +138,7 @@ func TestLabAQM(t *testing.T) {
 	for _, c := range []struct{ name, spec string }{
 		{"mbmaqmcodel", "rate=4Mbit delay=10ms qdisc=codel"},
 		{"mbmaqmshort", "rate=4Mbit delay=10ms limit=10p"},
+		{"mbmaqmecn", "rate=4Mbit delay=10ms qdisc=codel ecn"},
 	} {
 		res, truth := labRun(t, c.name, c.spec, labInputs(4e6, 20*time.Millisecond), []string{TestAQM}, 1)
 		if len(res) != 1 || res[0].UDP == nil || res[0].UDP.AQM == nil {
@@ -142,7 +151,12 @@ func TestLabAQM(t *testing.T) {
 		for i, rd := range r.UDP.AQM.Rounds {
 			t.Logf("%s round %d: %+v", c.name, i, rd)
 		}
-		if r.Verdict != "PASS" || r.Losses == 0 || r.Losses > int64(truth.Packets-truth.Delivered) {
+		// The first round's sojourn after its first mark is the queue the
+		// emulator's first dropped packet found (3 ms a packet), within 3.
+		if q, rd := truth.FirstDropQueue, r.UDP.AQM.Rounds[0]; q >= 0 && (rd.SojournAfterMarkMs/3 < float64(q-3) || rd.SojournAfterMarkMs/3 > float64(q+3)) {
+			t.Errorf("%s: %.1f ms queued after the first mark, the emulator's first drop found %d packets queued", c.name, rd.SojournAfterMarkMs, q)
+		}
+		if r.Verdict != "PASS" || r.Marks == 0 || r.Losses > int64(truth.Packets-truth.Delivered) {
 			t.Errorf("%s: 8.3.2 %s (%s), %d losses; truth %+v", c.name, r.Verdict, r.Reason, r.Losses, truth)
 		}
 	}
