@@ -561,7 +561,7 @@ func Validate(cfg Config) error {
 	}
 	for _, id := range cfg.Tests {
 		if closedLoop(id) {
-			continue
+			id = TestPaced // the same bounds on the target's packet rate
 		}
 		if _, err := newPattern(id, cfg.Plan, cfg.Derate, max(cfg.BurstPackets, 1)); err != nil {
 			return err
