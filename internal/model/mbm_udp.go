@@ -49,4 +49,8 @@ type MBMUDP struct {
 	ScheduleErrorP50Us float64 `json:"schedule_error_p50_us,omitempty"`
 	ScheduleErrorP99Us float64 `json:"schedule_error_p99_us,omitempty"`
 	ScheduleErrorMaxUs float64 `json:"schedule_error_max_us,omitempty"`
+	// Scan is the standing queue scan of 8.2.x (MBMScan); AQM the
+	// slowstart rounds of 8.3.2 (MBMAQM).
+	Scan *MBMScan `json:"scan,omitempty"`
+	AQM  *MBMAQM  `json:"aqm,omitempty"`
 }

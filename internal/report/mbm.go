@@ -95,6 +95,25 @@ func mbmTestRows(x model.MBMTest) []row {
 	if u.Deadlines > 0 {
 		rows = append(rows, row{Label: "schedule", Value: fmt.Sprintf("%d deadlines, %d missed; error p50 %g µs, p99 %g µs, max %.0f µs", u.Deadlines, u.MissedDeadlines, u.ScheduleErrorP50Us, u.ScheduleErrorP99Us, u.ScheduleErrorMaxUs)})
 	}
+	if sc := u.Scan; sc != nil {
+		v := fmt.Sprintf("base RTT %.2f ms", sc.BaseRTTMs)
+		if sc.OnsetWindow > 0 {
+			v += fmt.Sprintf(", a standing queue above window %d (capacity %s)", sc.OnsetWindow, units.FormatRate(sc.CapacityBps))
+		}
+		if sc.FirstMarkPacket >= 0 {
+			v += fmt.Sprintf(", first loss or mark at window %d with %.1f ms (%.0f packets) queued", sc.FirstMarkWindow, sc.QueueAtMarkMs, sc.QueueAtMarkPackets)
+		} else {
+			v += fmt.Sprintf(", no loss or mark, at most %.1f ms queued", sc.QueueAtMarkMs)
+		}
+		v += fmt.Sprintf("; window refills %d, %d later than %.1f ms (max %.1f ms)", sc.Refills, sc.LateRefills, sc.RefillLimitMs, sc.MaxRefillLagMs)
+		rows = append(rows, row{Label: "scan", Value: v + "; stopped: " + sc.Stop})
+	}
+	if a := u.AQM; a != nil {
+		for i, rd := range a.Rounds {
+			rows = append(rows, row{Label: fmt.Sprintf("round %d", i+1), Value: fmt.Sprintf("%d packets, %d delivered before the first mark, %d lost, %d CE, RTT max %.1f ms, queued %.1f ms after the mark",
+				rd.Packets, rd.DeliveredBeforeMark, rd.Losses, rd.CE, rd.MaxRTTMs, rd.SojournAfterMarkMs)})
+		}
+	}
 	if u.Reordered+u.Duplicates+u.Late+u.FeedbackGaps+u.SendErrors > 0 {
 		rows = append(rows, row{Label: "also", Value: fmt.Sprintf("%d reordered, %d duplicates, %d late, %d feedback gaps, %d send errors", u.Reordered, u.Duplicates, u.Late, u.FeedbackGaps, u.SendErrors)})
 	}

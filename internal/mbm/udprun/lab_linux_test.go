@@ -127,6 +127,14 @@ func labRun(t *testing.T, name, spec string, in mbm.Inputs, tests []string, dera
 // to server, larger than a feedback datagram): its ground truth.
 type linkTruth struct {
 	Packets, Delivered, RandomLoss, QueueDrops int
+	// FirstDropQueue is the queue (packets) the first dropped data packet
+	// found on arrival (−1: none dropped), MaxQueue the longest any found.
+	FirstDropQueue, MaxQueue int
+	// MaxLate is the longest a delivered data packet left the emulator
+	// after its model time (a forwarder starved of CPU); Late the packets
+	// more than 3 ms late (a 4 Mbit/s packet time).
+	MaxLate time.Duration
+	Late    int
 }
 
 func readTruth(t *testing.T, path string) linkTruth {
@@ -135,12 +143,23 @@ func readTruth(t *testing.T, path string) linkTruth {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lt linkTruth
+	lt := linkTruth{FirstDropQueue: -1}
+	var firstDrop uint64
 	for _, r := range recs {
 		if r.Dir != emulator.Up || r.Proto != 17 || r.Length < 1000 {
 			continue
 		}
 		lt.Packets++
+		lt.MaxQueue = max(lt.MaxQueue, int(r.QPackets))
+		if r.Fate == emulator.Delivered && r.Sent >= 0 && r.Due >= 0 {
+			lt.MaxLate = max(lt.MaxLate, r.Sent-r.Due)
+			if r.Sent-r.Due > 3*time.Millisecond {
+				lt.Late++
+			}
+		}
+		if r.Fate != emulator.Delivered && (firstDrop == 0 || r.Seq < firstDrop) {
+			firstDrop, lt.FirstDropQueue = r.Seq, int(r.QPackets) // records come in fate order, not arrival order
+		}
 		switch r.Fate {
 		case emulator.Delivered:
 			lt.Delivered++

@@ -11,18 +11,37 @@ import (
 // The tests this runner knows (RFC 8337 §8), in the order `--tests all`
 // runs them.
 const (
-	TestPaced     = "8.1.1"
-	TestWindowed  = "8.1.2"
-	TestSlowstart = "8.3.1"
-	TestSenderBur = "8.4"
-	TestBursts    = "8.5.1"
+	TestPaced      = "8.1.1"
+	TestWindowed   = "8.1.2"
+	TestBackground = "8.1.3"
+	// The standing queue scan (scan.go): one scan gives all four.
+	TestScanCA     = "8.2.1"
+	TestScanBloat  = "8.2.2"
+	TestScanLoss   = "8.2.3"
+	TestScanDuplex = "8.2.4"
+	TestSlowstart  = "8.3.1"
+	TestAQM        = "8.3.2"
+	TestSenderBur  = "8.4"
+	TestBursts     = "8.5.1"
 )
+
+// backgroundShare is 8.1.3's rate as a share of the target: low enough
+// that the probes themselves do not congest the path (RFC 8337 §8.1.3:
+// lightweight monitoring), high enough that the SPRT decides in ten
+// times 8.1.1's time.
+const backgroundShare = 0.1
 
 // Tests lists the tests with their names.
 var Tests = []struct{ ID, Name string }{
 	{TestPaced, "paced full data rate"},
 	{TestWindowed, "full data windowed rate"},
+	{TestBackground, "background packet transfer statistics"},
+	{TestScanCA, "standing queue: congestion avoidance"},
+	{TestScanBloat, "standing queue: bufferbloat"},
+	{TestScanLoss, "standing queue: non excessive loss"},
+	{TestScanDuplex, "standing queue: duplex self-interference"},
 	{TestSlowstart, "full window slowstart"},
+	{TestAQM, "slowstart AQM"},
 	{TestSenderBur, "sender rate bursts"},
 	{TestBursts, "sustained full-rate bursts"},
 }
@@ -57,6 +76,9 @@ type pattern struct {
 	// Window (8.1.2; 0: none) bounds the packets in flight: sent and
 	// neither reported arrived nor final.
 	Window int64
+	// Rate is the pattern's mean rate in bit/s of IP packets: the
+	// target's, but for 8.1.3 (backgroundShare of it).
+	Rate float64
 }
 
 // newPattern builds test id's pattern for plan; burst is 8.4's burst size.
@@ -70,10 +92,21 @@ func newPattern(id string, p mbm.Plan, derate float64, burst int64) (pattern, er
 	if !(gapS >= 1e-9 && gapS <= maxGap.Seconds()) {
 		return pattern{}, fmt.Errorf("target rate %g bit/s: one %d-byte packet every %.3g s; the UDP mode sends one every 1 ns to %s", p.RateBps, p.MTU, gapS, maxGap)
 	}
+	if closedLoop(id) {
+		return pattern{}, fmt.Errorf("test %s: a closed-loop test, not a pattern", id)
+	}
+	pt := pattern{ID: id, Name: name, Rate: p.RateBps}
+	if id == TestBackground {
+		gapS /= backgroundShare
+		pt.Rate *= backgroundShare
+		if gapS > maxGap.Seconds() {
+			return pattern{}, fmt.Errorf("target rate %g bit/s: 8.1.3's probes at %g of it are one %d-byte packet every %.3g s; the UDP mode sends one every 1 ns to %s", p.RateBps, backgroundShare, p.MTU, gapS, maxGap)
+		}
+	}
 	gap := time.Duration(gapS * 1e9)
-	pt := pattern{ID: id, Name: name, Gap: gap}
+	pt.Gap = gap
 	switch id {
-	case TestPaced: // constant rate at the target
+	case TestPaced, TestBackground: // constant rate at the target (8.1.3: a share of it)
 		pt.Burst, pt.Sub = 1, 1
 	case TestWindowed: // paced at the target, at most W packets in flight
 		pt.Burst, pt.Sub, pt.Window = 1, 1, p.W

@@ -5,7 +5,9 @@
 // the SPRT of internal/mbm, fed per packet in send order, stops the test
 // as soon as it decides. The sender checks its own schedule: a pattern it
 // could not produce gives ERROR or INCONCLUSIVE, never a verdict on the
-// path.
+// path. The closed-loop tests (8.2.1 to 8.2.4 from one standing queue
+// scan, 8.3.2's slowstart rounds: loop.go, scan.go, aqm.go) steer by the
+// server's per-arrival feedback instead of a fixed schedule.
 package udprun
 
 import (
@@ -94,6 +96,9 @@ func Run(ctx context.Context, cfg Config) ([]model.MBMTest, error) {
 	}
 	var pats []pattern
 	for _, id := range cfg.Tests {
+		if closedLoop(id) {
+			continue
+		}
 		pt, err := newPattern(id, cfg.Plan, cfg.Derate, cfg.BurstPackets)
 		if err != nil {
 			return nil, err
@@ -110,14 +115,31 @@ func Run(ctx context.Context, cfg Config) ([]model.MBMTest, error) {
 	}
 	defer api.Close()
 	var out []model.MBMTest
-	for _, pt := range pats {
+	scanned := false
+	for _, id := range cfg.Tests {
+		if scanned && isScan(id) {
+			continue // one scan gave every 8.2 test asked for
+		}
 		if cfg.Progress != nil {
-			cfg.Progress(pt.ID)
+			cfg.Progress(id)
 		}
-		t, err := runTest(ctx, api, cfg, pt)
-		if t != nil {
-			out = append(out, *t)
+		var ts []model.MBMTest
+		var err error
+		switch {
+		case isScan(id):
+			scanned = true
+			ts, err = runScan(ctx, api, cfg)
+		case id == TestAQM:
+			ts, err = runAQM(ctx, api, cfg)
+		default:
+			var t *model.MBMTest
+			t, err = runTest(ctx, api, cfg, pats[0])
+			pats = pats[1:]
+			if t != nil {
+				ts = []model.MBMTest{*t}
+			}
 		}
+		out = append(out, ts...)
 		if err != nil {
 			return out, err
 		}
@@ -201,7 +223,7 @@ func runTest(ctx context.Context, api *apiclient.Client, cfg Config, pt pattern)
 	lossTimeout := max(4*p.RTT, 200*time.Millisecond)
 	reorder := int(min(max(p.W, 16), mbmwire.MaxReorderPackets))
 	req := mbmwire.SessionRequest{
-		Client: cfg.Software, Test: pt.ID, RateBps: p.RateBps, PacketBytes: size,
+		Client: cfg.Software, Test: pt.ID, RateBps: pt.Rate, PacketBytes: size,
 		TargetRTTMs: float64(p.RTT) / 1e6, TargetMTU: p.MTU, DurationS: max(durationS, 0.001),
 		Packets: min(planned, mbmwire.MaxPackets), ReorderPackets: reorder, LossTimeoutMs: math.Min(float64(lossTimeout)/1e6, mbmwire.MaxLossTimeoutMs),
 	}
@@ -456,7 +478,7 @@ func (t *test) fill(res *model.MBMTest, log *schedLog, sent int64) {
 // the sender did not produce is ERROR (rate) or INCONCLUSIVE (timing),
 // never a verdict on the path; a path that did not carry the rate FAILs.
 func verdict(res *model.MBMTest, t *test, p mbm.Plan, truncated bool) {
-	need := res.UDP.MinRateFraction * p.RateBps
+	need := res.UDP.MinRateFraction * t.pt.Rate
 	d := t.sprt.Decision()
 	switch {
 	case res.UDP.SenderMinRateBps < need && d != mbm.Fail && res.UDP.WindowWaitMs > 0 && res.UDP.SendErrors == 0 &&
@@ -468,7 +490,7 @@ func verdict(res *model.MBMTest, t *test, p mbm.Plan, truncated bool) {
 			res.UDP.WindowPackets, rate(res.UDP.SenderMinRateBps), res.UDP.RateWindowMs, res.UDP.MinRateFraction, rate(p.RateBps))
 	case res.UDP.SenderMinRateBps < need && d != mbm.Fail:
 		res.Verdict = "ERROR"
-		res.Reason = fmt.Sprintf("the sender could not produce the pattern: %s sustained over %.0f ms, below %.2g × the target %s", rate(res.UDP.SenderMinRateBps), res.UDP.RateWindowMs, res.UDP.MinRateFraction, rate(p.RateBps))
+		res.Reason = fmt.Sprintf("the sender could not produce the pattern: %s sustained over %.0f ms, below %.2g × the target %s", rate(res.UDP.SenderMinRateBps), res.UDP.RateWindowMs, res.UDP.MinRateFraction, rate(t.pt.Rate))
 	case res.UDP.SendErrors > 0:
 		res.Verdict = "INCONCLUSIVE"
 		res.Reason = fmt.Sprintf("pattern not produced: this host refused to send %d packets", res.UDP.SendErrors)
@@ -483,7 +505,7 @@ func verdict(res *model.MBMTest, t *test, p mbm.Plan, truncated bool) {
 		}
 	case res.UDP.ReceiverMinRateBps > 0 && res.UDP.ReceiverMinRateBps < need:
 		res.Verdict = "FAIL"
-		res.Reason = fmt.Sprintf("the path carried %s, below %.2g × the target %s", rate(res.UDP.ReceiverMinRateBps), res.UDP.MinRateFraction, rate(p.RateBps))
+		res.Reason = fmt.Sprintf("the path carried %s, below %.2g × the pattern's %s", rate(res.UDP.ReceiverMinRateBps), res.UDP.MinRateFraction, rate(t.pt.Rate))
 	case d == mbm.Pass:
 		res.Verdict = "PASS"
 		res.Reason = fmt.Sprintf("%d marks in %d packets reached the PASS line (p0 = %.4g)", res.Marks, res.Packets, p.P0)
@@ -514,6 +536,8 @@ func patternText(pt pattern) string {
 	switch pt.ID {
 	case TestPaced:
 		return fmt.Sprintf("1 packet every %s", pt.Gap)
+	case TestBackground:
+		return fmt.Sprintf("1 packet every %s (%.2g of the target rate)", pt.Gap, backgroundShare)
 	case TestWindowed:
 		return fmt.Sprintf("1 packet every %s, at most %d in flight", pt.Gap, pt.Window)
 	case TestSlowstart:
@@ -538,6 +562,9 @@ func Validate(cfg Config) error {
 		return errors.New("no test to run")
 	}
 	for _, id := range cfg.Tests {
+		if closedLoop(id) {
+			id = TestPaced // the same bounds on the target's packet rate
+		}
 		if _, err := newPattern(id, cfg.Plan, cfg.Derate, max(cfg.BurstPackets, 1)); err != nil {
 			return err
 		}
