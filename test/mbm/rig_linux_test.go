@@ -218,6 +218,9 @@ type truth struct {
 	packets, delivered, randomLoss, queueDrops int
 	maxQueue                                   uint32        // backlog an arriving packet found
 	lateP99                                    time.Duration // the forwarder's p99 lateness
+	// patternFault, set by a test that knows the pattern, says that the
+	// link did not see the pattern sent (bursts merged by a stalled host).
+	patternFault string
 }
 
 // truthOf reads the ground truth of links from+1 … to (1-based, the
@@ -304,6 +307,8 @@ func expected(gt model.GroundTruth, p mbm.Plan) string {
 // or the lab's forwarder ran late.
 func hostFault(x run, tr truth) string {
 	switch {
+	case tr.patternFault != "":
+		return tr.patternFault
 	case tr.lateP99 > maxLateness:
 		return fmt.Sprintf("the lab forwarder's p99 lateness %v > %v", tr.lateP99.Round(10*time.Microsecond), maxLateness)
 	case x.x.Verdict == "ERROR" || (x.x.Verdict == "INCONCLUSIVE" && strings.Contains(x.x.Reason, "pattern")):
