@@ -15,23 +15,25 @@ import (
 
 // shortQueue is seed 002's figure 4-4: one link with a 10-packet queue.
 // 20 Mbit/s, twice the target, so that the queue empties between bursts
-// and a burst arriving at once loses what exceeds the queue; 9 ms each
-// way, the target's 18 ms.
+// and a burst arriving at once loses what exceeds the queue; 8.5 ms each
+// way, the target's 17 ms.
 var shortQueue = lab.Scenario{
 	Name:        "short-queue",
-	Description: "20 Mbit/s, 18 ms RTT, a 10-packet drop-tail queue upstream",
+	Description: "20 Mbit/s, 17 ms RTT, a 10-packet drop-tail queue upstream",
 	Links: []lab.ScenarioLink{{
-		Name: "link", Up: "rate=20Mbit delay=9ms limit=10p", Down: "rate=20Mbit delay=9ms",
+		Name: "link", Up: "rate=20Mbit delay=8.5ms limit=10p", Down: "rate=20Mbit delay=8.5ms",
 	}},
 }
 
-// Target of the burst test: 10 Mbit/s (the seed's) at 18 ms, W = 16, so
-// that the bursts of round(W × derate) packets are 16, 14, 13, 11, 10, 8
-// and 6 for derates 1 to 0.4: above the queue from 0.8 up, within it
-// at 0.6 and below.
+// Target of the burst test: 10 Mbit/s (the seed's) at 17 ms, W = 15, so
+// that the bursts of round(W × derate) packets are 15, 14, 12, 11, 9, 8
+// and 6 for derates 1 to 0.4: two or more over the queue from 0.8 up,
+// a packet short of it at 0.6 and below. (At W = 16 the bursts of 0.6
+// are 10, exactly the queue: a burst a little late, on this shared host,
+// then met the previous one's tail, and 0.6 failed.)
 const (
 	sbRate = 10e6
-	sbRTT  = 18 * time.Millisecond
+	sbRTT  = 17 * time.Millisecond
 )
 
 // derates is the derates measured: SONDE_MBM_LAB_DERATES (a comma list),
@@ -67,7 +69,7 @@ func TestSustainedBurst(t *testing.T) {
 	gt := r.subTruth(0, 1)
 	p := plan(t, sbRate, sbRTT, 0)
 	queue := int(gt.UpQueuePackets)
-	if queue != 10 || p.W != 16 {
+	if queue != 10 || p.W != 15 {
 		t.Fatalf("queue %d, W %d: not the setting of this test", queue, p.W)
 	}
 	args := []string{"--rate", fmt.Sprint(sbRate), "--rtt", sbRTT.String()}
@@ -105,8 +107,9 @@ func TestSustainedBurst(t *testing.T) {
 				x := r.mbm(0, srv, append(args, "--tests", "8.5.1", "--derate", fmt.Sprint(d))...)
 				tr := r.truthOf(x, 17, 0, 1)
 				// A burst into an empty queue finds at most b−1 packets
-				// before it; more means bursts reached the link merged.
-				if int(tr.maxQueue) > b {
+				// before it; more means bursts reached the link merged
+				// (the sender or the forwarder stalled and caught up).
+				if int(tr.maxQueue) >= b {
 					tr.patternFault = fmt.Sprintf("bursts of %d merged at the link (a backlog of %d at an arrival): the host stalled", b, tr.maxQueue)
 				}
 				return x, tr
