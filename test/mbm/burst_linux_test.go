@@ -224,6 +224,10 @@ func boxPlot(points []*point, p0, p1 float64) string {
 		}
 		fmt.Fprintf(&b, "  %-17s |%s|\n", pt.label, line)
 	}
-	fmt.Fprintf(&b, "  %-17s  %-20s%-20s%-19s%s\n", "", "1e-4", "1e-3", "1e-2", "1e-1")
+	axis := []byte(strings.Repeat(" ", width+8))
+	for e := -4; e <= 0; e++ {
+		copy(axis[col(math.Pow(10, float64(e))):], fmt.Sprintf("1e%d", e))
+	}
+	fmt.Fprintf(&b, "  %-17s  %s\n", "", strings.TrimRight(string(axis), " "))
 	return b.String()
 }
