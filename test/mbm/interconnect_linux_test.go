@@ -61,40 +61,54 @@ func TestInterconnect(t *testing.T) {
 	}
 	var rows []row
 	var passPackets, failPackets []int64
+	var skips []string
+	total := 0
 	for i := range runs(t, 2) {
-		x, tr := checked(t, fmt.Sprintf("run %d: interconnect, own RTT", i+1), func() (run, truth) {
+		x, tr, ok := checked(t, &skips, fmt.Sprintf("run %d: interconnect, own RTT", i+1), func() (run, truth) {
 			x := r.mbm(1, icSrv, args(ownRTT)...)
 			return x, r.truthOf(x, 17, 1, 2)
 		}, verdictCheck(wantOwn))
-		rows = append(rows, row{"interconnect, target RTT = its own " + ownRTT.String(), "udp", x})
-		passPackets = append(passPackets, x.x.Packets)
-		logTruth(t, tr)
-		x, tr = checked(t, fmt.Sprintf("run %d: interconnect, end-to-end RTT", i+1), func() (run, truth) {
+		total++
+		if ok {
+			rows = append(rows, row{"interconnect, target RTT = its own " + ownRTT.String(), "udp", x})
+			passPackets = append(passPackets, x.x.Packets)
+			logTruth(t, tr)
+		}
+		x, tr, ok = checked(t, &skips, fmt.Sprintf("run %d: interconnect, end-to-end RTT", i+1), func() (run, truth) {
 			x := r.mbm(1, icSrv, args(e2eRTT)...)
 			return x, r.truthOf(x, 17, 1, 2)
 		}, verdictCheck(wantLong))
-		rows = append(rows, row{"interconnect, target RTT = end-to-end " + e2eRTT.String(), "udp", x})
-		failPackets = append(failPackets, x.x.Packets)
-		logTruth(t, tr)
-		if !near(x.x.Loss, x.x.Packets, icTruth.UpLoss) && x.x.Packets > 1000 {
+		total++
+		if ok {
+			rows = append(rows, row{"interconnect, target RTT = end-to-end " + e2eRTT.String(), "udp", x})
+			failPackets = append(failPackets, x.x.Packets)
+			logTruth(t, tr)
+		}
+		if ok && !near(x.x.Loss, x.x.Packets, icTruth.UpLoss) && x.x.Packets > 1000 {
 			t.Errorf("interconnect loss %.4g over %d packets, configured %.4g", x.x.Loss, x.x.Packets, icTruth.UpLoss)
 		}
-		x, tr = checked(t, fmt.Sprintf("run %d: end to end, udp", i+1), func() (run, truth) {
+		x, tr, ok = checked(t, &skips, fmt.Sprintf("run %d: end to end, udp", i+1), func() (run, truth) {
 			x := r.mbm(0, e2eSrv, args(e2eRTT)...)
 			return x, r.truthOf(x, 17, 0, n)
 		}, verdictCheck(wantE2E))
-		rows = append(rows, row{"end to end, target RTT " + e2eRTT.String(), "udp", x})
-		logTruth(t, tr)
+		total++
+		if ok {
+			rows = append(rows, row{"end to end, target RTT " + e2eRTT.String(), "udp", x})
+			logTruth(t, tr)
+		}
 	}
 	// TCP once per run too (the seed's transport): its growth period
 	// lasts up to 5 s when the rate falls short.
 	for i := range runs(t, 1) {
-		x, tr := checked(t, fmt.Sprintf("run %d: end to end, tcp", i+1), func() (run, truth) {
+		x, tr, ok := checked(t, &skips, fmt.Sprintf("run %d: end to end, tcp", i+1), func() (run, truth) {
 			x := r.mbm(0, e2eSrv, args(e2eRTT, "--mode", "tcp")...)
 			return x, r.truthOf(x, 6, 0, n)
 		}, verdictCheck(wantE2E))
-		rows = append(rows, row{"end to end, target RTT " + e2eRTT.String(), "tcp", x})
-		logTruth(t, tr)
+		total++
+		if ok {
+			rows = append(rows, row{"end to end, target RTT " + e2eRTT.String(), "tcp", x})
+			logTruth(t, tr)
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "interconnection, target %g Mbit/s (seed 002 §4.2: PASS, FAIL, FAIL \"very consistently\"; FAIL took \"almost 100 times\" the packets of PASS)\n", icRate/1e6)
@@ -105,12 +119,14 @@ func TestInterconnect(t *testing.T) {
 	ratio := mean(failPackets) / mean(passPackets)
 	fmt.Fprintf(&b, "  packets to decide on the interconnect: PASS (own RTT) mean %.1f, FAIL (end-to-end RTT) mean %.1f: ratio %.0f (%d runs)\n",
 		mean(passPackets), mean(failPackets), ratio, len(passPackets))
+	fmt.Fprintf(&b, "  %d of %d runs skipped (host too busy twice)\n", len(skips), total)
 	t.Log("PROOF\n" + b.String())
 	// On the order of 100: the SPRT's cheapest PASS here is 10 packets,
 	// its average FAIL at 0.3 % about 2.12 / (0.003 − s) ≈ 760.
-	if ratio < 20 {
+	if len(passPackets) > 0 && len(failPackets) > 0 && ratio < 20 {
 		t.Errorf("FAIL took only %.1f times the packets of PASS", ratio)
 	}
+	skipIf(t, skips, total)
 }
 
 func logTruth(t *testing.T, tr truth) {

@@ -319,17 +319,18 @@ func hostFault(x run, tr truth) string {
 
 // checked runs one measurement, checks it with check (which returns what
 // is wrong, "" if nothing), and when it is wrong on a host that did not
-// keep time runs it once more; twice so, the test is skipped with the
-// lab's measured lateness. A wrong verdict on a host that kept time
-// fails the test.
-func checked(t *testing.T, name string, measure func() (run, truth), check func(run, truth) string) (run, truth) {
+// keep time runs it once more; twice so, it returns ok false and the
+// reason, with the lab's measured lateness, in skips (the test goes on
+// with its other points, then skips: see skipIf). A wrong verdict on a
+// host that kept time fails the test.
+func checked(t *testing.T, skips *[]string, name string, measure func() (run, truth), check func(run, truth) string) (run, truth, bool) {
 	t.Helper()
 	var why string
 	for try := range 2 {
 		x, tr := measure()
 		bad := check(x, tr)
 		if bad == "" {
-			return x, tr
+			return x, tr, true
 		}
 		host := hostFault(x, tr)
 		if host == "" {
@@ -338,8 +339,17 @@ func checked(t *testing.T, name string, measure func() (run, truth), check func(
 		why = fmt.Sprintf("%s (%s)", bad, host)
 		t.Logf("%s, try %d: %s", name, try+1, why)
 	}
-	t.Skipf("%s: the host was too busy for the lab twice: %s", name, why)
-	return run{}, truth{}
+	*skips = append(*skips, fmt.Sprintf("%s: %s", name, why))
+	return run{}, truth{}, false
+}
+
+// skipIf skips the test when some of its runs measured the host twice,
+// after the others were checked and printed.
+func skipIf(t *testing.T, skips []string, total int) {
+	t.Helper()
+	if len(skips) > 0 {
+		t.Skipf("the host was too busy for the lab twice in %d of %d runs; first: %s", len(skips), total, skips[0])
+	}
 }
 
 // verdictCheck checks a run's verdict against the configured path's and
