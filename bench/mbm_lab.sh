@@ -50,6 +50,7 @@ rc=$?
 awk '
 	/PROOF$/ { p = 1; next }
 	/^(=== |--- |PASS|FAIL|ok )/ { p = 0 }
+	/: lab [0-9a-f]+: profile / { sub(/^ +/, ""); print }
 	p { sub(/^        /, ""); print }
 	/try [0-9]+:|--- (FAIL|SKIP)|_test.go:[0-9]+: .*(want|outside|differs)/ && !p { print }
 ' "$out"

@@ -98,10 +98,14 @@ func upLab(t *testing.T, sc lab.Scenario) *rig {
 	}
 	dir := t.TempDir()
 	r := &rig{t: t, profile: p, truth: filepath.Join(dir, "truth.sgt"), dir: dir}
-	r.lab, err = lab.UpProfile(context.Background(), p, lab.Options{Seed: 14, TruthPath: r.truth, StateDir: t.TempDir()})
+	// A random seed (logged): repeated runs, and repeated invocations,
+	// draw new random losses; a fixed one made each invocation repeat
+	// the last one's figures.
+	r.lab, err = lab.UpProfile(context.Background(), p, lab.Options{TruthPath: r.truth, StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("lab %s: profile %s, seed %d", r.lab.ID, p.Name, r.lab.Seed)
 	t.Cleanup(func() { _ = r.lab.Down() })
 	return r
 }
