@@ -181,11 +181,6 @@ func (l *Lab) makeNodes(ctx context.Context) error {
 	return nil
 }
 
-// linkAddr is host h of link i's /24.
-func linkAddr(i, h int) netip.Addr {
-	return netip.AddrFrom4([4]byte{198, 18 + byte(i>>8), byte(i), byte(h)})
-}
-
 func (l *Lab) openTruth(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -341,6 +336,22 @@ func (l *Lab) Command(ctx context.Context, nodeName, name string, args ...string
 		return cmd
 	}
 	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, name}, args...)...)
+}
+
+// AddrOn is a node's address on link i (1-based, as in NodeAddr): where
+// a server on that node listens for a client across that link, so that
+// a subpath is measured between its own ends.
+func (l *Lab) AddrOn(nodeName string, link int) (string, error) {
+	for k, nd := range l.nodes {
+		if nd.name == nodeName {
+			a, err := NodeAddr(k, len(l.Profile.Links), link)
+			if err != nil {
+				return "", fmt.Errorf("sonde lab: %s: %w", nodeName, err)
+			}
+			return a.String(), nil
+		}
+	}
+	return "", fmt.Errorf("sonde lab: no node %q (nodes: %s)", nodeName, strings.Join(l.Nodes(), ", "))
 }
 
 // ClientAddr is the client's address.
