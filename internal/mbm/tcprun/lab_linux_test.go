@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/lab/labtest"
 	"github.com/sonde-project/sonde/internal/mbm"
@@ -253,7 +254,7 @@ func (lp *labPath) initcwnd(t *testing.T, n int) {
 	t.Helper()
 	cns, _ := lp.lab.Namespace(lab.Client)
 	for _, key := range []string{"tcp_pacing_ss_ratio", "tcp_pacing_ca_ratio"} {
-		if err := inNS(cns, func() error {
+		if err := netns.Do(cns, func() error {
 			return os.WriteFile("/proc/sys/net/ipv4/"+key, []byte("1000"), 0)
 		}); err != nil {
 			t.Fatalf("%s: %v", key, err)
