@@ -1,14 +1,19 @@
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/reliability"
@@ -381,6 +386,78 @@ func BenchmarkRollupCodec(b *testing.B) {
 				if err := d.UnmarshalBinary(rows[i%len(rows)].Data); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkRollupRowBytes writes 100,000 realistic minute rollups (4
+// streams, 240-row batches as the fleet bench writes) to SQLite with the
+// data in each encoding and reports the bytes a row takes on disk, its
+// primary key included (B/row), and the insert rate.
+func BenchmarkRollupRowBytes(b *testing.B) {
+	const rows, streams, perBatch = 100_000, 4, 240
+	pool := realisticMinutes(b, 256)
+	for _, enc := range []string{"json", "binary"} {
+		data := make([][]byte, len(pool))
+		for i, m := range pool {
+			if enc == "json" {
+				j, err := json.Marshal(rollupJSON{m.Bins, m.FwdBins, m.RevBins, m.ThresholdsNs, m.Within, m.ByLoad})
+				if err != nil {
+					b.Fatal(err)
+				}
+				data[i] = j
+				continue
+			}
+			data[i] = mustAppend(b, &RollupData{Bins: m.Bins, FwdBins: m.FwdBins, RevBins: m.RevBins, ThresholdsNs: m.ThresholdsNs,
+				Within: widen(m.Within), ByLoad: func() (ls []LoadCounts) {
+					for _, l := range m.ByLoad {
+						ls = append(ls, LoadCounts{Load: l.Load, Sent: uint64(l.Sent), Lost: uint64(l.Lost), Within: widen(l.Within)})
+					}
+					return ls
+				}()})
+		}
+		b.Run(enc, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				ctx := context.Background()
+				st, err := Open(ctx, filepath.Join(b.TempDir(), "size.db"), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				mid, _ := st.Monitor(ctx, Identity{Name: "bench"})
+				var ss []model.MonitorStream
+				for i := range streams {
+					ss = append(ss, model.MonitorStream{Target: fmt.Sprintf("198.18.0.%d:862", i+2), Kind: model.ProbeSTAMP, Name: fmt.Sprint(i)})
+				}
+				if _, err := st.Streams(ctx, mid, ss); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := time.Now()
+				batch := &Batch{Rollups: make([]Rollup, perBatch)}
+				for n := 0; n < rows; n += perBatch {
+					batch.Rollups = batch.Rollups[:min(perBatch, rows-n)]
+					for i := range batch.Rollups {
+						k := n + i
+						m := pool[k%len(pool)]
+						batch.Rollups[i] = Rollup{Stream: int32(k % streams), MinuteNs: t0 + int64(k/streams)*60e9, Sent: m.Sent, Lost: m.Lost, Late: m.Late,
+							SumNs: m.SumNs, SumSqNs: m.SumSqNs, MinNs: m.MinNs, MaxNs: m.MaxNs, Data: data[k%len(data)]}
+					}
+					if err := st.Write(ctx, mid, batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+				elapsed := time.Since(start)
+				b.StopTimer()
+				var pages int64
+				if err := st.(*sqlStore).db.QueryRow(`SELECT SUM(pgsize) FROM dbstat WHERE name IN (SELECT name FROM sqlite_master WHERE tbl_name = 'rollups')`).Scan(&pages); err != nil {
+					b.Fatalf("dbstat: %v", err)
+				}
+				st.Close()
+				b.ReportMetric(float64(pages)/rows, "B/row")
+				b.ReportMetric(rows/elapsed.Seconds(), "rows/s")
+				fmt.Fprintf(os.Stderr, "%s: %d rollup rows, table with its key %d bytes: %.1f B/row; inserted at %.0f rows/s\n", enc, rows, pages, float64(pages)/rows, rows/elapsed.Seconds())
 			}
 		})
 	}
