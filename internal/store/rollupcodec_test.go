@@ -462,3 +462,59 @@ func BenchmarkRollupRowBytes(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRollupHourBytes reports the data of an hour merged from 60
+// realistic minutes (RTT bins, thresholds and load states; an hour has no
+// one-way bins) in the hours' first encoding (B/hour-v1) and in version 2
+// (B/hour-v2), and version 2's encode time.
+func BenchmarkRollupHourBytes(b *testing.B) {
+	ms := realisticMinutes(b, 32*60)
+	var hours []RollupData
+	for h := range 32 {
+		hours = append(hours, sumMinutes(ms[h*60:h*60+60]))
+	}
+	var v1, v2 int
+	for i := range hours {
+		v1 += len(appendV1(&hours[i]))
+		v2 += len(mustAppend(b, &hours[i]))
+	}
+	buf := make([]byte, 0, 4096)
+	for i := range b.N {
+		buf, _ = hours[i%len(hours)].AppendBinary(buf[:0])
+	}
+	b.ReportMetric(float64(v1)/float64(len(hours)), "B/hour-v1")
+	b.ReportMetric(float64(v2)/float64(len(hours)), "B/hour-v2")
+}
+
+// sumMinutes adds minutes of equal thresholds as the fleet's hourly
+// aggregate does (RTT bins, counts within, per-load counts).
+func sumMinutes(ms []model.MonitorRollup) RollupData {
+	dense := make([]uint32, reliability.NumBins)
+	d := RollupData{ThresholdsNs: ms[0].ThresholdsNs, Within: make([]uint64, len(ms[0].ThresholdsNs))}
+	for _, m := range ms {
+		for _, x := range m.Bins {
+			dense[x.Bin] += x.N
+		}
+		for i, w := range m.Within {
+			d.Within[i] += uint64(w)
+		}
+		for _, l := range m.ByLoad {
+			k := slices.IndexFunc(d.ByLoad, func(c LoadCounts) bool { return c.Load == l.Load })
+			if k < 0 {
+				d.ByLoad = append(d.ByLoad, LoadCounts{Load: l.Load, Within: make([]uint64, len(l.Within))})
+				k = len(d.ByLoad) - 1
+			}
+			d.ByLoad[k].Sent += uint64(l.Sent)
+			d.ByLoad[k].Lost += uint64(l.Lost)
+			for i, w := range l.Within {
+				d.ByLoad[k].Within[i] += uint64(w)
+			}
+		}
+	}
+	for bin, n := range dense {
+		if n > 0 {
+			d.Bins = append(d.Bins, model.RollupBin{Bin: uint16(bin), N: n})
+		}
+	}
+	return d
+}
