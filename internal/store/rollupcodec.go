@@ -87,7 +87,7 @@ func (d *RollupData) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(n))
 	if n > 0 {
 		k, unit := thresholdScale(d.ThresholdsNs)
-		b = append(b, byte(k))
+		b = binary.AppendUvarint(b, uint64(k))
 		prev := int64(0)
 		for _, l := range d.ThresholdsNs {
 			b = binary.AppendVarint(b, l/unit-prev)
@@ -221,11 +221,11 @@ func (r *reader) varint(what string) int64 {
 	return v
 }
 
-// count reads a number of elements, at most max and at most the bytes
+// count reads a number of elements, at most limit and at most the bytes
 // left divided by the bytes each element takes at least.
-func (r *reader) count(what string, max uint64, minBytes int) int {
+func (r *reader) count(what string, limit uint64, minBytes int) int {
 	n := r.uvarint(what)
-	if r.err == nil && (n > max || n > uint64(len(r.b)/minBytes)) {
+	if r.err == nil && (n > limit || n > uint64(len(r.b)/minBytes)) {
 		r.fail(what)
 	}
 	if r.err != nil {
@@ -238,8 +238,9 @@ func (r *reader) decodeV2(d *RollupData) error {
 	n := r.count("threshold count", maxRollupThresholds, 2)
 	if n > 0 {
 		k := r.uvarint("threshold scale")
-		if r.err == nil && k > 18 {
+		if k > 18 {
 			r.fail("threshold scale")
+			k = 0
 		}
 		unit := int64(1)
 		for range k {

@@ -207,6 +207,12 @@ func TestRollupCodecDamage(t *testing.T) {
 			t.Errorf("%x decoded", bad)
 		}
 	}
+	// A huge threshold scale fails at once (found by FuzzHourData: it
+	// once looped that many times).
+	scale := append(binary.AppendUvarint([]byte{rollupDataV2, 7}, 1<<62), "000000000000000000"...)
+	if err := reused.UnmarshalBinary(scale); err == nil {
+		t.Error("a threshold scale of 2^62 decoded")
+	}
 	// A count claiming more than the bytes left fails before allocating.
 	huge := binary.AppendUvarint([]byte{rollupDataV2, 0}, 1<<40)
 	if err := reused.UnmarshalBinary(huge); err == nil {
