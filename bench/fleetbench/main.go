@@ -8,12 +8,15 @@
 // With -hour-days N it also writes N earlier days of the hourly
 // aggregate directly (rows as the job would make them from the same
 // minutes), so a report over a month can be timed without ingesting 172.8
-// million minute rows; what was written which way is printed.
+// million minute rows; what was written which way is printed. With
+// -data json the minutes carry the JSON data older sonde versions wrote,
+// to compare it with the store's binary encoding.
 package main
 
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
@@ -54,6 +57,7 @@ func main() {
 		compr     = flag.String("compression", "", "PostgreSQL: set the rollups' data column's `METHOD` (pglz, lz4) before ingest (default: the server's, pglz)")
 		only      = flag.Bool("report-only", false, "only time the report over the days the other flags name, on a store an earlier run filled")
 		prof      = flag.String("cpuprofile", "", "write a CPU profile of the aggregate job and the report to `FILE`")
+		encoding  = flag.String("data", "binary", "the minute rollups' data `ENCODING`: binary (the store's) or json (what sonde wrote before version 2, still read), to compare the two")
 	)
 	flag.Parse()
 	if *url == "" || *monitors < 1 || *monitors > 100_000 || *targets < 1 || *targets > 64 || *days <= 0 || *days > 31 ||
@@ -61,7 +65,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fleetbench: -store is required; monitors 1–100000, targets 1–64, days (0, 31], hour-days 0–400, batch-minutes 1–1440, writers 1–64")
 		os.Exit(2)
 	}
-	if err := run(*url, *monitors, *targets, *days, *hourDays, *batchMin, *writers, !*skipAgg, *reportRaw, *seed, *prof, *compr, *only); err != nil {
+	if *encoding != "binary" && *encoding != "json" {
+		fmt.Fprintf(os.Stderr, "fleetbench: -data %q: want binary or json\n", *encoding)
+		os.Exit(2)
+	}
+	if err := run(*url, *monitors, *targets, *days, *hourDays, *batchMin, *writers, !*skipAgg, *reportRaw, *seed, *prof, *compr, *only, *encoding == "json"); err != nil {
 		fmt.Fprintln(os.Stderr, "fleetbench:", err)
 		os.Exit(1)
 	}
@@ -69,7 +77,7 @@ func main() {
 
 var isps = []string{"acme", "bravo", "civic", "delta", "echo", "fibre", "gamma", "hotel", "indigo", "juliet"}
 
-func run(url string, nMon, nTgt int, days float64, hourDays, batchMin, writers int, aggregate, reportRaw bool, seed uint64, profile, compression string, reportOnly bool) error {
+func run(url string, nMon, nTgt int, days float64, hourDays, batchMin, writers int, aggregate, reportRaw bool, seed uint64, profile, compression string, reportOnly, jsonData bool) error {
 	ctx := context.Background()
 	st, err := store.Open(ctx, url, store.Options{})
 	if err != nil {
@@ -119,7 +127,7 @@ func run(url string, nMon, nTgt int, days float64, hourDays, batchMin, writers i
 		}
 		fmt.Printf("rollups.data compression: %s\n", compression)
 	}
-	pool, err := minutePool(seed)
+	pool, err := minutePool(seed, jsonData)
 	if err != nil {
 		return err
 	}
@@ -130,7 +138,11 @@ func run(url string, nMon, nTgt int, days float64, hourDays, batchMin, writers i
 			nblob++
 		}
 	}
-	fmt.Printf("minute rollup data: %d bytes on average (the store's JSON of the Roller's bins and counts)\n", blob/nblob)
+	enc := "the store's binary encoding of the Roller's bins and counts"
+	if jsonData {
+		enc = "the JSON of the Roller's bins and counts, as stores before the binary encoding hold it"
+	}
+	fmt.Printf("minute rollup data: %d bytes on average (%s)\n", blob/nblob, enc)
 
 	// Register monitors and streams.
 	ids := make([]int64, nMon)
@@ -208,7 +220,8 @@ func run(url string, nMon, nTgt int, days float64, hourDays, batchMin, writers i
 			return err
 		}
 		var total, roll int64
-		if err := db.QueryRowContext(ctx, `SELECT pg_database_size(current_database()), pg_total_relation_size('rollups')`).Scan(&total, &roll); err != nil {
+		// rollups is partitioned by day: its size is its partitions'.
+		if err := db.QueryRowContext(ctx, `SELECT pg_database_size(current_database()), (SELECT COALESCE(SUM(pg_total_relation_size(relid)), 0) FROM pg_partition_tree('rollups'))`).Scan(&total, &roll); err != nil {
 			return err
 		}
 		md := float64(nMon) * float64(minutes) / 1440
@@ -294,7 +307,10 @@ const (
 // probes (10/s), a base RTT of 8 to 60 ms by path with 10 % jitter, a
 // loaded minute in eight (added delay up to 400 ms), loss up to 0.1 %,
 // on one path in four up to 5 %.
-func minutePool(seed uint64) ([][]store.Rollup, error) {
+//
+// With jsonData the data is the JSON older sonde versions wrote (what
+// stores made before the binary encoding hold), to compare the two.
+func minutePool(seed uint64, jsonData bool) ([][]store.Rollup, error) {
 	an, err := reliability.New(reliability.Config{}, nil)
 	if err != nil {
 		return nil, err
@@ -304,6 +320,9 @@ func minutePool(seed uint64) ([][]store.Rollup, error) {
 	var ferr error
 	r := reliability.NewRoller(an.ThresholdsNs(), func(m model.MonitorRollup) {
 		sr, err := store.RollupFrom(m)
+		if err == nil && jsonData {
+			sr.Data, err = json.Marshal(oldRollupData{m.Bins, m.FwdBins, m.RevBins, m.ThresholdsNs, m.Within, m.ByLoad})
+		}
 		if err != nil && ferr == nil {
 			ferr = err
 		}
@@ -340,6 +359,16 @@ func minutePool(seed uint64) ([][]store.Rollup, error) {
 		groups[i/poolVariants] = append(groups[i/poolVariants], m)
 	}
 	return groups, ferr
+}
+
+// oldRollupData is the JSON of a minute's data before version 2.
+type oldRollupData struct {
+	Bins         []model.RollupBin  `json:"bins"`
+	FwdBins      []model.RollupBin  `json:"fwd_bins,omitempty"`
+	RevBins      []model.RollupBin  `json:"rev_bins,omitempty"`
+	ThresholdsNs []int64            `json:"thresholds_ns"`
+	Within       []uint32           `json:"within"`
+	ByLoad       []model.RollupLoad `json:"by_load,omitempty"`
 }
 
 // outages are a monitor's stored outage events in [from, to): about one

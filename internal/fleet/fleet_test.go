@@ -529,20 +529,21 @@ func FuzzHourData(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(h.Sent, h.Lost, h.Data)
-	f.Add(uint64(0), uint64(0), []byte{hourDataV1, 0, 0, 0})
+	f.Add(uint64(0), uint64(0), []byte{1, 0, 0, 0})       // an empty hour in the first hourly encoding
+	f.Add(uint64(0), uint64(0), []byte{2, 0, 0, 0, 0, 0}) // and in the store's version 2
 	f.Fuzz(func(t *testing.T, sent, lost uint64, data []byte) {
 		u, err := fromHour(store.HourRow{HourNs: t0, Sent: sent, Lost: lost, Data: data})
 		if err != nil {
 			return
 		}
 		var n uint64
-		for _, b := range u.bins {
+		for _, b := range u.Bins {
 			n += uint64(b.N)
 		}
-		if n != u.answered() || len(u.thresholds) != len(u.within) {
+		if n != u.answered() || len(u.ThresholdsNs) != len(u.Within) {
 			t.Fatalf("decoded an inconsistent hour: %d in bins, %d answered", n, u.answered())
 		}
-		for _, l := range u.thresholds {
+		for _, l := range u.ThresholdsNs {
 			if w, _ := u.withinAt(l); w > u.answered() {
 				t.Fatalf("within %d > answered %d", w, u.answered())
 			}

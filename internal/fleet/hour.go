@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,51 +11,41 @@ import (
 )
 
 // unit is what the report adds up, a minute rollup or a merged hour:
-// counts, RTT moments, the thresholds counted exactly with the probes
-// within each, and the histogram bins (sparse, ascending).
+// counts, RTT moments, and the store's RollupData: the thresholds counted
+// exactly with the probes within each, the RTT histogram's bins (sparse,
+// ascending) and the per-load-state counts. The one-way bins are left
+// empty: the report reads RTTs only.
 type unit struct {
 	startNs          int64
 	sent, lost, late uint64
 	sumNs, sumSqNs   float64
 	minNs, maxNs     int64
-	thresholds       []int64
-	within           []uint64
-	bins             []model.RollupBin
-	byLoad           []loadUnit
-}
-
-type loadUnit struct {
-	load       model.LoadState
-	sent, lost uint64
-	within     []uint64
+	store.RollupData
 }
 
 func (u *unit) answered() uint64 { return u.sent - u.lost }
 
-// fromRollup decodes a stored minute rollup.
+// fromRollup decodes a stored minute rollup (in any of the store's
+// encodings, without the detour through model.MonitorRollup).
 func fromRollup(r store.Rollup) (unit, error) {
-	m, err := r.Model()
-	if err != nil {
-		return unit{}, err
+	u := unit{startNs: r.MinuteNs, sent: uint64(r.Sent), lost: uint64(r.Lost), late: uint64(r.Late),
+		sumNs: r.SumNs, sumSqNs: r.SumSqNs, minNs: r.MinNs, maxNs: r.MaxNs}
+	if err := u.UnmarshalBinary(r.Data); err != nil {
+		return unit{}, fmt.Errorf("fleet: rollup of stream %d, minute %d: %w", r.Stream, r.MinuteNs, err)
 	}
-	if m.Lost > m.Sent || m.Late > m.Lost || len(m.Within) != len(m.ThresholdsNs) || len(m.ThresholdsNs) > 64 {
+	u.FwdBins, u.RevBins = nil, nil
+	if u.lost > u.sent || u.late > u.lost || len(u.Within) != len(u.ThresholdsNs) {
 		return unit{}, fmt.Errorf("fleet: rollup of stream %d, minute %d: inconsistent counts", r.Stream, r.MinuteNs)
 	}
-	u := unit{startNs: m.MinuteNs, sent: uint64(m.Sent), lost: uint64(m.Lost), late: uint64(m.Late),
-		sumNs: m.SumNs, sumSqNs: m.SumSqNs, minNs: m.MinNs, maxNs: m.MaxNs,
-		thresholds: m.ThresholdsNs, within: make([]uint64, len(m.Within)), bins: m.Bins}
-	for i, w := range m.Within {
-		u.within[i] = uint64(w)
-	}
-	for _, bl := range m.ByLoad {
-		if len(bl.Within) != len(m.ThresholdsNs) {
+	for _, bl := range u.ByLoad {
+		if len(bl.Within) != len(u.ThresholdsNs) {
 			return unit{}, fmt.Errorf("fleet: rollup of stream %d, minute %d: inconsistent load-state counts", r.Stream, r.MinuteNs)
 		}
-		lu := loadUnit{load: bl.Load, sent: uint64(bl.Sent), lost: uint64(bl.Lost), within: make([]uint64, len(bl.Within))}
-		for i, w := range bl.Within {
-			lu.within[i] = uint64(w)
+	}
+	for i, b := range u.Bins {
+		if int(b.Bin) >= reliability.NumBins || (i > 0 && b.Bin <= u.Bins[i-1].Bin) {
+			return unit{}, fmt.Errorf("fleet: rollup of stream %d, minute %d: bins out of order or range", r.Stream, r.MinuteNs)
 		}
-		u.byLoad = append(u.byLoad, lu)
 	}
 	return u, nil
 }
@@ -87,46 +76,48 @@ func (u *unit) merge(v unit) {
 	u.late += v.late
 	u.sumNs += v.sumNs
 	u.sumSqNs += v.sumSqNs
-	u.bins = mergeBins(u.bins, v.bins)
-	if !slices.Equal(u.thresholds, v.thresholds) {
+	u.Bins = mergeBins(u.Bins, v.Bins)
+	if !slices.Equal(u.ThresholdsNs, v.ThresholdsNs) {
 		var th []int64
 		var w []uint64
-		for i, l := range u.thresholds {
-			if j := slices.Index(v.thresholds, l); j >= 0 {
+		for i, l := range u.ThresholdsNs {
+			if j := slices.Index(v.ThresholdsNs, l); j >= 0 {
 				th = append(th, l)
-				w = append(w, u.within[i]+v.within[j])
+				w = append(w, u.Within[i]+v.Within[j])
 			}
 		}
-		u.thresholds, u.within = th, w
-		u.byLoad = nil // per-load counts of differing thresholds do not add
+		u.ThresholdsNs, u.Within = th, w
+		u.ByLoad = nil // per-load counts of differing thresholds do not add
 		return
 	}
-	for i := range u.within {
-		u.within[i] += v.within[i]
+	for i := range u.Within {
+		u.Within[i] += v.Within[i]
 	}
-	for _, vl := range v.byLoad {
-		k := slices.IndexFunc(u.byLoad, func(l loadUnit) bool { return l.load == vl.load })
+	for _, vl := range v.ByLoad {
+		k := slices.IndexFunc(u.ByLoad, func(l store.LoadCounts) bool { return l.Load == vl.Load })
 		if k < 0 {
-			u.byLoad = append(u.byLoad, loadUnit{load: vl.load, sent: vl.sent, lost: vl.lost, within: slices.Clone(vl.within)})
+			vl.Within = slices.Clone(vl.Within)
+			u.ByLoad = append(u.ByLoad, vl)
 			continue
 		}
-		u.byLoad[k].sent += vl.sent
-		u.byLoad[k].lost += vl.lost
-		for i := range vl.within {
-			u.byLoad[k].within[i] += vl.within[i]
+		u.ByLoad[k].Sent += vl.Sent
+		u.ByLoad[k].Lost += vl.Lost
+		for i := range vl.Within {
+			u.ByLoad[k].Within[i] += vl.Within[i]
 		}
 	}
 }
 
 func (u unit) clone() unit {
 	c := u
-	c.thresholds = slices.Clone(u.thresholds)
-	c.within = slices.Clone(u.within)
-	c.bins = slices.Clone(u.bins)
-	c.byLoad = nil
-	for _, l := range u.byLoad {
-		l.within = slices.Clone(l.within)
-		c.byLoad = append(c.byLoad, l)
+	c.ThresholdsNs = slices.Clone(u.ThresholdsNs)
+	c.Within = slices.Clone(u.Within)
+	c.Bins = slices.Clone(u.Bins)
+	c.FwdBins, c.RevBins = nil, nil
+	c.ByLoad = nil
+	for _, l := range u.ByLoad {
+		l.Within = slices.Clone(l.Within)
+		c.ByLoad = append(c.ByLoad, l)
 	}
 	return c
 }
@@ -168,47 +159,15 @@ func MergeHour(hourNs int64, mins []store.Rollup) (store.HourRow, error) {
 	if len(mins) == 0 {
 		return store.HourRow{}, errors.New("fleet: an hour without minutes")
 	}
+	data, err := h.AppendBinary(nil)
+	if err != nil {
+		return store.HourRow{}, fmt.Errorf("fleet: hour %d of stream %d: %w", hourNs, mins[0].Stream, err)
+	}
 	return store.HourRow{Stream: mins[0].Stream, HourNs: hourNs, Minutes: len(mins), Sent: h.sent, Lost: h.lost, Late: h.late,
-		SumNs: h.sumNs, SumSqNs: h.sumSqNs, MinNs: h.minNs, MaxNs: h.maxNs, Data: encodeHour(h)}, nil
+		SumNs: h.sumNs, SumSqNs: h.sumSqNs, MinNs: h.minNs, MaxNs: h.maxNs, Data: data}, nil
 }
 
-// The hour's data: a version byte, then unsigned varints: the number of
-// thresholds, each threshold and its count within; the number of
-// non-empty bins, each as (bin − previous bin, count); the number of load
-// states, each as (state, sent, lost, its counts within). Compact and
-// cheap to decode, since a month's report decodes millions of them; the
-// minute rollups keep the store's JSON.
-const hourDataV1 = 1
-
-func encodeHour(u unit) []byte {
-	b := make([]byte, 0, 16+8*len(u.thresholds)+4*len(u.bins))
-	b = append(b, hourDataV1)
-	b = binary.AppendUvarint(b, uint64(len(u.thresholds)))
-	for i, l := range u.thresholds {
-		b = binary.AppendUvarint(b, uint64(l))
-		b = binary.AppendUvarint(b, u.within[i])
-	}
-	b = binary.AppendUvarint(b, uint64(len(u.bins)))
-	prev := 0
-	for _, bin := range u.bins {
-		b = binary.AppendUvarint(b, uint64(int(bin.Bin)-prev))
-		b = binary.AppendUvarint(b, uint64(bin.N))
-		prev = int(bin.Bin)
-	}
-	b = binary.AppendUvarint(b, uint64(len(u.byLoad)))
-	for _, l := range u.byLoad {
-		b = binary.AppendUvarint(b, uint64(l.load))
-		b = binary.AppendUvarint(b, l.sent)
-		b = binary.AppendUvarint(b, l.lost)
-		for _, w := range l.within {
-			b = binary.AppendUvarint(b, w)
-		}
-	}
-	return b
-}
-
-// fromHour decodes a stored hour, bounding every count by what it can
-// hold: a corrupt row is an error, never a large allocation.
+// fromHour decodes a stored hour; see decodeHour.
 func fromHour(h store.HourRow) (unit, error) {
 	var u unit
 	err := decodeHour(h, &u)
@@ -216,81 +175,39 @@ func fromHour(h store.HourRow) (unit, error) {
 }
 
 // decodeHour is fromHour into u, reusing u's slices: a month's report
-// decodes millions of hours.
+// decodes millions of hours. The store's codec bounds every count before
+// it allocates; this checks what only the analysis knows: the bins are
+// reliability's, the counts agree with the hour's columns.
 func decodeHour(h store.HourRow, u *unit) error {
-	*u = unit{startNs: h.HourNs, sent: h.Sent, lost: h.Lost, late: h.Late, sumNs: h.SumNs, sumSqNs: h.SumSqNs, minNs: h.MinNs, maxNs: h.MaxNs,
-		thresholds: u.thresholds[:0], within: u.within[:0], bins: u.bins[:0], byLoad: u.byLoad[:0]}
 	bad := func(what string) error {
 		return fmt.Errorf("fleet: hour %d of stream %d: %s", h.HourNs, h.Stream, what)
 	}
+	if err := u.UnmarshalBinary(h.Data); err != nil {
+		return fmt.Errorf("fleet: hour %d of stream %d: %w", h.HourNs, h.Stream, err)
+	}
+	u.startNs, u.sent, u.lost, u.late, u.sumNs, u.sumSqNs, u.minNs, u.maxNs = h.HourNs, h.Sent, h.Lost, h.Late, h.SumNs, h.SumSqNs, h.MinNs, h.MaxNs
 	if u.lost > u.sent || u.late > u.lost {
 		return bad("inconsistent counts")
 	}
-	d := h.Data
-	if len(d) == 0 || d[0] != hourDataV1 {
-		return bad("unknown data encoding")
-	}
-	d = d[1:]
-	next := func() (uint64, bool) {
-		v, n := binary.Uvarint(d)
-		if n <= 0 {
-			return 0, false
-		}
-		d = d[n:]
-		return v, true
-	}
-	nth, ok := next()
-	if !ok || nth > 64 {
-		return bad("bad threshold count")
-	}
-	for range nth {
-		l, ok1 := next()
-		w, ok2 := next()
-		if !ok1 || !ok2 || l == 0 || l > 1<<62 || w > u.answered() {
+	for i, l := range u.ThresholdsNs {
+		if l <= 0 || l > 1<<62 || u.Within[i] > u.answered() {
 			return bad("bad threshold")
 		}
-		u.thresholds, u.within = append(u.thresholds, int64(l)), append(u.within, w)
 	}
-	nb, ok := next()
-	if !ok || nb > reliability.NumBins {
-		return bad("bad bin count")
-	}
-	bin := uint64(0)
 	var total uint64
-	for range nb {
-		db, ok1 := next()
-		n, ok2 := next()
-		bin += db
-		if !ok1 || !ok2 || bin >= reliability.NumBins || n > 1<<32-1 {
+	for _, b := range u.Bins {
+		if int(b.Bin) >= reliability.NumBins {
 			return bad("bad bin")
 		}
-		total += n
-		u.bins = append(u.bins, model.RollupBin{Bin: uint16(bin), N: uint32(n)})
+		total += uint64(b.N)
 	}
 	if total != u.answered() {
 		return bad(fmt.Sprintf("histogram holds %d values for %d answered probes", total, u.answered()))
 	}
-	nl, ok := next()
-	if !ok || nl > 5 {
-		return bad("bad load-state count")
-	}
-	for range nl {
-		st, ok1 := next()
-		s, ok2 := next()
-		lo, ok3 := next()
-		if !ok1 || !ok2 || !ok3 || st > 4 || lo > s || s > u.sent {
+	for _, l := range u.ByLoad {
+		if int(l.Load) >= len(model.LoadStates) || l.Lost > l.Sent || l.Sent > u.sent {
 			return bad("bad load state")
 		}
-		l := loadUnit{load: model.LoadState(st), sent: s, lost: lo, within: make([]uint64, nth)}
-		for i := range l.within {
-			if l.within[i], ok = next(); !ok {
-				return bad("bad load state")
-			}
-		}
-		u.byLoad = append(u.byLoad, l)
-	}
-	if len(d) != 0 {
-		return bad("trailing data")
 	}
 	return nil
 }
@@ -298,13 +215,13 @@ func decodeHour(h store.HourRow, u *unit) error {
 // withinAt is how many probes of u were within l: exact when u counted
 // l, else a lower bound from the bins wholly at or below it (approx).
 func (u *unit) withinAt(l int64) (n uint64, approx bool) {
-	if i := slices.Index(u.thresholds, l); i >= 0 {
-		return u.within[i], false
+	if i := slices.Index(u.ThresholdsNs, l); i >= 0 {
+		return u.Within[i], false
 	}
 	if u.answered() == 0 || l >= u.maxNs {
 		return u.answered(), false
 	}
-	for _, b := range u.bins {
+	for _, b := range u.Bins {
 		if reliability.BinUpperNs(int(b.Bin)) > l+1 {
 			break
 		}

@@ -184,7 +184,7 @@ func Report(ctx context.Context, st store.FleetReader, req Request) (*model.Flee
 			a.sum += u.sumNs
 			a.sumSq += u.sumSqNs
 		}
-		for _, b := range u.bins {
+		for _, b := range u.Bins {
 			if int(b.Bin) < len(a.bins) {
 				a.bins[b.Bin] += uint64(b.N)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sonde-project/sonde/internal/model"
@@ -42,8 +43,12 @@ func TestRollupRoundTrip(t *testing.T) {
 	if _, err := (Rollup{Data: []byte("{")}).Model(); err == nil {
 		t.Error("a damaged rollup decoded")
 	}
-	big := model.MonitorRollup{Bins: make([]model.RollupBin, 10_000)}
-	if _, err := RollupFrom(big); !errors.Is(err, ErrBadInput) {
+	// 40,000 bins of 5-byte counts are 200 KB of data, over MaxRollupData.
+	big := model.MonitorRollup{Bins: make([]model.RollupBin, 40_000)}
+	for i := range big.Bins {
+		big.Bins[i] = model.RollupBin{Bin: uint16(i), N: 1 << 31}
+	}
+	if _, err := RollupFrom(big); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "the limit is") {
 		t.Errorf("oversized rollup: %v", err)
 	}
 }
