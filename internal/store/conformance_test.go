@@ -389,6 +389,8 @@ func testBatchAtomic(t *testing.T, url string) {
 		"rows":   {Probes: make([]model.ProbeSample, MaxBatchRows+1)},
 		"text":   {Events: []model.MonitorEvent{{Kind: "x", Text: strings.Repeat("t", MaxEventText+1)}}},
 		"rollup": {Rollups: []Rollup{{Data: make([]byte, MaxRollupData+1)}}},
+		// A damaged row would fail every report over it: refused.
+		"rollup data": {Rollups: []Rollup{{Data: []byte{2, 0xff}}}},
 	} {
 		if err := s.Write(ctx, mid, b); !errors.Is(err, ErrBadInput) {
 			t.Errorf("%s over the bound: %v, want ErrBadInput", name, err)
@@ -412,7 +414,7 @@ func testRetention(t *testing.T, url string) {
 	for d := range int64(40) {
 		for st := range int32(2) {
 			b.Probes = append(b.Probes, model.ProbeSample{Stream: st, Seq: uint32(d), SentNs: t0 + d*day, RTTNs: 1})
-			b.Rollups = append(b.Rollups, Rollup{Stream: st, MinuteNs: t0 + d*day, Sent: 1})
+			b.Rollups = append(b.Rollups, Rollup{Stream: st, MinuteNs: t0 + d*day, Sent: 1, Data: []byte(`{}`)})
 		}
 		b.Counters = append(b.Counters, model.CounterSample{TimeNs: t0 + d*day})
 	}

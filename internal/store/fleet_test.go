@@ -131,7 +131,7 @@ func testShipMarks(t *testing.T, url string) {
 		t.Errorf("InstanceID changed: %q then %q", id1, id2)
 	}
 	mid, _ := monitor(t, s, "m")
-	b := &Batch{Probes: probes(30, 0, t0), Rollups: []Rollup{{Stream: 0, MinuteNs: t0}, {Stream: 1, MinuteNs: t0 + 60e9}},
+	b := &Batch{Probes: probes(30, 0, t0), Rollups: []Rollup{{Stream: 0, MinuteNs: t0, Data: []byte(`{}`)}, {Stream: 1, MinuteNs: t0 + 60e9, Data: []byte(`{}`)}},
 		Events: []model.MonitorEvent{{Kind: model.EventOutage, StartNs: t0, EndNs: t0, Stream: -1}, {Kind: model.EventOutage, StartNs: t0 - 5, EndNs: t0, Stream: -1}}}
 	if err := s.Write(ctx, mid, b); err != nil {
 		t.Fatal(err)
@@ -315,7 +315,7 @@ func FuzzAccept(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name, token, instance, stream string, dt int64, idx int32, at int64) {
 		sh := &Shipment{Monitor: name, Token: token, Instance: instance,
 			Streams: []model.MonitorStream{{Name: stream, Target: "198.18.0.1", Kind: model.ProbeSTAMP}},
-			Batch: Batch{Rollups: []Rollup{{Stream: idx, MinuteNs: at}}, Probes: []model.ProbeSample{{Stream: idx, SentNs: at + dt}},
+			Batch: Batch{Rollups: []Rollup{{Stream: idx, MinuteNs: at, Data: []byte(`{}`)}}, Probes: []model.ProbeSample{{Stream: idx, SentNs: at + dt}},
 				Events: []model.MonitorEvent{{Kind: model.EventOutage, StartNs: at, EndNs: at + dt, Stream: idx}}}}
 		err := s.Accept(context.Background(), sh)
 		if err != nil && !errors.Is(err, ErrRefused) && !errors.Is(err, ErrBadInput) && !errors.Is(err, ErrUnknownStream) {
