@@ -53,12 +53,13 @@ import json, sys
 udp = json.load(open(sys.argv[1]))["flows"][0]["schedule_error_us"]
 m = json.load(open(sys.argv[2]))
 t = m["tests"][0]
+u = t.get("udp") or {}  # the UDP test's own figures (model.MBMUDP)
 print("send-schedule error (goal p99 < 50 µs)")
 print("  A  sonde udp, 10,000 probes/s:     p50 %6.1f µs  p99 %6.1f µs  max %8.1f µs  (n %d)" % (udp["p50"], udp["p99"], udp["max"], udp["n"]))
 print("  B  sonde mbm 8.1.1, %5.0f Mbit/s: p50 %6.1f µs  p99 %6.1f µs  max %8.1f µs  (n %d, %d missed)" % (
-    m["target"]["rate_bps"] / 1e6, t.get("schedule_error_p50_us", 0), t.get("schedule_error_p99_us", 0),
-    t.get("schedule_error_max_us", 0), t.get("deadlines", 0), t.get("missed_deadlines", 0)))
+    m["target"]["rate_bps"] / 1e6, u.get("schedule_error_p50_us", 0), u.get("schedule_error_p99_us", 0),
+    u.get("schedule_error_max_us", 0), u.get("deadlines", 0), u.get("missed_deadlines", 0)))
 print("     sent %d packets, sustained %.2f Mbit/s (mean %.2f); %s after %d packets: %s" % (
-    t.get("packets_sent", 0), t.get("sender_min_rate_bps", 0) / 1e6, t.get("sender_rate_bps", 0) / 1e6,
+    u.get("packets_sent", 0), u.get("sender_min_rate_bps", 0) / 1e6, u.get("sender_rate_bps", 0) / 1e6,
     t["verdict"], t["packets"], t.get("reason", "")))
 PY
