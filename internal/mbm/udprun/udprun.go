@@ -266,7 +266,7 @@ func runTest(ctx context.Context, api *apiclient.Client, cfg Config, pt pattern)
 	truncated := limit < planned || rep.DurationS < durationS
 	start := time.Now().Add(5 * time.Millisecond)
 	// The log's memory and the sending time are bounded by the grant.
-	log := newSchedLog(start, granted+time.Second, max(pt.spacing(), time.Millisecond))
+	log := newSchedLog(start, granted+time.Second, pt.tolerance())
 	sendErr := t.send(ctx, uc, rep.Token, start, start.Add(granted), limit, size, log)
 	sent := t.sent.Load()
 	// Wait for the tail's fates unless the SPRT has decided: until the
@@ -367,11 +367,12 @@ func (t *test) send(ctx context.Context, uc *net.UDPConn, token uint64, start, e
 		at := time.Now()
 		if late := at.Sub(deadline); late > log.tolerance {
 			// A sender that catches up sends its missed packets back to
-			// back: bursts the pattern does not have. It catches up at
-			// most one spacing (tolerance) and moves the rest of the
-			// schedule, which keeps its shape; the time lost shows in the
-			// sustained rate, which the precondition checks.
-			shift += late - log.tolerance
+			// back: bursts the pattern does not have (catching up one
+			// spacing put two bursts back to back). The rest of the
+			// schedule moves by the whole lateness and keeps its shape;
+			// the time lost shows in the sustained rate, which the
+			// precondition checks, and the deadline counts as missed.
+			shift += late
 		}
 		if last := t.lastFB.Load(); at.Sub(start) > serverSilence && (last == 0 || at.UnixNano()-last > int64(serverSilence)) {
 			return fmt.Errorf("no feedback from the server for %s", serverSilence)

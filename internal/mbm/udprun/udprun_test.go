@@ -71,6 +71,40 @@ func TestPatterns(t *testing.T) {
 	}
 }
 
+// TestTolerance: a burst may be late by a tenth of its spacing before it
+// counts as missed and the schedule moves, so that two bursts are never
+// closer than 0.9 of their headway (a burst late by most of its headway,
+// as the old one-spacing tolerance let through, is all but back to back
+// with the next); lone packets keep one spacing or 1 ms.
+func TestTolerance(t *testing.T) {
+	p := smallPlan(t, 4e6)
+	gap := time.Duration(1500 * 8 / 4e6 * 1e9) // 3 ms
+	for _, c := range []struct {
+		id   string
+		want time.Duration
+	}{
+		{TestPaced, gap},
+		{TestBursts, 2 * gap / 10},
+		{TestSenderBur, 10 * gap / 10},
+		{TestSlowstart, 4 * gap / 10}, // W = 4: one sub-burst a headway
+	} {
+		pt, err := newPattern(c.id, p, 0.5, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pt.tolerance(); got != c.want {
+			t.Errorf("%s: tolerance %v, want %v", c.id, got, c.want)
+		}
+		if pt.Sub > 1 && pt.spacing()-pt.tolerance() < pt.spacing()*9/10 {
+			t.Errorf("%s: bursts may come %v apart, under 0.9 of %v", c.id, pt.spacing()-pt.tolerance(), pt.spacing())
+		}
+	}
+	fast := pattern{Burst: 4, Sub: 4, Headway: 200 * time.Microsecond}
+	if got := fast.tolerance(); got != 100*time.Microsecond {
+		t.Errorf("short headway: tolerance %v, want the 100 µs floor", got)
+	}
+}
+
 // TestLoopbackPass runs 8.1.1, 8.1.2 and 8.5.1 at 4 Mbit/s on loopback, where
 // nothing is lost: both PASS, after about R packets, and stop there.
 func TestLoopbackPass(t *testing.T) {
