@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -54,4 +55,25 @@ func ModuleRoot() (string, error) {
 		return "", errors.New("not inside a Go module")
 	}
 	return filepath.Dir(mod), nil
+}
+
+// Main is a suite's TestMain body: it sets *bin to the binary (SONDE_BIN,
+// or one built into a temporary directory removed afterwards), runs m and
+// returns its exit code. With rootOnly, a run as another user builds
+// nothing: the suite's tests skip without root.
+func Main(m *testing.M, bin *string, rootOnly bool) int {
+	if rootOnly && os.Getenv("SONDE_BIN") == "" && os.Geteuid() != 0 {
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "sonde-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testbin:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *bin, err = Sonde(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "testbin:", err)
+		return 1
+	}
+	return m.Run()
 }

@@ -23,26 +23,7 @@ import (
 // sondeBin is the binary under test, built once by TestMain.
 var sondeBin string
 
-func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
-}
-
-// buildAndRun builds the binary and runs the tests. SONDE_BIN, if set,
-// names a binary to test instead (a release build, or a run as a user
-// without a Go toolchain).
-func buildAndRun(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "sonde-it-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "integration:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if sondeBin, err = testbin.Sonde(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "integration:", err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &sondeBin, false)) }
 
 func needRoot(t *testing.T) {
 	t.Helper()

@@ -10,43 +10,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/netns"
 	"github.com/sonde-project/sonde/internal/testbin"
 )
 
 // sondeBin is the binary under test, built once by TestMain (or SONDE_BIN).
 var sondeBin string
 
-func TestMain(m *testing.M) { os.Exit(buildAndRun(m)) }
-
-func buildAndRun(m *testing.M) int {
-	if os.Getenv("SONDE_BIN") == "" && os.Geteuid() != 0 {
-		return m.Run() // every test skips: no build needed
-	}
-	dir, err := os.MkdirTemp("", "sonde-mbmlab-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mbm lab:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if sondeBin, err = testbin.Sonde(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "mbm lab:", err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &sondeBin, true)) }
 
 func needLab(t *testing.T) {
 	t.Helper()
@@ -137,7 +118,7 @@ func (r *rig) serve(k, link int) string {
 	r.t.Cleanup(func() { cancel(); _ = cmd.Wait(); log.Close() })
 	ns, _ := r.lab.Namespace(node)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		err := inNS(ns, func() error {
+		err := netns.Do(ns, func() error {
 			c, err := net.DialTimeout("tcp", hp, time.Second)
 			if err == nil {
 				c.Close()
@@ -152,30 +133,6 @@ func (r *rig) serve(k, link int) string {
 			r.t.Fatalf("sonde serve on %s at %s does not answer: %v\n%s", node, hp, err, b)
 		}
 	}
-}
-
-// inNS runs fn on a thread switched into the named network namespace.
-func inNS(name string, fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		return err
-	}
-	defer orig.Close()
-	target, err := os.Open("/run/netns/" + name)
-	if err != nil {
-		return err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("setns %s: %w", name, err)
-	}
-	ferr := fn()
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.Goexit() // the thread is in the wrong namespace: never give it back
-	}
-	return ferr
 }
 
 // run is one `sonde mbm` invocation: its saved result, its one test, and

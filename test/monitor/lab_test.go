@@ -28,24 +28,7 @@ import (
 // sondeBin is the binary under test, built once by TestMain (or SONDE_BIN).
 var sondeBin string
 
-func TestMain(m *testing.M) { os.Exit(buildAndRun(m)) }
-
-func buildAndRun(m *testing.M) int {
-	if os.Getenv("SONDE_BIN") == "" && os.Geteuid() != 0 {
-		return m.Run() // every test skips: no build needed
-	}
-	dir, err := os.MkdirTemp("", "sonde-monlab-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "monitor lab:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if sondeBin, err = testbin.Sonde(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "monitor lab:", err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &sondeBin, true)) }
 
 func needLab(t *testing.T) {
 	t.Helper()
