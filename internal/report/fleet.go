@@ -173,16 +173,7 @@ func WriteFleetText(w io.Writer, r *model.FleetReport) error {
 	}
 	v := buildFleetView(r)
 	var b strings.Builder
-	b.WriteString(v.Title + "\n")
-	kv := &table{indent: "  "}
-	for _, h := range v.Header {
-		val := h.Value
-		if h.Note != "" {
-			val += " (" + h.Note + ")"
-		}
-		kv.row(h.Label, val)
-	}
-	_ = kv.write(&b) // a strings.Builder never fails
+	writeTitled(&b, v.Title, v.Header)
 	for _, g := range []grid{v.Monitors, v.Groups, v.Upstream, v.Outages, v.Worst} {
 		b.WriteString("\n" + g.Title + "\n")
 		if len(g.Rows) == 0 {

@@ -243,6 +243,21 @@ func eventGrid(r *model.MonitorReport) grid {
 	return g
 }
 
+// writeTitled writes a text report's title and its header rows as an
+// indented key-value table (a note in parentheses after its value).
+func writeTitled(b *strings.Builder, title string, header []row) {
+	b.WriteString(title + "\n")
+	kv := &table{indent: "  "}
+	for _, h := range header {
+		val := h.Value
+		if h.Note != "" {
+			val += " (" + h.Note + ")"
+		}
+		kv.row(h.Label, val)
+	}
+	_ = kv.write(b) // a strings.Builder never fails
+}
+
 // WriteMonitorText writes the monitor report as text.
 func WriteMonitorText(w io.Writer, r *model.MonitorReport) error {
 	if r == nil {
@@ -250,18 +265,7 @@ func WriteMonitorText(w io.Writer, r *model.MonitorReport) error {
 	}
 	v := buildMonitorView(r)
 	var b strings.Builder
-	b.WriteString(v.Title + "\n")
-	kv := &table{indent: "  "}
-	for _, h := range v.Header {
-		val := h.Value
-		if h.Note != "" {
-			val += " (" + h.Note + ")"
-		}
-		kv.row(h.Label, val)
-	}
-	if err := kv.write(&b); err != nil {
-		return err
-	}
+	writeTitled(&b, v.Title, v.Header)
 	section := func(g grid, indent string) {
 		if len(g.Rows) == 0 {
 			return

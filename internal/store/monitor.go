@@ -417,27 +417,13 @@ func (s *sqlStore) Counters(ctx context.Context, monitor int64, from, to int64, 
 }
 
 func (s *sqlStore) Rollups(ctx context.Context, monitor int64, from, to int64, fn func(Rollup) error) error {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT r.sid, r.minute_ns, r.sent, r.lost, r.late, r.sum_ns, r.sum_sq_ns, r.min_ns, r.max_ns, r.data
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+rollupCols+`
 		FROM rollups r JOIN streams s ON r.sid = s.id
 		WHERE s.monitor_id = ? AND r.minute_ns >= ? AND r.minute_ns < ? ORDER BY r.sid, r.minute_ns`), monitor, from, to)
 	if err != nil {
 		return fmt.Errorf("store: read rollups: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			r                     Rollup
-			sid, sent, lost, late int64
-		)
-		if err := rows.Scan(&sid, &r.MinuteNs, &sent, &lost, &late, &r.SumNs, &r.SumSqNs, &r.MinNs, &r.MaxNs, &r.Data); err != nil {
-			return fmt.Errorf("store: read rollups: %w", err)
-		}
-		r.Stream, r.Sent, r.Lost, r.Late = int32(sid), uint32(sent), uint32(lost), uint32(late)
-		if err := fn(r); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return scanRollups(rows, fn)
 }
 
 func (s *sqlStore) Events(ctx context.Context, monitor int64, from, to int64, limit int) ([]model.MonitorEvent, error) {
