@@ -78,19 +78,10 @@ func (c lineChart) svgWith(draw func(b *strings.Builder, xs, ys scale), custom m
 	xlo, xhi, ylo, yhi, ok := c.bounds(ser)
 	legend := c.legendItems(ser)
 	rows := layoutLegend(legend)
-	h := marginT + chartPlotH + marginB + len(rows)*legendRowH + 4
 	var b strings.Builder
-	b.WriteString(`<svg class="chart" viewBox="0 0 ` + itoa(chartW) + " " + itoa(h) +
-		`" role="img" aria-label="` + esc(c.Title) + `" font-size="` + itoa(fontSize) + `">`)
-	b.WriteString(`<title>` + esc(c.Title) + `</title>`)
-	plotW := float64(chartW - marginL - marginR)
-	x0, y0 := float64(marginL), float64(marginT)
-	b.WriteString(`<rect x="` + f1(x0) + `" y="` + f1(y0) + `" width="` + f1(plotW) + `" height="` +
-		itoa(chartPlotH) + `" fill="#fff" stroke="#bbb"/>`)
+	x0, y0, plotW := writeFrame(&b, c.Title, len(rows))
 	if !ok {
-		b.WriteString(`<text x="` + f1(x0+plotW/2) + `" y="` + f1(y0+chartPlotH/2) +
-			`" text-anchor="middle" fill="#888">no data</text></svg>`)
-		return b.String()
+		return noData(&b, x0, y0, plotW)
 	}
 	xs := scale{lo: xlo, hi: xhi, a: x0, b: x0 + plotW, log: c.LogX}
 	ys := scale{lo: ylo, hi: yhi, a: y0 + chartPlotH, b: y0}
@@ -215,12 +206,17 @@ func (s scale) at(v float64) float64 {
 }
 
 func (c lineChart) writeAxes(b *strings.Builder, xs, ys scale) {
-	b.WriteString(`<g stroke="#e3e3e3" stroke-width="1">`)
-	yt := ticks(ys.lo, ys.hi)
 	xt := ticks(xs.lo, xs.hi)
 	if c.LogX {
 		xt = logTicks(xs.lo, xs.hi)
 	}
+	writeGridAxes(b, xs, ys, xt, ticks(ys.lo, ys.hi), c.XLabel, c.YLabel)
+}
+
+// writeGridAxes draws the grid lines and labels of the ticks xt and yt and
+// the axis titles: every chart's axes.
+func writeGridAxes(b *strings.Builder, xs, ys scale, xt, yt []tick, xLabel, yLabel string) {
+	b.WriteString(`<g stroke="#e3e3e3" stroke-width="1">`)
 	for _, t := range yt {
 		y := f1(ys.at(t.v))
 		b.WriteString(`<line x1="` + f1(xs.a) + `" x2="` + f1(xs.b) + `" y1="` + y + `" y2="` + y + `"/>`)
@@ -239,10 +235,10 @@ func (c lineChart) writeAxes(b *strings.Builder, xs, ys scale) {
 			esc(t.label) + `</text>`)
 	}
 	b.WriteString(`<text x="` + f1((xs.a+xs.b)/2) + `" y="` + f1(ys.a+36) + `" text-anchor="middle">` +
-		esc(c.XLabel) + `</text>`)
+		esc(xLabel) + `</text>`)
 	midY := (ys.a + ys.b) / 2
 	b.WriteString(`<text x="14" y="` + f1(midY) + `" text-anchor="middle" transform="rotate(-90 14 ` +
-		f1(midY) + `)">` + esc(c.YLabel) + `</text></g>`)
+		f1(midY) + `)">` + esc(yLabel) + `</text></g>`)
 }
 
 func writeSeries(b *strings.Builder, s series, xs, ys scale) {
