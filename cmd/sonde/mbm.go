@@ -391,24 +391,29 @@ func writeMBMPlanText(w io.Writer, p mbm.Plan) error {
 const maxMBMFile = 16 << 20
 
 func newMBMComposeCmd() *cobra.Command {
-	var jsonOut string
+	var jsonOut, e2ePath string
 	var quiet bool
 	cmd := &cobra.Command{
-		Use:   "compose RESULT.json...",
+		Use:   "compose RESULT.json... [--path E2E.json]",
 		Short: "Compose saved per-subpath MBM results (sonde.mbm/v1) into a path verdict",
 		Long: `Compose saved results of the subpaths of one path (schema sonde.mbm/v1, all for
 the same target) into the path's verdict per test: the composed loss
 1 − Π(1 − p_i), and PASS only if every subpath PASSed against a loss budget
 b_i with Π(1 − b_i) ≥ 1 − p0. A subpath that FAILed its budget makes the path
 FAIL (exit 5); one that did not decide, or budgets that do not fit the path's
-p0, make it INCONCLUSIVE.`,
+p0, make it INCONCLUSIVE.
+
+--path names the end-to-end result measured on the same path (same target):
+each test then records its measured loss beside the composed one, which
+sonde mbm summary draws as a Q-Q plot.`,
 		Args: cobra.RangeArgs(1, mbm.MaxSubpaths),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMBMCompose(cmd.OutOrStdout(), args, jsonOut, quiet)
+			return runMBMCompose(cmd.OutOrStdout(), args, e2ePath, jsonOut, quiet)
 		},
 	}
 	cmd.Flags().StringVar(&jsonOut, "json", "", "write the composition as JSON (schema sonde.mbm-compose/v1) to `FILE`, - for stdout (no text then)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no text summary on stdout (with --json)")
+	cmd.Flags().StringVar(&e2ePath, "path", "", "the end-to-end result (sonde.mbm/v1) measured on the same path: its loss is recorded beside the composed one")
 	return cmd
 }
 
@@ -450,7 +455,7 @@ func clipText(s string) string {
 	return s
 }
 
-func runMBMCompose(stdout io.Writer, paths []string, jsonOut string, quiet bool) error {
+func runMBMCompose(stdout io.Writer, paths []string, e2ePath, jsonOut string, quiet bool) error {
 	if quiet && jsonOut == "" {
 		return usagef("--quiet without --json would discard the composition")
 	}
@@ -471,6 +476,16 @@ func runMBMCompose(stdout io.Writer, paths []string, jsonOut string, quiet bool)
 	c, err := composeMBM(paths, rs)
 	if err != nil {
 		return usageErr(err)
+	}
+	if e2ePath != "" {
+		e2e, err := loadMBM(e2ePath)
+		if err != nil {
+			return usagef("--path: %w", err)
+		}
+		if e2e.Target != rs[0].Target || e2e.Model.PathP0 != rs[0].Model.PathP0 {
+			return usagef("--path %s: target or path p0 differs from %s: not the same path's target", e2ePath, paths[0])
+		}
+		addMeasured(&c, e2ePath, e2e)
 	}
 	if jsonOut != "" {
 		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return writeMBMJSON(w, c) }); err != nil {
@@ -524,9 +539,30 @@ func composeMBM(paths []string, rs []model.MBMResult) (model.MBMComposition, err
 			return c, fmt.Errorf("test %s: %w", clipText(t0.ID), err)
 		}
 		c.Tests = append(c.Tests, model.MBMComposedTest{ID: t0.ID, Verdict: comp.Decision.String(), Reason: comp.Reason,
-			Loss: comp.Loss, LossLow: comp.LossLow, LossHigh: comp.LossHigh, Budgets: budgets, BudgetsFit: mbm.BudgetsFit(c.PathP0, budgets)})
+			Loss: comp.Loss, LossLow: comp.LossLow, LossHigh: comp.LossHigh, Budgets: budgets, BudgetsFit: mbm.BudgetsFit(c.PathP0, budgets),
+			SubpathPackets: subpathPackets(subs)})
 	}
 	return c, nil
+}
+
+func subpathPackets(subs []mbm.Subpath) []int64 {
+	n := make([]int64, len(subs))
+	for i, s := range subs {
+		n[i] = s.Packets
+	}
+	return n
+}
+
+// addMeasured records, beside each composed test, the same test measured
+// end to end (e2e, read from path).
+func addMeasured(c *model.MBMComposition, path string, e2e model.MBMResult) {
+	c.Path = path
+	for i := range c.Tests {
+		ct := &c.Tests[i]
+		if t, ok := findMBMTest(e2e, ct.ID); ok {
+			ct.Measured = &model.MBMMeasured{Verdict: t.Verdict, Packets: t.Packets, Marks: t.Marks, Loss: t.Loss, LossLow: t.LossLow, LossHigh: t.LossHigh}
+		}
+	}
 }
 
 func findMBMTest(r model.MBMResult, id string) (model.MBMTest, bool) {
@@ -557,6 +593,9 @@ func writeMBMComposeText(w io.Writer, c model.MBMComposition) error {
 	}
 	for _, t := range c.Tests {
 		fmt.Fprintf(&b, "%-8s %-12s loss %.4g (bounds %.4g to %.4g)  %s\n", t.ID, t.Verdict, t.Loss, t.LossLow, t.LossHigh, t.Reason)
+		if m := t.Measured; m != nil {
+			fmt.Fprintf(&b, "%-8s measured end to end: %s, loss %.4g (%d of %d packets; 95 %% %.4g to %.4g)\n", "", m.Verdict, m.Loss, m.Marks, m.Packets, m.LossLow, m.LossHigh)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -130,7 +130,10 @@ type MBMEnv struct {
 type MBMComposition struct {
 	Schema string `json:"schema"`
 	// Inputs are the files composed, in order, with their subpath names.
-	Inputs []string          `json:"inputs"`
+	Inputs []string `json:"inputs"`
+	// Path is the end-to-end result given with --path, measured on the
+	// same path, whose loss each test records beside the composed one.
+	Path   string            `json:"path,omitempty"`
 	Target MBMTarget         `json:"target"`
 	PathP0 float64           `json:"path_p0"`
 	Tests  []MBMComposedTest `json:"tests"`
@@ -150,4 +153,20 @@ type MBMComposedTest struct {
 	// Budgets are the subpaths' b_i; BudgetsFit is Π(1 − b_i) ≥ 1 − p0.
 	Budgets    []float64 `json:"budgets"`
 	BudgetsFit bool      `json:"budgets_fit"`
+	// SubpathPackets are the subpaths' n, in the order of Inputs.
+	SubpathPackets []int64 `json:"subpath_packets,omitempty"`
+	// Measured is the same test measured end to end (compose --path);
+	// nil without --path or when that result lacks the test.
+	Measured *MBMMeasured `json:"measured,omitempty"`
+}
+
+// MBMMeasured is a test's outcome measured end to end, for comparison
+// with the composed one.
+type MBMMeasured struct {
+	Verdict  string  `json:"verdict"`
+	Packets  int64   `json:"packets"`
+	Marks    int64   `json:"marks"`
+	Loss     float64 `json:"loss"`
+	LossLow  float64 `json:"loss_low"`
+	LossHigh float64 `json:"loss_high"`
 }
