@@ -32,7 +32,8 @@ type boxChart struct {
 	// Numeric places each box at its X on a value axis (e.g. a derate);
 	// otherwise the boxes are numbered 1… and labelled with Label.
 	Numeric bool
-	// LogY draws y on a log axis; values ≤ 0 are drawn at its bottom.
+	// LogY draws y on a log axis; values ≤ 0 are drawn at its bottom, a
+	// decade below the least positive one, labelled 0.
 	LogY bool
 }
 
@@ -69,6 +70,9 @@ func (c boxChart) svg() string {
 	yt := ticks(ylo, yhi)
 	if c.LogY {
 		yt = logTicks(ylo, yhi)
+		if c.hasNonPositive(boxes) && len(yt) > 0 && yt[0].v <= ylo {
+			yt[0].label = "0"
+		}
 	}
 	writeGridAxes(&b, xs, ys, xt, yt, c.XLabel, c.YLabel)
 	at := func(v float64) float64 { // y of a value, clamped into the plot
@@ -171,6 +175,9 @@ func (c boxChart) yRange(boxes []boxItem) (lo, hi float64, ok bool) {
 			return 1e-4, 1, true
 		}
 		lo = math.Pow(10, math.Floor(math.Log10(lo)))
+		if c.hasNonPositive(boxes) {
+			lo /= 10 // the zeros' own decade, below every positive value
+		}
 		hi = math.Pow(10, math.Ceil(math.Log10(hi)))
 		if hi <= lo {
 			hi = lo * 10
@@ -183,6 +190,17 @@ func (c boxChart) yRange(boxes []boxItem) (lo, hi float64, ok bool) {
 	lo, hi = widen(math.Min(lo, 0), math.Max(hi, 0))
 	lo, hi = niceRange(lo, hi)
 	return lo, hi, true
+}
+
+// hasNonPositive tells whether a box has a figure ≤ 0 (drawn at the
+// bottom of a log axis).
+func (c boxChart) hasNonPositive(boxes []boxItem) bool {
+	for _, bx := range boxes {
+		if bx.Min <= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // boxHalfWidth is half a box's width: a third of the closest spacing of

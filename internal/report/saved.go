@@ -110,6 +110,17 @@ var kinds = []*kind{
 		headlines: func(v any) []headline { return mbmHeadlines(v.(*model.MBMResult)) },
 	},
 	{
+		schema: model.MBMSummarySchemaVersion,
+		decode: decodeAs[model.MBMSummary],
+		text:   func(w io.Writer, v any) error { return WriteMBMSummaryText(w, v.(*model.MBMSummary)) },
+		html:   func(w io.Writer, v any) error { return WriteMBMSummaryHTML(w, v.(*model.MBMSummary)) },
+		describe: func(v any) string {
+			s := v.(*model.MBMSummary)
+			return fmt.Sprintf("sonde mbm summary of %d results, %d compositions", s.Results, s.Compositions)
+		},
+		headlines: func(v any) []headline { return mbmSummaryHeadlines(v.(*model.MBMSummary)) },
+	},
+	{
 		schema: model.MonitorSchema,
 		decode: decodeAs[model.MonitorReport],
 		text:   func(w io.Writer, v any) error { return WriteMonitorText(w, v.(*model.MonitorReport)) },
