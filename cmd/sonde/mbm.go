@@ -44,7 +44,8 @@ bursts, --derate), or all. Each test gives PASS, FAIL (exit 5), INCONCLUSIVE or 
 reason; a sender that could not produce a pattern gives ERROR or
 INCONCLUSIVE, never a verdict on the path.
 
-sonde mbm compose composes saved per-subpath results into a path verdict.`
+sonde mbm compose composes saved per-subpath results into a path verdict;
+sonde mbm summary aggregates many saved results and compositions.`
 
 // mbmFlags are the inputs of the model and of a run.
 type mbmFlags struct {
@@ -82,7 +83,7 @@ func newMBMCmd() *cobra.Command {
 				return runMBMPlan(cmd.OutOrStdout(), &o, cmd.Flags().Changed("rtt"))
 			}
 			if len(args) == 0 {
-				return usagef("sonde mbm: want SERVER (a run), --plan (the model, nothing sent) or the compose command")
+				return usagef("sonde mbm: want SERVER (a run), --plan (the model, nothing sent), or the compose or summary command")
 			}
 			o.burstSet = cmd.Flags().Changed("burst")
 			return runMBM(cmd.Context(), cmd.OutOrStdout(), args[0], &o, cmd.Flags().Changed("rtt"))
@@ -111,7 +112,7 @@ func newMBMCmd() *cobra.Command {
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
 	o.out.register(cmd, "the result (schema sonde.mbm/v1)", false)
 	f.StringVar(&o.out.csv, "csv", "", "write one row per test as CSV to `FILE`, - for stdout (no text summary then)")
-	cmd.AddCommand(newMBMComposeCmd())
+	cmd.AddCommand(newMBMComposeCmd(), newMBMSummaryCmd())
 	return cmd
 }
 
@@ -420,32 +421,30 @@ sonde mbm summary draws as a Q-Q plot.`,
 // loadMBM reads one saved result, bounded in size.
 func loadMBM(path string) (model.MBMResult, error) {
 	var r model.MBMResult
-	f, err := os.Open(path)
+	b, err := readBounded(path)
 	if err != nil {
 		return r, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxMBMFile+1))
-	if err != nil {
-		return r, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxMBMFile {
-		return r, fmt.Errorf("%s: larger than %d MiB", path, maxMBMFile>>20)
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return r, fmt.Errorf("%s: not a saved MBM result: %w", path, err)
 	}
+	return r, checkMBM(path, r)
+}
+
+// checkMBM refuses what is not a measured result: another schema, a
+// plan, no tests or too many.
+func checkMBM(path string, r model.MBMResult) error {
 	switch {
 	case r.Schema != model.MBMSchemaVersion:
-		return r, fmt.Errorf("%s: schema %q, want %s", path, clipText(r.Schema), model.MBMSchemaVersion)
+		return fmt.Errorf("%s: schema %q, want %s", path, clipText(r.Schema), model.MBMSchemaVersion)
 	case r.Plan:
-		return r, fmt.Errorf("%s: a plan, not a result: nothing was measured", path)
+		return fmt.Errorf("%s: a plan, not a result: nothing was measured", path)
 	case len(r.Tests) == 0:
-		return r, fmt.Errorf("%s: no tests", path)
+		return fmt.Errorf("%s: no tests", path)
 	case len(r.Tests) > 64:
-		return r, fmt.Errorf("%s: %d tests, more than 64", path, len(r.Tests))
+		return fmt.Errorf("%s: %d tests, more than 64", path, len(r.Tests))
 	}
-	return r, nil
+	return nil
 }
 
 func clipText(s string) string {
