@@ -134,8 +134,11 @@ func TestComposition(t *testing.T) {
 					t.Errorf("%s: loss %.5f over %d packets, configured %.5f: outside the 99.9 %% sampling interval", c.name, c.x.x.Loss, c.x.x.Packets, c.p)
 				}
 			}
-			comp := compose(t, rw.ab.file, rw.bc.file)
+			comp := compose(t, r, rw.ac.file, rw.ab.file, rw.bc.file)
 			ct := comp.Tests[0]
+			if m := ct.Measured; m == nil || m.Loss != rw.ac.x.Loss || m.Packets != rw.ac.x.Packets {
+				t.Errorf("compose --path recorded %+v, the end-to-end run measured %.5f over %d packets", m, rw.ac.x.Loss, rw.ac.x.Packets)
+			}
 			rw.composed, rw.cLow, rw.cHigh, rw.verdict = ct.Loss, ct.LossLow, ct.LossHigh, ct.Verdict
 			wantC := "PASS"
 			if rw.ab.x.Verdict == "FAIL" || rw.bc.x.Verdict == "FAIL" {
@@ -193,11 +196,13 @@ func TestComposition(t *testing.T) {
 	skipIf(t, skips, total)
 }
 
-// compose runs `sonde mbm compose` on saved subpath results.
-func compose(t *testing.T, files ...string) model.MBMComposition {
+// compose runs `sonde mbm compose --path E2E` on saved subpath results
+// (the composition is kept in labOutEnv's directory too, numbered as the
+// lab's last run, the end-to-end one).
+func compose(t *testing.T, r *rig, e2e string, files ...string) model.MBMComposition {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "compose.json")
-	b, err := exec.Command(sondeBin, append([]string{"mbm", "compose", "--json", out, "-q"}, files...)...).CombinedOutput()
+	b, err := exec.Command(sondeBin, append([]string{"mbm", "compose", "--json", out, "-q", "--path", e2e}, files...)...).CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 5) {
 		t.Fatalf("sonde mbm compose: %v\n%s", err, b)
@@ -210,6 +215,7 @@ func compose(t *testing.T, files ...string) model.MBMComposition {
 	if err := json.Unmarshal(raw, &c); err != nil || len(c.Tests) != 1 {
 		t.Fatalf("compose result: %v, %d tests", err, len(c.Tests))
 	}
+	keep(t, r.lab.ID, r.seq, "compose", raw)
 	return c
 }
 

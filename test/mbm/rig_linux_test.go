@@ -57,6 +57,31 @@ func runs(t *testing.T, def int) int {
 	return n
 }
 
+// labOutEnv names a directory where every result the proofs accept, and
+// every composition, is also written (bench/mbm_lab.sh gives it to sonde
+// mbm summary); unset, nothing is written.
+const labOutEnv = "SONDE_MBM_LAB_OUT"
+
+// keep writes a copy of a saved file into labOutEnv's directory under a
+// name unique to the test, lab and sequence number; it returns that
+// path, "" when labOutEnv is unset.
+func keep(t *testing.T, labID string, seq int, kind string, raw []byte) string {
+	t.Helper()
+	dir := os.Getenv(labOutEnv)
+	if dir == "" {
+		return ""
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("%s: %v", labOutEnv, err)
+	}
+	name := fmt.Sprintf("%s-%s-%s-%03d.json", strings.ReplaceAll(t.Name(), "/", "_"), labID, kind, seq)
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatalf("%s: %v", labOutEnv, err)
+	}
+	return path
+}
+
 // maxLateness is the lab forwarder's p99 lateness beyond which the host
 // counts as overloaded (as in test/accuracy and tcprun's lab tests).
 const maxLateness = 10 * time.Millisecond
@@ -139,6 +164,7 @@ func (r *rig) serve(k, link int) string {
 // the stretch of lab time it took.
 type run struct {
 	file     string
+	kept     string // its copy in labOutEnv's directory ("": none)
 	res      model.MBMResult
 	x        model.MBMTest
 	from, to time.Duration
@@ -168,6 +194,7 @@ func (r *rig) mbm(k int, server string, args ...string) run {
 	if err := json.Unmarshal(raw, &out.res); err != nil || len(out.res.Tests) != 1 {
 		r.t.Fatalf("%s: %v, %d tests", out.file, err, len(out.res.Tests))
 	}
+	out.kept = keep(r.t, r.lab.ID, r.seq, "mbm", raw)
 	out.x = out.res.Tests[0]
 	return out
 }
@@ -296,6 +323,11 @@ func checked(t *testing.T, skips *[]string, name string, measure func() (run, tr
 		host := hostFault(x, tr)
 		if host == "" {
 			t.Fatalf("%s: %s (lab p99 lateness %v)", name, bad, tr.lateP99)
+		}
+		if x.kept != "" { // it measured the host: not a result to summarize
+			if err := os.Remove(x.kept); err != nil {
+				t.Fatal(err)
+			}
 		}
 		why = fmt.Sprintf("%s (%s)", bad, host)
 		t.Logf("%s, try %d: %s", name, try+1, why)
