@@ -14,6 +14,8 @@
 //
 // The tests need root (namespaces, TUN devices) and skip otherwise.
 // bench/mbm_lab.sh runs them with more runs per point and prints the
-// tables beside the seed's figures; docs/mbm.md ("Lab proofs") has the
-// measured figures.
+// tables beside the seed's figures; with SONDE_MBM_LAB_OUT set, every
+// accepted result and composition is kept there for `sonde mbm summary`
+// (the script's plots). docs/mbm.md ("Lab proofs") has the measured
+// figures.
 package mbm
