@@ -44,8 +44,9 @@ type MBMSummaryGroup struct {
 	Verdicts MBMVerdictCounts `json:"verdicts"`
 	// Loss is m/n at the verdict over the runs that counted packets.
 	Loss MBMQuartiles `json:"loss"`
-	// DecisionPackets are the packets to a PASS or FAIL (UDP: the SPRT's
-	// decision_packets; TCP: the segments counted at the verdict).
+	// DecisionPackets are the packets the SPRT took to a PASS or FAIL
+	// (UDP tests' decision_packets; a TCP test records none: its verdict
+	// may come from the rate precondition).
 	DecisionPackets MBMQuartiles `json:"decision_packets"`
 }
 

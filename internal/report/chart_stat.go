@@ -29,6 +29,8 @@ type boxChart struct {
 	Title, XLabel, YLabel string
 	Boxes                 []boxItem
 	Refs                  []refLine // across the whole plot
+	// Keys are legend entries (Label, Color) for the boxes' own Refs.
+	Keys []refLine
 	// Numeric places each box at its X on a value axis (e.g. a derate);
 	// otherwise the boxes are numbered 1… and labelled with Label.
 	Numeric bool
@@ -57,6 +59,9 @@ func (c boxChart) svg() string {
 		if r.Label != "" && finite(r.Y) {
 			legend = append(legend, legendItem{name: r.Label, color: r.Color, dash: true, width: 1.2})
 		}
+	}
+	for _, r := range c.Keys {
+		legend = append(legend, legendItem{name: r.Label, color: r.Color, dash: true, width: 1.2})
 	}
 	rows := layoutLegend(legend)
 	var b strings.Builder
@@ -290,12 +295,17 @@ func stackColor(i int, s barStack) string {
 	return palette[i%len(palette)]
 }
 
-// categoryTicks labels n slots numbered 1…n, thinned so that labels of
-// about 7 characters do not overlap.
+// categoryTicks labels n slots numbered 1…n, every one or, where the
+// widest label does not fit its slot, every step-th.
 func categoryTicks(n int, label func(int) string, plotW float64) []tick {
+	widest := 0
+	for i := range min(n, maxBoxes) {
+		widest = max(widest, len([]rune(label(i))))
+	}
+	need := 7*float64(widest) + 10 // 12-unit glyphs are about 7 wide
 	step := 1
-	if per := plotW / float64(max(n, 1)); per < 60 {
-		step = int(math.Ceil(60 / per))
+	if per := plotW / float64(max(n, 1)); per < need {
+		step = int(math.Ceil(need / per))
 	}
 	var out []tick
 	for i := 0; i < n && len(out) < maxTicks; i += step {

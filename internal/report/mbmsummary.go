@@ -59,6 +59,8 @@ func (s *MBMSummarizer) AddResult(r *model.MBMResult) {
 	s.results++
 	for _, x := range r.Tests {
 		k := mbmGroupKey{id: x.ID, transport: x.Transport, subpath: r.Subpath, target: r.Target, p0: r.Model.P0, p1: r.Model.P1}
+		// Only UDP tests record where the SPRT decided: a TCP test's
+		// verdict may come from its rate precondition instead.
 		decided := int64(0)
 		switch {
 		case x.UDP != nil:
@@ -66,7 +68,6 @@ func (s *MBMSummarizer) AddResult(r *model.MBMResult) {
 			decided = x.UDP.DecisionPackets
 		case x.TCP != nil:
 			k.derate, k.burst = x.TCP.Derate, x.TCP.BurstPackets
-			decided = x.Packets
 		}
 		if x.ID != "8.5.1" && x.ID != "8.4" {
 			k.burst = 0 // the other patterns' "bursts" are the test's own, not a setting
@@ -278,7 +279,7 @@ func WriteMBMSummaryText(w io.Writer, s *model.MBMSummary) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "MBM summary: %d results, %d compositions, %d groups\n", s.Results, s.Compositions, len(s.Groups))
 	if len(s.Groups) > 0 {
-		b.WriteString("\nloss m/n at the verdict; packets to decide (PASS, FAIL)\n")
+		b.WriteString("\nloss m/n at the verdict; packets the SPRT took to decide (UDP PASS and FAIL)\n")
 		head, rows := mbmSummaryGrid(s)
 		t := table{right: []bool{false, false, false, true, true, true, false, true, true, true, true, true, true, true, true, true, true}}
 		t.row(head...)
@@ -293,7 +294,7 @@ func WriteMBMSummaryText(w io.Writer, s *model.MBMSummary) error {
 	for _, d := range s.Decide {
 		pass, fail = pass+d.Pass, fail+d.Fail
 	}
-	fmt.Fprintf(&b, "\npackets to decide (every PASS and FAIL, %d and %d):\n", pass, fail)
+	fmt.Fprintf(&b, "\npackets the SPRT took to decide (every UDP test's PASS and FAIL, %d and %d):\n", pass, fail)
 	for _, d := range s.Decide {
 		line := fmt.Sprintf("  %7d–%-7d PASS %-4d FAIL %-4d %s%s", d.Low, d.High, d.Pass, d.Fail,
 			strings.Repeat("P", min(max(d.Pass, 0), 60)), strings.Repeat("F", min(max(d.Fail, 0), 60)))
@@ -425,7 +426,8 @@ func mbmLossCharts(s *model.MBMSummary) []figure {
 		}
 		caption := "loss per group; p0 and p1 dashed; 0 at the bottom"
 		if !same {
-			caption += " beside each box (green p0, red p1: they differ between groups)"
+			caption += " beside each box (they differ between groups)"
+			c.Keys = []refLine{{Label: "p0 of each group", Color: colorP0}, {Label: "p1 of each group", Color: colorP1}}
 		}
 		figs = append(figs, figure{Caption: caption, SVG: template.HTML(c.svg())})
 	}
@@ -442,7 +444,7 @@ func mbmDecideChart(s *model.MBMSummary) figure {
 		c.Stacks[0].Counts = append(c.Stacks[0].Counts, float64(d.Pass))
 		c.Stacks[1].Counts = append(c.Stacks[1].Counts, float64(d.Fail))
 	}
-	return figure{Caption: "the SPRT's packets to decide, every PASS and FAIL", SVG: template.HTML(c.svg())}
+	return figure{Caption: "the SPRT's packets to decide, every UDP test's PASS and FAIL", SVG: template.HTML(c.svg())}
 }
 
 // shortCount writes 1536 as 1.5k, for axis labels.
