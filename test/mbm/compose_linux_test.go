@@ -92,6 +92,8 @@ func TestComposition(t *testing.T) {
 	var skips []string
 	total := 0
 	n := runs(t, 1)
+	// Four loss checks per row: each subpath, the path, the composition.
+	z := zFamily(4 * len(settings(t)) * n)
 	for _, set := range settings(t) {
 		r := upLab(t, lab.Scenario{Name: "compose", Links: []lab.ScenarioLink{
 			{Name: "a-b", Both: "rate=100Mbit delay=5ms limit=1000p", Up: fmt.Sprintf("loss=%g", set.ab)},
@@ -130,8 +132,8 @@ func TestComposition(t *testing.T) {
 				x    run
 				p    float64
 			}{{"a-b", rw.ab, set.ab}, {"b-c", rw.bc, set.bc}, {"a-c", rw.ac, e2eGT.UpLoss}} {
-				if !near(c.x.x.Loss, c.x.x.Packets, c.p) {
-					t.Errorf("%s: loss %.5f over %d packets, configured %.5f: outside the 99.9 %% sampling interval", c.name, c.x.x.Loss, c.x.x.Packets, c.p)
+				if !near(c.x.x.Loss, c.x.x.Packets, c.p, z) {
+					t.Errorf("%s: loss %.5f over %d packets, configured %.5f: outside the %.2f σ sampling interval", c.name, c.x.x.Loss, c.x.x.Packets, c.p, z)
 				}
 			}
 			comp := compose(t, r, rw.ac.file, rw.ab.file, rw.bc.file)
@@ -152,8 +154,8 @@ func TestComposition(t *testing.T) {
 			// The composed and the measured end-to-end loss differ by
 			// sampling alone when losses are independent.
 			sd := math.Sqrt(variance(rw.ab.x) + variance(rw.bc.x) + variance(rw.ac.x))
-			if d := math.Abs(rw.composed - rw.ac.x.Loss); d > z999*sd+1e-9 {
-				t.Errorf("losses %g/%g: composed %.5f, measured end to end %.5f: |difference| %.5f > 3.29 σ (%.5f)", set.ab, set.bc, rw.composed, rw.ac.x.Loss, d, z999*sd)
+			if d := math.Abs(rw.composed - rw.ac.x.Loss); d > z*sd+1e-9 {
+				t.Errorf("losses %g/%g: composed %.5f, measured end to end %.5f: |difference| %.5f > %.2f σ (%.5f)", set.ab, set.bc, rw.composed, rw.ac.x.Loss, d, z, z*sd)
 			}
 			rows = append(rows, rw)
 		}
