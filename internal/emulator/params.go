@@ -104,7 +104,22 @@ type Params struct {
 	// Remark rewrites the DSCP of packets crossing the link, as a
 	// misconfigured or policing network does.
 	Remark *Remark `json:"remark,omitempty"`
+	// HalfDuplex makes the two directions of the link share one medium
+	// (see HalfDuplex): it must be set on both or neither.
+	HalfDuplex bool `json:"half_duplex,omitempty"`
+	// Hold is how long this direction keeps a half-duplex medium, once it
+	// has it, while it has backlog and the other direction waits
+	// (HoldUntilDrained: until its queue is empty). 0: the direction that
+	// has waited longest takes the medium at every packet.
+	Hold time.Duration `json:"hold_ns,omitempty"`
 }
+
+// HoldUntilDrained is the Hold of a direction that keeps the medium until
+// its queue is empty, as the half-duplex links of RFC 8337 §8.2.4 do.
+const HoldUntilDrained = time.Duration(math.MaxInt64)
+
+// MaxHold bounds a finite Hold.
+const MaxHold = 10 * time.Second
 
 // Remark rewrites DSCP From (-1: any) to To.
 type Remark struct {
@@ -175,6 +190,14 @@ func (p Params) Validate() error {
 	if p.MTU != 0 && (p.MTU < 68 || p.MTU > 65535) {
 		bad("mtu %d outside [68, 65535]", p.MTU)
 	}
+	switch {
+	case p.Hold < 0 || (p.Hold > MaxHold && p.Hold != HoldUntilDrained):
+		bad("hold %v outside [0, %v] (or drain)", p.Hold, MaxHold)
+	case p.Hold != 0 && !p.HalfDuplex:
+		bad("hold needs duplex=half")
+	case p.HalfDuplex && p.RateBps == 0:
+		bad("duplex=half needs a rate: an unlimited medium is never busy")
+	}
 	if len(errs) == 0 {
 		return nil
 	}
@@ -225,6 +248,9 @@ func ValidateSchedule(base Params, steps []Step) error {
 		}
 		if s.Params.qdisc() != base.qdisc() {
 			return fmt.Errorf("schedule step %d at %v: queue discipline cannot change (%s → %s)", i, s.At, base.qdisc(), s.Params.qdisc())
+		}
+		if s.Params.HalfDuplex != base.HalfDuplex {
+			return fmt.Errorf("schedule step %d at %v: duplex cannot change (the medium is built with the link)", i, s.At)
 		}
 	}
 	return nil
