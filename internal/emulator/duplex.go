@@ -22,7 +22,11 @@ import (
 // historical links that revert a self-clocked transport to stop-and-wait).
 // Hold 0 alternates packet by packet under load. A packet that starts
 // within the hold may end after it: the other direction waits at most
-// Hold plus one packet.
+// Hold plus one packet and two turnarounds (to the other direction and
+// back). Turnaround: a direction
+// that takes the medium from the other starts its packet no sooner than
+// Turnaround after the other's last one ended; the medium is its own
+// from the decision on.
 //
 // Each packet's MediumWait (and the Counters) records how long its head
 // waited, ready to go, while the other direction had the medium: the
@@ -80,8 +84,20 @@ func (l *Link) wantsAt() time.Duration {
 }
 
 // nextGrant is the time the medium next starts a packet and the direction
-// that sends it (never, nil: no backlog).
+// that sends it (never, nil: no backlog): the direction chosen when the
+// medium is free, after its turnaround if it takes the medium from the
+// other.
 func (h *HalfDuplex) nextGrant() (time.Duration, *Link) {
+	t, who := h.choose()
+	if who != nil && h.m.last != nil && h.m.last != who {
+		t = max(t, h.m.busyUntil+who.p.Turnaround)
+	}
+	return t, who
+}
+
+// choose is the time the medium is free and a direction wants it, and the
+// direction that takes it then.
+func (h *HalfDuplex) choose() (time.Duration, *Link) {
 	a, b := h.dirs[0].l, h.dirs[1].l
 	wa, wb := a.wantsAt(), b.wantsAt()
 	first := min(wa, wb)

@@ -245,11 +245,15 @@ func TestHalfDuplexNoHold(t *testing.T) {
 
 // TestHalfDuplexNoOverlap: random traffic both ways under every hold:
 // the medium never carries two packets at once, no head waits longer than
-// the hold and one packet of the other direction, and each direction's
-// counters add up its packets' waits.
+// the hold, one packet of the other direction and two turnarounds, and
+// a packet that follows one of the other direction starts a turnaround
+// after it; each direction's counters add up its packets' waits.
 func TestHalfDuplexNoOverlap(t *testing.T) {
-	for _, hold := range []string{"0s", "5ms", "drain"} {
-		p, _ := ParseParams("rate=2Mbit delay=3ms limit=50p duplex=half hold="+hold, Params{})
+	for _, hold := range []string{"0s", "5ms", "drain", "0s turnaround=1ms", "drain turnaround=500us"} {
+		p, err := ParseParams("rate=2Mbit delay=3ms limit=50p duplex=half hold="+hold, Params{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		down := p
 		down.RateBps = 1e6
 		s := newDSim(t, p, down, nil, 3)
@@ -261,7 +265,10 @@ func TestHalfDuplexNoOverlap(t *testing.T) {
 			s.send(dir, at, ipv4UDP(40+rnd.IntN(1460), uint16(dir), 0, 0))
 		}
 		s.drain()
-		type span struct{ from, to time.Duration }
+		type span struct {
+			from, to time.Duration
+			dir      int
+		}
 		var spans []span
 		maxTx := [2]time.Duration{p.TxTime(1500), down.TxTime(1500)}
 		for d, out := range s.out {
@@ -271,9 +278,9 @@ func TestHalfDuplexNoOverlap(t *testing.T) {
 			}
 			var sum time.Duration
 			for _, pk := range out {
-				spans = append(spans, span{pk.Dequeue, pk.Dequeue + par.TxTime(len(pk.Data))})
+				spans = append(spans, span{pk.Dequeue, pk.Dequeue + par.TxTime(len(pk.Data)), d})
 				sum += pk.MediumWait
-				if p.Hold != HoldUntilDrained && pk.MediumWait > p.Hold+maxTx[1-d] {
+				if p.Hold != HoldUntilDrained && pk.MediumWait > p.Hold+maxTx[1-d]+2*p.Turnaround {
 					t.Fatalf("hold %s: a head waited %v, more than the hold and a packet", hold, pk.MediumWait)
 				}
 			}
@@ -283,8 +290,12 @@ func TestHalfDuplexNoOverlap(t *testing.T) {
 		}
 		slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.from, b.from) })
 		for i := 1; i < len(spans); i++ {
-			if spans[i].from < spans[i-1].to {
-				t.Fatalf("hold %s: two packets on the medium: %v and %v", hold, spans[i-1], spans[i])
+			gap := time.Duration(0)
+			if spans[i].dir != spans[i-1].dir {
+				gap = p.Turnaround
+			}
+			if spans[i].from < spans[i-1].to+gap {
+				t.Fatalf("hold %s: two packets on the medium, or no turnaround between them: %v and %v", hold, spans[i-1], spans[i])
 			}
 		}
 		t.Logf("hold %s: %d and %d delivered, %d dropped; medium waits %v and %v", hold, len(s.out[0]), len(s.out[1]), len(s.dropped),
@@ -306,7 +317,7 @@ func TestParseDuplex(t *testing.T) {
 	if p, err = ParseParams("duplex=full", p); err == nil {
 		t.Errorf("hold without half duplex accepted: %+v", p)
 	}
-	for _, spec := range []string{"hold=1ms", "duplex=half", "rate=1M duplex=quarter", "rate=1M duplex=half hold=-1ms",
+	for _, spec := range []string{"hold=1ms", "duplex=half", "turnaround=1ms", "rate=1M duplex=half turnaround=2s", "rate=1M duplex=half turnaround=-1s", "rate=1M duplex=quarter", "rate=1M duplex=half hold=-1ms",
 		"rate=1M duplex=half hold=11s", "rate=1M duplex=half hold", "rate=1M duplex"} {
 		if _, err := ParseParams(spec, Params{}); err == nil {
 			t.Errorf("%q accepted", spec)

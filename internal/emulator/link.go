@@ -381,6 +381,9 @@ func (p Params) String() string {
 	case p.Hold > 0:
 		s += fmt.Sprintf(" hold=%v", p.Hold)
 	}
+	if p.Turnaround > 0 {
+		s += fmt.Sprintf(" turnaround=%v", p.Turnaround)
+	}
 	return s
 }
 

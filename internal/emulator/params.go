@@ -112,14 +112,21 @@ type Params struct {
 	// (HoldUntilDrained: until its queue is empty). 0: the direction that
 	// has waited longest takes the medium at every packet.
 	Hold time.Duration `json:"hold_ns,omitempty"`
+	// Turnaround is the time a half-duplex medium takes to change
+	// direction to this one (a radio's switch from receive to transmit):
+	// a packet that follows one of the other direction starts no sooner.
+	Turnaround time.Duration `json:"turnaround_ns,omitempty"`
 }
 
 // HoldUntilDrained is the Hold of a direction that keeps the medium until
 // its queue is empty, as the half-duplex links of RFC 8337 §8.2.4 do.
 const HoldUntilDrained = time.Duration(math.MaxInt64)
 
-// MaxHold bounds a finite Hold.
-const MaxHold = 10 * time.Second
+// MaxHold bounds a finite Hold, MaxTurnaround the Turnaround.
+const (
+	MaxHold       = 10 * time.Second
+	MaxTurnaround = time.Second
+)
 
 // Remark rewrites DSCP From (-1: any) to To.
 type Remark struct {
@@ -193,8 +200,10 @@ func (p Params) Validate() error {
 	switch {
 	case p.Hold < 0 || (p.Hold > MaxHold && p.Hold != HoldUntilDrained):
 		bad("hold %v outside [0, %v] (or drain)", p.Hold, MaxHold)
-	case p.Hold != 0 && !p.HalfDuplex:
-		bad("hold needs duplex=half")
+	case p.Turnaround < 0 || p.Turnaround > MaxTurnaround:
+		bad("turnaround %v outside [0, %v]", p.Turnaround, MaxTurnaround)
+	case (p.Hold != 0 || p.Turnaround != 0) && !p.HalfDuplex:
+		bad("hold and turnaround need duplex=half")
 	case p.HalfDuplex && p.RateBps == 0:
 		bad("duplex=half needs a rate: an unlimited medium is never busy")
 	}

@@ -23,9 +23,10 @@ import (
 // reorder, loss, ge (P/R/LOSSBAD/LOSSGOOD, netem's gemodel order), ber, dup,
 // limit (packets "1000p", or bytes "37500B", "64KB", "300kbit"), qdisc
 // (droptail|codel|pie|fq_codel), ecn, target, interval, mtu, remark,
-// duplex (full|half: the two directions share one medium, see HalfDuplex)
-// and hold (how long a half-duplex direction keeps the medium while it has
-// backlog: a duration, or drain: until its queue is empty).
+// duplex (full|half: the two directions share one medium, see HalfDuplex),
+// hold (how long a half-duplex direction keeps the medium while it has
+// backlog: a duration, or drain: until its queue is empty) and turnaround
+// (the time the medium takes to change direction to this one).
 // Probabilities accept a percent sign ("4%"). The result is validated.
 func ParseParams(spec string, base Params) (Params, error) {
 	p := base
@@ -107,6 +108,8 @@ func (p *Params) set(key, val string, hasVal bool) error {
 		default:
 			err = errors.New("want full or half")
 		}
+	case "turnaround":
+		p.Turnaround, err = time.ParseDuration(val)
 	case "hold":
 		if strings.ToLower(val) == "drain" {
 			p.Hold = HoldUntilDrained
