@@ -1,7 +1,8 @@
 // Package emulator is sonde's link model: a deterministic, clock-free
 // description of one direction of an emulated link (rate, propagation delay,
 // jitter, loss, duplication, a bounded queue with drop-tail, CoDel, PIE or
-// FQ-CoDel, MTU), the ground-truth record format it produces, and the packet
+// FQ-CoDel, MTU; optionally one half-duplex medium shared by a link's two
+// directions, HalfDuplex), the ground-truth record format it produces, and the packet
 // helpers it needs (ECN marking, flow and identity hashes, ICMP
 // "fragmentation needed"). It never touches sockets or clocks: a driver
 // (package emulator/forward, or a unit test with a virtual clock) feeds it
