@@ -57,6 +57,7 @@ or one (--up is A→B, --down is B→A, applied after --link):
   limit=1000p | limit=37500B | limit=300kbit     queue limit
   qdisc=droptail|codel|pie|fq_codel [ecn] [target=5ms interval=100ms]
   mtu=1400            larger packets are dropped; DF ones get ICMP "fragmentation needed"
+  duplex=half [hold=5ms|drain] [turnaround=1ms]   both directions share one medium (set on both)
 
 Parameters can change over time: --at 50s:rate=20Mbit --at 100s:rate=100Mbit
 (both directions; --up-at and --down-at for one).

@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -9,20 +10,24 @@ import (
 
 // Counters are a direction's live statistics.
 type Counters struct {
-	Arrived      uint64 `json:"arrived"`
-	Delivered    uint64 `json:"delivered"`
-	BytesIn      uint64 `json:"bytes_in"`
-	BytesOut     uint64 `json:"bytes_out"`
-	DropLoss     uint64 `json:"drop_loss"`
-	DropQueue    uint64 `json:"drop_queue"`
-	DropAQM      uint64 `json:"drop_aqm"`
-	DropMTU      uint64 `json:"drop_mtu"`
-	Marked       uint64 `json:"marked"`
-	Duplicated   uint64 `json:"duplicated"`
-	Remarked     uint64 `json:"remarked"`
-	BacklogPkts  int    `json:"backlog_packets"`
-	BacklogBytes int    `json:"backlog_bytes"`
-	InFlight     int    `json:"in_flight"` // serialised, not yet delivered
+	Arrived    uint64 `json:"arrived"`
+	Delivered  uint64 `json:"delivered"`
+	BytesIn    uint64 `json:"bytes_in"`
+	BytesOut   uint64 `json:"bytes_out"`
+	DropLoss   uint64 `json:"drop_loss"`
+	DropQueue  uint64 `json:"drop_queue"`
+	DropAQM    uint64 `json:"drop_aqm"`
+	DropMTU    uint64 `json:"drop_mtu"`
+	Marked     uint64 `json:"marked"`
+	Duplicated uint64 `json:"duplicated"`
+	Remarked   uint64 `json:"remarked"`
+	// MediumWaits counts the packets that waited for a half-duplex
+	// medium held by the other direction, MediumWait their total wait.
+	MediumWaits  uint64        `json:"medium_waits,omitempty"`
+	MediumWait   time.Duration `json:"medium_wait_ns,omitempty"`
+	BacklogPkts  int           `json:"backlog_packets"`
+	BacklogBytes int           `json:"backlog_bytes"`
+	InFlight     int           `json:"in_flight"` // serialised, not yet delivered
 }
 
 // Link is one direction of an emulated link:
@@ -48,12 +53,21 @@ type Link struct {
 	clone func(*Packet) *Packet
 
 	now       time.Duration // time of the event being processed
-	busyUntil time.Duration // serialiser free from
+	busyUntil time.Duration // serialiser free from (half duplex: this direction's last packet sent by then)
 	lastDue   time.Duration
 	seq       uint64
 	fifo      fifo    // deliveries in order (Reorder off)
 	pq        dueHeap // deliveries by due time (Reorder on)
 	c         Counters
+
+	// m is the medium shared with the other direction of a half-duplex
+	// link (nil: this direction has its own serialiser); the HalfDuplex
+	// that owns both directions decides when the queue's head is sent.
+	m *medium
+	// waitFrom is when the queue last went from empty to backlogged, or
+	// when its last packet was sent: with busyUntil, since when the head
+	// has wanted the medium (wantsAt).
+	waitFrom time.Duration
 }
 
 // Config builds a Link.
@@ -69,8 +83,17 @@ type Config struct {
 	Clone func(*Packet) *Packet
 }
 
-// NewLink validates the configuration and returns a Link at time 0.
+// NewLink validates the configuration and returns a Link at time 0. A
+// half-duplex direction needs its other direction: NewHalfDuplex builds
+// both.
 func NewLink(c Config) (*Link, error) {
+	if c.Params.HalfDuplex {
+		return nil, errors.New("duplex=half: the two directions share a medium (NewHalfDuplex builds them)")
+	}
+	return newLink(c)
+}
+
+func newLink(c Config) (*Link, error) {
 	if err := c.Params.Validate(); err != nil {
 		return nil, err
 	}
@@ -177,13 +200,17 @@ func (l *Link) Enqueue(p *Packet, now time.Duration) bool {
 	return ok
 }
 
-// offer puts p in the queue and starts serialising it if the link is idle.
+// offer puts p in the queue and starts serialising it if the link is idle
+// (half duplex: the medium decides, see HalfDuplex).
 func (l *Link) offer(p *Packet, now time.Duration) bool {
+	if l.m != nil && l.q.len() == 0 {
+		l.waitFrom = now
+	}
 	if !l.q.enqueue(p, now, l.drop) {
 		l.drop(p, p.Fate)
 		return false
 	}
-	if l.busyUntil <= now {
+	if l.m == nil && l.busyUntil <= now {
 		l.serve(now)
 	}
 	return true
@@ -199,6 +226,17 @@ func (l *Link) serve(t time.Duration) {
 	}
 	p.Dequeue = t
 	tx := l.p.TxTime(len(p.Data))
+	if l.m != nil {
+		// The time the head spent ready while the other direction had
+		// the medium.
+		if w := t - max(p.Arrival, l.busyUntil); w > 0 {
+			p.MediumWait = w
+			l.c.MediumWaits++
+			l.c.MediumWait += w
+		}
+		l.m.busyUntil, l.m.last = t+tx, l
+		l.waitFrom = t
+	}
 	l.busyUntil = t + tx
 	due := max(l.busyUntil+l.p.Delay+jitter(l.jit, &l.p), l.busyUntil)
 	if l.p.Reorder {
@@ -212,13 +250,14 @@ func (l *Link) serve(t time.Duration) {
 	l.fifo.push(p)
 }
 
-// nextInternal is the time of the next event inside the link.
+// nextInternal is the time of the next event inside the link (half
+// duplex: the medium's grants are HalfDuplex's events, not the link's).
 func (l *Link) nextInternal() time.Duration {
 	t := l.q.nextTimer()
 	if l.nextStep < len(l.schedule) {
 		t = min(t, l.schedule[l.nextStep].At)
 	}
-	if l.q.len() > 0 {
+	if l.m == nil && l.q.len() > 0 {
 		t = min(t, l.busyUntil)
 	}
 	return t
@@ -332,6 +371,18 @@ func (p Params) String() string {
 	}
 	if p.MTU > 0 {
 		s += fmt.Sprintf(" mtu=%d", p.MTU)
+	}
+	if p.HalfDuplex {
+		s += " duplex=half"
+	}
+	switch {
+	case p.Hold == HoldUntilDrained:
+		s += " hold=drain"
+	case p.Hold > 0:
+		s += fmt.Sprintf(" hold=%v", p.Hold)
+	}
+	if p.Turnaround > 0 {
+		s += fmt.Sprintf(" turnaround=%v", p.Turnaround)
 	}
 	return s
 }

@@ -58,8 +58,11 @@ type Packet struct {
 	Sent     time.Duration // actually written by the driver
 	QPackets uint32        // backlog seen on arrival, packets
 	QBytes   uint32        // backlog seen on arrival, bytes
-	Fate     Fate
-	Flags    Flags
+	// MediumWait is how long the packet, at the head of its queue, waited
+	// for a half-duplex medium the other direction held.
+	MediumWait time.Duration
+	Fate       Fate
+	Flags      Flags
 
 	flow uint32 // FQ bucket
 	// Ctx is free for the driver (e.g. a buffer pool handle).
@@ -68,7 +71,7 @@ type Packet struct {
 
 // reset prepares a packet for a new arrival.
 func (p *Packet) reset() {
-	p.Seq, p.Dequeue, p.Due, p.Sent = 0, -1, -1, -1
+	p.Seq, p.Dequeue, p.Due, p.Sent, p.MediumWait = 0, -1, -1, -1, 0
 	p.QPackets, p.QBytes, p.Fate, p.Flags, p.flow = 0, 0, Queued, 0, 0
 }
 

@@ -1,7 +1,8 @@
 // Package emulator is sonde's link model: a deterministic, clock-free
 // description of one direction of an emulated link (rate, propagation delay,
 // jitter, loss, duplication, a bounded queue with drop-tail, CoDel, PIE or
-// FQ-CoDel, MTU), the ground-truth record format it produces, and the packet
+// FQ-CoDel, MTU; optionally one half-duplex medium shared by a link's two
+// directions, HalfDuplex), the ground-truth record format it produces, and the packet
 // helpers it needs (ECN marking, flow and identity hashes, ICMP
 // "fragmentation needed"). It never touches sockets or clocks: a driver
 // (package emulator/forward, or a unit test with a virtual clock) feeds it
@@ -104,7 +105,29 @@ type Params struct {
 	// Remark rewrites the DSCP of packets crossing the link, as a
 	// misconfigured or policing network does.
 	Remark *Remark `json:"remark,omitempty"`
+	// HalfDuplex makes the two directions of the link share one medium
+	// (see HalfDuplex): it must be set on both or neither.
+	HalfDuplex bool `json:"half_duplex,omitempty"`
+	// Hold is how long this direction keeps a half-duplex medium, once it
+	// has it, while it has backlog and the other direction waits
+	// (HoldUntilDrained: until its queue is empty). 0: the direction that
+	// has waited longest takes the medium at every packet.
+	Hold time.Duration `json:"hold_ns,omitempty"`
+	// Turnaround is the time a half-duplex medium takes to change
+	// direction to this one (a radio's switch from receive to transmit):
+	// a packet that follows one of the other direction starts no sooner.
+	Turnaround time.Duration `json:"turnaround_ns,omitempty"`
 }
+
+// HoldUntilDrained is the Hold of a direction that keeps the medium until
+// its queue is empty, as the half-duplex links of RFC 8337 §8.2.4 do.
+const HoldUntilDrained = time.Duration(math.MaxInt64)
+
+// MaxHold bounds a finite Hold, MaxTurnaround the Turnaround.
+const (
+	MaxHold       = 10 * time.Second
+	MaxTurnaround = time.Second
+)
 
 // Remark rewrites DSCP From (-1: any) to To.
 type Remark struct {
@@ -175,6 +198,16 @@ func (p Params) Validate() error {
 	if p.MTU != 0 && (p.MTU < 68 || p.MTU > 65535) {
 		bad("mtu %d outside [68, 65535]", p.MTU)
 	}
+	switch {
+	case p.Hold < 0 || (p.Hold > MaxHold && p.Hold != HoldUntilDrained):
+		bad("hold %v outside [0, %v] (or drain)", p.Hold, MaxHold)
+	case p.Turnaround < 0 || p.Turnaround > MaxTurnaround:
+		bad("turnaround %v outside [0, %v]", p.Turnaround, MaxTurnaround)
+	case (p.Hold != 0 || p.Turnaround != 0) && !p.HalfDuplex:
+		bad("hold and turnaround need duplex=half")
+	case p.HalfDuplex && p.RateBps == 0:
+		bad("duplex=half needs a rate: an unlimited medium is never busy")
+	}
 	if len(errs) == 0 {
 		return nil
 	}
@@ -225,6 +258,9 @@ func ValidateSchedule(base Params, steps []Step) error {
 		}
 		if s.Params.qdisc() != base.qdisc() {
 			return fmt.Errorf("schedule step %d at %v: queue discipline cannot change (%s → %s)", i, s.At, base.qdisc(), s.Params.qdisc())
+		}
+		if s.Params.HalfDuplex != base.HalfDuplex {
+			return fmt.Errorf("schedule step %d at %v: duplex cannot change (the medium is built with the link)", i, s.At)
 		}
 	}
 	return nil

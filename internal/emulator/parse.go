@@ -1,18 +1,20 @@
 package emulator
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/units"
 )
 
 // ParseParams applies a link specification to base. A specification is a
-// list of key=value settings separated by spaces or commas, e.g.
+// list of key=value settings separated by white space or commas, e.g.
 //
 //	rate=8Mbit delay=9.5ms limit=37500B qdisc=codel ecn
 //
@@ -20,11 +22,15 @@ import (
 // off or 0: no limit), delay, jitter, dist (uniform|normal|pareto), pareto-shape,
 // reorder, loss, ge (P/R/LOSSBAD/LOSSGOOD, netem's gemodel order), ber, dup,
 // limit (packets "1000p", or bytes "37500B", "64KB", "300kbit"), qdisc
-// (droptail|codel|pie|fq_codel), ecn, target, interval, mtu.
+// (droptail|codel|pie|fq_codel), ecn, target, interval, mtu, remark,
+// duplex (full|half: the two directions share one medium, see HalfDuplex),
+// hold (how long a half-duplex direction keeps the medium while it has
+// backlog: a duration, or drain: until its queue is empty) and turnaround
+// (the time the medium takes to change direction to this one).
 // Probabilities accept a percent sign ("4%"). The result is validated.
 func ParseParams(spec string, base Params) (Params, error) {
 	p := base
-	for _, tok := range strings.FieldsFunc(spec, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' }) {
+	for _, tok := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
 		key, val, hasVal := strings.Cut(tok, "=")
 		key = strings.ToLower(key)
 		if err := p.set(key, val, hasVal); err != nil {
@@ -93,6 +99,23 @@ func (p *Params) set(key, val string, hasVal bool) error {
 		p.MTU, err = strconv.Atoi(val)
 	case "remark":
 		p.Remark, err = parseRemark(val)
+	case "duplex":
+		switch strings.ToLower(val) {
+		case "full":
+			p.HalfDuplex = false
+		case "half":
+			p.HalfDuplex = true
+		default:
+			err = errors.New("want full or half")
+		}
+	case "turnaround":
+		p.Turnaround, err = time.ParseDuration(val)
+	case "hold":
+		if strings.ToLower(val) == "drain" {
+			p.Hold = HoldUntilDrained
+		} else {
+			p.Hold, err = time.ParseDuration(val)
+		}
 	default:
 		return fmt.Errorf("unknown setting %q", key)
 	}

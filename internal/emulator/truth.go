@@ -53,30 +53,33 @@ type TruthHeader struct {
 // Record is one packet's ground truth. Times are nanoseconds since the
 // header's start; -1 means the event did not happen.
 type Record struct {
-	Seq      uint64
-	Arrival  time.Duration
-	Dequeue  time.Duration
-	Due      time.Duration
-	Sent     time.Duration
-	Hash     uint64
-	QPackets uint32
-	QBytes   uint32
-	IPID     uint32
-	TCPSeq   uint32
-	TSval    uint32
-	Length   uint16
-	Link     uint8
-	Dir      uint8
-	Fate     Fate
-	Flags    Flags
-	Proto    uint8
+	Seq     uint64
+	Arrival time.Duration
+	Dequeue time.Duration
+	Due     time.Duration
+	Sent    time.Duration
+	// MediumWait is the packet's wait for a half-duplex medium held by
+	// the other direction (0 on a full-duplex link).
+	MediumWait time.Duration
+	Hash       uint64
+	QPackets   uint32
+	QBytes     uint32
+	IPID       uint32
+	TCPSeq     uint32
+	TSval      uint32
+	Length     uint16
+	Link       uint8
+	Dir        uint8
+	Fate       Fate
+	Flags      Flags
+	Proto      uint8
 }
 
 // NewRecord builds the record of a packet whose fate is decided.
 func NewRecord(p *Packet, link, dir uint8) Record {
 	id := PacketIdentity(p.Data)
 	return Record{
-		Seq: p.Seq, Arrival: p.Arrival, Dequeue: p.Dequeue, Due: p.Due, Sent: p.Sent,
+		Seq: p.Seq, Arrival: p.Arrival, Dequeue: p.Dequeue, Due: p.Due, Sent: p.Sent, MediumWait: p.MediumWait,
 		Hash: id.Hash, QPackets: p.QPackets, QBytes: p.QBytes,
 		IPID: id.IPID, TCPSeq: id.TCPSeq, TSval: id.TSval,
 		Length: uint16(min(len(p.Data), 65535)), Link: link, Dir: dir,
@@ -108,7 +111,13 @@ func (r *Record) marshal(b []byte) {
 	le.PutUint32(b[64:], r.TSval)
 	le.PutUint16(b[68:], r.Length)
 	b[70], b[71], b[72], b[73], b[74] = r.Link, r.Dir, uint8(r.Fate), uint8(r.Flags), r.Proto
-	clear(b[75:80])
+	// Bytes 75–79, zero in files from before half duplex: the medium wait
+	// in ns, 40 bits (18 minutes; longer saturates).
+	w := uint64(max(r.MediumWait, 0))
+	w = min(w, maxMediumWait)
+	for i := range 5 {
+		b[75+i] = byte(w >> (8 * i))
+	}
 }
 
 func (r *Record) unmarshal(b []byte) {
@@ -126,7 +135,15 @@ func (r *Record) unmarshal(b []byte) {
 	r.TSval = le.Uint32(b[64:])
 	r.Length = le.Uint16(b[68:])
 	r.Link, r.Dir, r.Fate, r.Flags, r.Proto = b[70], b[71], Fate(b[72]), Flags(b[73]), b[74]
+	var w uint64
+	for i := range 5 {
+		w |= uint64(b[75+i]) << (8 * i)
+	}
+	r.MediumWait = time.Duration(w)
 }
+
+// maxMediumWait is the largest medium wait a record holds (40 bits of ns).
+const maxMediumWait = 1<<40 - 1
 
 // TruthWriter writes a ground-truth file. It is safe for concurrent use
 // (both directions of every link write to one file). Write only appends to

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/emulator"
 )
 
 func TestResolveBuiltins(t *testing.T) {
@@ -203,4 +205,20 @@ func TestLabThroughputWire(t *testing.T) {
 	l := upScenario(t, Scenario{Name: "wire", Links: []ScenarioLink{{Both: "limit=10000p"}}}, Options{})
 	bps := iperf3(t, l, 5, false)
 	t.Logf("unimpaired emulated link: %.1f Mbit/s", bps/1e6)
+}
+
+// TestScenarioHalfDuplex: duplex=half is a property of the link, set for
+// both directions; each may hold the medium for its own time.
+func TestScenarioHalfDuplex(t *testing.T) {
+	p, err := Scenario{Name: "hd", Links: []ScenarioLink{{Both: "rate=4Mbit delay=10ms duplex=half", Down: "hold=drain"}}}.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := p.Links[0]; !l.Up.HalfDuplex || !l.Down.HalfDuplex || l.Up.Hold != 0 || l.Down.Hold != emulator.HoldUntilDrained {
+		t.Fatalf("parsed %+v", l)
+	}
+	_, err = Scenario{Name: "hd", Links: []ScenarioLink{{Both: "rate=4Mbit", Up: "duplex=half"}}}.Parse()
+	if err == nil || !strings.Contains(err.Error(), "both") {
+		t.Fatalf("half duplex on one direction: %v", err)
+	}
 }

@@ -248,6 +248,9 @@ func (s Scenario) Parse() (Profile, error) {
 		if l.Down, err = emulator.ParseParams(sl.Down, both); err != nil {
 			return p, fmt.Errorf("link %s down: %w", l.Name, err)
 		}
+		if l.Up.HalfDuplex != l.Down.HalfDuplex {
+			return p, fmt.Errorf("link %s: duplex=half shares one medium between the two directions: set it in \"both\"", l.Name)
+		}
 		if l.UpSchedule, err = emulator.ParseSchedule(append(append([]string(nil), sl.Schedule...), sl.UpSchedule...), l.Up); err != nil {
 			return p, fmt.Errorf("link %s up: %w", l.Name, err)
 		}

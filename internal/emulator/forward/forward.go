@@ -105,14 +105,17 @@ func Start(c Config) (*Forwarder, error) {
 		c.Spin = DefaultSpin
 	}
 	f := &Forwarder{done: make(chan struct{})}
-	up, err := newDirection(&c, emulator.Up, c.A, c.B, c.Up)
-	if err != nil {
-		return nil, fmt.Errorf("up direction: %w", err)
+	up := newDirection(&c, emulator.Up, c.A, c.B)
+	down := newDirection(&c, emulator.Down, c.B, c.A)
+	if err := buildModels(up, down, c.Up, c.Down); err != nil {
+		return nil, err
 	}
-	down, err := newDirection(&c, emulator.Down, c.B, c.A, c.Down)
-	if err != nil {
+	if err := up.open(); err != nil {
+		return nil, err
+	}
+	if err := down.open(); err != nil {
 		up.close()
-		return nil, fmt.Errorf("down direction: %w", err)
+		return nil, err
 	}
 	up.peer, down.peer = down, up
 	f.dirs = [2]*direction{up, down}
@@ -202,15 +205,109 @@ func (f *Forwarder) Stats() (up, down Stats) {
 	return f.dirs[0].stats(), f.dirs[1].stats()
 }
 
+// model is a direction's link model: an *emulator.Link, or its side of a
+// half-duplex link (lockedSide).
+type model interface {
+	Enqueue(p *emulator.Packet, now time.Duration) bool
+	Release(now time.Duration, out []*emulator.Packet) []*emulator.Packet
+	Next() (time.Duration, bool)
+	Flush()
+	Counters() emulator.Counters
+	Params() emulator.Params
+}
+
+// lockedSide is one direction of a half-duplex link. The two directions'
+// threads advance one model (either may serve the other's packets), so
+// every call holds the link's mutex. A thread stamps a packet's arrival
+// before it takes the mutex: if the other thread advanced the model past
+// that stamp meanwhile, the arrival counts at the model's time (late by
+// at most the wait for the mutex, one model call of the other thread).
+type lockedSide struct {
+	mu *sync.Mutex
+	s  *emulator.Side
+}
+
+func (l lockedSide) Enqueue(p *emulator.Packet, now time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.s.Enqueue(p, now)
+}
+
+func (l lockedSide) Release(now time.Duration, out []*emulator.Packet) []*emulator.Packet {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.s.Release(now, out)
+}
+
+func (l lockedSide) Next() (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.s.Next()
+}
+
+func (l lockedSide) Flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.s.Flush()
+}
+
+func (l lockedSide) Counters() emulator.Counters {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.s.Counters()
+}
+
+func (l lockedSide) Params() emulator.Params {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.s.Params()
+}
+
+// buildModels makes both directions' models: a Link each, or the two sides
+// of one half-duplex link.
+func buildModels(up, down *direction, cu, cd emulator.Config) error {
+	cu.Dropped, cu.Clone = up.dropped, up.clone
+	cd.Dropped, cd.Clone = down.dropped, down.clone
+	if !cu.Params.HalfDuplex && !cd.Params.HalfDuplex {
+		lu, err := emulator.NewLink(cu)
+		if err != nil {
+			return fmt.Errorf("up direction: %w", err)
+		}
+		ld, err := emulator.NewLink(cd)
+		if err != nil {
+			return fmt.Errorf("down direction: %w", err)
+		}
+		up.link, up.inModel, down.link, down.inModel = lu, lu, ld, ld
+		return nil
+	}
+	h, err := emulator.NewHalfDuplex(cu, cd)
+	if err != nil {
+		return fmt.Errorf("half-duplex link: %w", err)
+	}
+	mu := &sync.Mutex{}
+	for _, d := range []*direction{up, down} {
+		side := h.Dir(d.id)
+		d.link, d.inModel, d.half = lockedSide{mu, side}, side, true
+	}
+	return nil
+}
+
 // direction forwards one way.
 type direction struct {
 	cfg     *Config
 	id      uint8
 	in, out Device
-	link    *emulator.Link
-	wake    int // eventfd: stop and injected packets
-	peer    *direction
-	stop    atomic.Bool
+	link    model
+	// inModel is the model for the hooks the model calls (Dropped), which
+	// run with a half-duplex link's mutex held.
+	inModel interface{ Params() emulator.Params }
+	// half: the other direction's thread may drop this direction's
+	// packets (a half-duplex medium serves both), so dropped packets are
+	// not recycled: the free list is this thread's alone.
+	half bool
+	wake int // eventfd: stop and injected packets
+	peer *direction
+	stop atomic.Bool
 
 	free   []*emulator.Packet
 	rel    []*emulator.Packet
@@ -239,23 +336,22 @@ type direction struct {
 	awake     bool
 }
 
-func newDirection(c *Config, id uint8, in, out Device, lc emulator.Config) (*direction, error) {
+func newDirection(c *Config, id uint8, in, out Device) *direction {
 	d := &direction{cfg: c, id: id, in: in, out: out}
 	d.enqueue = d.enqueueRead
 	d.beforeWrite = d.stampWrite
-	lc.Dropped = d.dropped
-	lc.Clone = d.clone
-	link, err := emulator.NewLink(lc)
-	if err != nil {
-		return nil, err
-	}
-	d.link = link
+	return d
+}
+
+// open makes the direction's eventfd, once its model is built.
+func (d *direction) open() error {
+	var err error
 	d.wake, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("eventfd: %w", err)
+		return fmt.Errorf("eventfd: %w", err)
 	}
-	d.snap.Params = lc.Params
-	return d, nil
+	d.snap.Params = d.link.Params()
+	return nil
 }
 
 func (d *direction) close() { unix.Close(d.wake) }
@@ -297,12 +393,14 @@ func (d *direction) dropped(p *emulator.Packet) {
 			from = d.cfg.ICMPFrom6
 		}
 		if from.IsValid() {
-			if icmp := emulator.TooBig(p.Data, d.link.Params().MTU, from); icmp != nil {
+			if icmp := emulator.TooBig(p.Data, d.inModel.Params().MTU, from); icmp != nil {
 				d.peer.injectPacket(icmp)
 			}
 		}
 	}
-	d.put(p)
+	if !d.half {
+		d.put(p)
+	}
 }
 
 func (d *direction) record(p *emulator.Packet) {

@@ -128,13 +128,20 @@ func labRun(t *testing.T, name, spec string, in mbm.Inputs, tests []string, dera
 type linkTruth struct {
 	Packets, Delivered, RandomLoss, QueueDrops int
 	// FirstDropQueue is the queue (packets) the first dropped data packet
-	// found on arrival (−1: none dropped), MaxQueue the longest any found.
-	FirstDropQueue, MaxQueue int
+	// found on arrival (−1: none dropped), FirstMarkQueue the same for the
+	// first dropped or CE-marked one, MaxQueue the longest any found.
+	FirstDropQueue, FirstMarkQueue, MaxQueue int
 	// MaxLate is the longest a delivered data packet left the emulator
 	// after its model time (a forwarder starved of CPU); Late the packets
 	// more than 3 ms late (a 4 Mbit/s packet time).
 	MaxLate time.Duration
 	Late    int
+	// Half duplex: the mean medium wait of the data packets that found a
+	// queue (each waited for the feedback on the medium, see
+	// emulator.HalfDuplex), of the feedback datagrams (server to client),
+	// and the feedback's mean size.
+	DataMediumWait, FeedbackMediumWait time.Duration
+	FeedbackBytes                      float64
 }
 
 func readTruth(t *testing.T, path string) linkTruth {
@@ -143,11 +150,22 @@ func readTruth(t *testing.T, path string) linkTruth {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lt := linkTruth{FirstDropQueue: -1}
-	var firstDrop uint64
+	lt := linkTruth{FirstDropQueue: -1, FirstMarkQueue: -1}
+	var firstDrop, firstMark uint64
+	var queued, feedback int
+	var dataWait, fbWait time.Duration
 	for _, r := range recs {
+		if r.Dir == emulator.Down && r.Proto == 17 && r.Length < 1000 && r.Fate == emulator.Delivered {
+			feedback++
+			fbWait += r.MediumWait
+			lt.FeedbackBytes += float64(r.Length)
+		}
 		if r.Dir != emulator.Up || r.Proto != 17 || r.Length < 1000 {
 			continue
+		}
+		if r.Fate == emulator.Delivered && r.QPackets > 0 {
+			queued++
+			dataWait += r.MediumWait
 		}
 		lt.Packets++
 		lt.MaxQueue = max(lt.MaxQueue, int(r.QPackets))
@@ -156,6 +174,9 @@ func readTruth(t *testing.T, path string) linkTruth {
 			if r.Sent-r.Due > 3*time.Millisecond {
 				lt.Late++
 			}
+		}
+		if (r.Fate != emulator.Delivered || r.Flags&emulator.FlagMarked != 0) && (firstMark == 0 || r.Seq < firstMark) {
+			firstMark, lt.FirstMarkQueue = r.Seq, int(r.QPackets)
 		}
 		if r.Fate != emulator.Delivered && (firstDrop == 0 || r.Seq < firstDrop) {
 			firstDrop, lt.FirstDropQueue = r.Seq, int(r.QPackets) // records come in fate order, not arrival order
@@ -168,6 +189,13 @@ func readTruth(t *testing.T, path string) linkTruth {
 		case emulator.DropQueue:
 			lt.QueueDrops++
 		}
+	}
+	if queued > 0 {
+		lt.DataMediumWait = dataWait / time.Duration(queued)
+	}
+	if feedback > 0 {
+		lt.FeedbackMediumWait = fbWait / time.Duration(feedback)
+		lt.FeedbackBytes /= float64(feedback)
 	}
 	t.Logf("truth: %+v", lt)
 	return lt

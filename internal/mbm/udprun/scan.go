@@ -36,9 +36,14 @@ import (
 //     traffic: the subpath's throughput does not fall at the onset of loss);
 //   - 8.2.4 duplex self-interference: PASS if, with a standing queue, the
 //     RTT stays within target_RTT/4 (the RFC: a bound below target_RTT/2)
-//     of the queueing time of the window at the measured capacity,
+//     of the queueing time of the window at the subpath's capacity,
 //     max(base, w/C). The return path carries the sink's feedback, one
-//     small datagram per arrival, as TCP's ACKs.
+//     small datagram per arrival, as TCP's ACKs. C is the larger of the
+//     measured delivery rate and the target's packet rate: the delivery
+//     rate alone cannot show the interference, which lowers it as much as
+//     it raises the RTT (a window-clocked stream's RTT is its window over
+//     its delivery rate, Little's law), and a subpath that supports the
+//     target carries at least the target's rate.
 const (
 	scanBaseProbes = 8
 	// scanStepRTTs: each step is two windows (round trips).
@@ -68,6 +73,9 @@ func scanWindows(w int64) (first, last int64) {
 type scanData struct {
 	base      time.Duration
 	targetRTT time.Duration
+	// targetPPS is the target's rate in packets of packetBit per second
+	// (its payload rate over the payload of a packet); 0: none.
+	targetPPS float64
 	runLength float64 // R
 	packetBit float64 // bits of one IP packet
 	ceiling   float64 // the sender's pacing ceiling, bit/s
@@ -115,7 +123,8 @@ func runScan(ctx context.Context, api *apiclient.Client, cfg Config) ([]model.MB
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); l.run() }()
-	d := scanData{targetRTT: p.RTT, runLength: float64(p.R), packetBit: float64(p.MTU * 8), ceiling: ceiling}
+	d := scanData{targetRTT: p.RTT, runLength: float64(p.R), packetBit: float64(p.MTU * 8), ceiling: ceiling,
+		targetPPS: p.RateBps / float64(8*(p.MTU-p.HeaderOverhead))}
 	sendErr := l.scan(ctx, &d, p, ceiling, w0, wMax)
 	// Let the last packets' fates come in (bounded by the loss timeout).
 	_ = l.waitUntilFor(ctx, max(4*p.RTT, 200*time.Millisecond)+4*d.base+100*time.Millisecond, func(s loopState) bool { return s.final >= s.sent })
@@ -561,7 +570,13 @@ func analyzeScan(d *scanData) scanOutcome {
 		}
 		var worst time.Duration
 		worstW := int64(0)
-		pps := sc.CapacityBps / d.packetBit
+		// The subpath's capacity: the delivery rate, or the target's if
+		// that is more (see the package comment: self-interference lowers
+		// the delivery rate).
+		pps, at := sc.CapacityBps/d.packetBit, fmt.Sprintf("the delivery rate, %s", rate(sc.CapacityBps))
+		if d.targetPPS > pps {
+			pps, at = d.targetPPS, fmt.Sprintf("the target's %s (the delivery rate was %s)", rate(d.targetPPS*d.packetBit), rate(sc.CapacityBps))
+		}
 		for i := onset; i < hi; i++ {
 			if rtts[i] == 0 {
 				continue
@@ -576,9 +591,11 @@ func analyzeScan(d *scanData) scanOutcome {
 		case worstW == 0:
 			v = scanVerdict{"INCONCLUSIVE", "no step with a standing queue before the first mark"}
 		case worst <= duplexBound:
-			v = scanVerdict{"PASS", fmt.Sprintf("with a standing queue the RTT stayed within %s of the window's queueing time at %s (at most %s above, window %d; the return path carried an ACK per arrival)", duplexBound, rate(sc.CapacityBps), worst.Round(100*time.Microsecond), worstW)}
+			v = scanVerdict{"PASS", fmt.Sprintf("with a standing queue the RTT stayed within %s of the window's queueing time at %s (at most %s above, window %d; the return path carried an ACK per arrival)", duplexBound, at, worst.Round(100*time.Microsecond), worstW)}
+		case sc.CapacityBps/d.packetBit < pps:
+			v = scanVerdict{"FAIL", fmt.Sprintf("self-interference, or a subpath slower than the target: at window %d the RTT was %s above the window's queueing time at %s, more than target_RTT/4 (%s)", worstW, worst.Round(100*time.Microsecond), at, duplexBound)}
 		default:
-			v = scanVerdict{"FAIL", fmt.Sprintf("self-interference: at window %d the RTT was %s above the window's queueing time at %s, more than target_RTT/4 (%s)", worstW, worst.Round(100*time.Microsecond), rate(sc.CapacityBps), duplexBound)}
+			v = scanVerdict{"FAIL", fmt.Sprintf("self-interference: at window %d the RTT was %s above the window's queueing time at %s, more than target_RTT/4 (%s)", worstW, worst.Round(100*time.Microsecond), at, duplexBound)}
 		}
 	}
 	out.verdicts[TestScanDuplex] = v

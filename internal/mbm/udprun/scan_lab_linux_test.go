@@ -2,6 +2,7 @@ package udprun
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ const (
 // results by ID, with the emulator's truth. A run whose measured capacity
 // is not the link's (±5 %: the lab's forwarder, starved of CPU, delivered
 // another path than the one configured) is run once more, then skipped.
-func labScan(t *testing.T, name, spec string) (map[string]model.MBMTest, linkTruth) {
+// The link's capacity is labRate, or what capacity says from the truth
+// (nil: labRate).
+func labScan(t *testing.T, name, spec string, capacity func(linkTruth) float64) (map[string]model.MBMTest, linkTruth) {
 	t.Helper()
 	var res []model.MBMTest
 	var truth linkTruth
@@ -35,10 +38,14 @@ func labScan(t *testing.T, name, spec string) (map[string]model.MBMTest, linkTru
 		}
 		// Every link here queues at 4 Mbit/s: the scan must find that rate,
 		// and the emulator must have kept its model's time.
+		want := labRate
+		if capacity != nil {
+			want = capacity(truth)
+		}
 		c, why := res[0].UDP.Scan.CapacityBps, ""
 		switch {
-		case !(c > 0.95*labRate && c < 1.05*labRate):
-			why = fmt.Sprintf("the scan measured %s, not the link's %s", rate(c), rate(labRate))
+		case !(c > 0.95*want && c < 1.05*want):
+			why = fmt.Sprintf("the scan measured %s, not the link's %s", rate(c), rate(want))
 		case float64(truth.Late) > labLateShare*float64(truth.Delivered):
 			why = fmt.Sprintf("the emulator forwarded %d of %d packets more than 3 ms after their model time (at most %s)", truth.Late, truth.Delivered, truth.MaxLate)
 		}
@@ -70,11 +77,11 @@ func labScan(t *testing.T, name, spec string) (map[string]model.MBMTest, linkTru
 		t.Errorf("%s: %d losses counted, the emulator dropped %d", name, l, truth.Packets-truth.Delivered)
 	}
 	// The queue the scan inferred from the RTT at its first mark is the
-	// one the emulator's truth saw at the first dropped packet's arrival,
-	// within 3 packets. With no mark, the scan's is the least RTT of a
-	// step (the standing queue), the truth's the longest any packet
-	// found: at most that, within 20 %.
-	if want := truth.FirstDropQueue; sc.FirstMarkPacket >= 0 && want >= 0 {
+	// one the emulator's truth saw at the first dropped or CE-marked
+	// packet's arrival, within 3 packets. With no mark, the scan's is the
+	// least RTT of a step (the standing queue), the truth's the longest
+	// any packet found: at most that, within 20 %.
+	if want := truth.FirstMarkQueue; sc.FirstMarkPacket >= 0 && want >= 0 {
 		if d := sc.QueueAtMarkPackets - float64(want); d < -3 || d > 3 {
 			t.Errorf("%s: %.1f packets queued at the first mark, the emulator's queue was %d", name, sc.QueueAtMarkPackets, want)
 		}
@@ -93,14 +100,14 @@ func labScan(t *testing.T, name, spec string) (map[string]model.MBMTest, linkTru
 func TestLabScan(t *testing.T) {
 	needRoot(t)
 	const link = "rate=4Mbit delay=10ms"
-	bloat, truth := labScan(t, "mbmbloat", link+" limit=100p")
+	bloat, truth := labScan(t, "mbmbloat", link+" limit=100p", nil)
 	if v := bloat[TestScanBloat]; v.Verdict != "FAIL" || truth.QueueDrops != 0 || v.UDP.Scan.QueueAtMarkMs < 40 {
 		t.Errorf("100-packet queue: 8.2.2 %s (%s); truth %+v", v.Verdict, v.Reason, truth)
 	}
 	if v := bloat[TestScanCA]; v.Verdict != "PASS" {
 		t.Errorf("100-packet queue: 8.2.1 %s (%s)", v.Verdict, v.Reason)
 	}
-	short, truth := labScan(t, "mbmshortq", link+" limit=10p")
+	short, truth := labScan(t, "mbmshortq", link+" limit=10p", nil)
 	if v := short[TestScanBloat]; v.Verdict != "PASS" || truth.QueueDrops == 0 || v.Losses == 0 {
 		t.Errorf("10-packet queue: 8.2.2 %s (%s), %d losses; truth %+v", v.Verdict, v.Reason, v.Losses, truth)
 	}
@@ -115,12 +122,12 @@ func TestLabScan(t *testing.T) {
 	if v := short[TestScanDuplex]; v.Verdict != "PASS" {
 		t.Errorf("10-packet queue: 8.2.4 %s (%s)", v.Verdict, v.Reason)
 	}
-	codel, truth := labScan(t, "mbmcodel", link+" qdisc=codel")
+	codel, truth := labScan(t, "mbmcodel", link+" qdisc=codel", nil)
 	if v := codel[TestScanBloat]; v.Verdict != "PASS" || v.Marks == 0 {
 		t.Errorf("CoDel: 8.2.2 %s (%s); truth %+v", v.Verdict, v.Reason, truth)
 	}
 	// CoDel with ECN marks the scan's ECT(0) packets instead of dropping.
-	ecn, truth := labScan(t, "mbmcodelecn", link+" qdisc=codel ecn")
+	ecn, truth := labScan(t, "mbmcodelecn", link+" qdisc=codel ecn", nil)
 	if v := ecn[TestScanBloat]; v.Verdict != "PASS" || v.CE == 0 || v.Losses != 0 || truth.Delivered != truth.Packets {
 		t.Errorf("CoDel, ECN: 8.2.2 %s (%s), %d CE, %d lost; truth %+v", v.Verdict, v.Reason, v.CE, v.Losses, truth)
 	}
@@ -159,5 +166,65 @@ func TestLabAQM(t *testing.T) {
 		if r.Verdict != "PASS" || r.Marks == 0 || r.Losses > int64(truth.Packets-truth.Delivered) {
 			t.Errorf("%s: 8.3.2 %s (%s), %d losses; truth %+v", c.name, r.Verdict, r.Reason, r.Losses, truth)
 		}
+	}
+}
+
+// TestLabScanDuplex: RFC 8337 §8.2.4 through the lab. The same 4 Mbit/s
+// link of 10 ms each way with a 10-packet queue (a standing queue before
+// the first drop), full duplex: 8.2.4 PASS (TestLabScan's short queue);
+// half duplex (duplex=half turnaround=1.5ms: the medium alternates data
+// and feedback, and each change of direction takes 1.5 ms, so that a data
+// packet and its feedback take two data packet times, the RFC's case):
+// each packet added to the window raises the RTT by two packet times and
+// halves the delivery rate, 8.2.4 FAILs. The RTT's rise per window packet
+// beyond a data packet's time is the medium wait the emulator recorded
+// for each queued data packet (its ground truth), within 15 %.
+func TestLabScanDuplex(t *testing.T) {
+	needRoot(t)
+	const link = "rate=4Mbit delay=10ms limit=10p"
+	full, truth := labScan(t, "mbmfullduplex", link, nil)
+	if v := full[TestScanDuplex]; v.Verdict != "PASS" || truth.DataMediumWait != 0 || truth.FeedbackMediumWait != 0 {
+		t.Errorf("full duplex: 8.2.4 %s (%s); truth %+v", v.Verdict, v.Reason, truth)
+	}
+	const turnaround = 1500 * time.Microsecond
+	dataTx := time.Duration(1500 * 8 / labRate * 1e9)
+	// Under load a data packet, a turnaround, a feedback datagram and a
+	// turnaround share the medium: the stream's rate.
+	alternating := func(lt linkTruth) float64 {
+		fbTx := time.Duration(lt.FeedbackBytes * 8 / labRate * 1e9)
+		return 1500 * 8 / (dataTx + 2*turnaround + fbTx).Seconds()
+	}
+	half, truth := labScan(t, "mbmhalfduplex", link+" duplex=half turnaround=1.5ms", alternating)
+	v := half[TestScanDuplex]
+	if v.Verdict != "FAIL" {
+		t.Errorf("half duplex: 8.2.4 %s (%s)", v.Verdict, v.Reason)
+	}
+	// The RTT per window packet over the queued steps before the first
+	// mark: the median rise from a step to the next (the first queued
+	// steps jump from the base to the alternating medium's line).
+	sc := v.UDP.Scan
+	var rises []float64
+	var prev *model.MBMScanStep
+	for i := range sc.Steps {
+		st := &sc.Steps[i]
+		if st.From < sc.OnsetPacket || (sc.FirstMarkPacket >= 0 && st.From+st.Packets > sc.FirstMarkPacket) || st.RTTMs == 0 {
+			continue
+		}
+		if prev != nil && st.Window > prev.Window {
+			rises = append(rises, (st.RTTMs-prev.RTTMs)/float64(st.Window-prev.Window))
+		}
+		prev = st
+	}
+	if len(rises) < 3 {
+		t.Fatalf("half duplex: %d rises between queued steps before the first mark", len(rises))
+	}
+	slices.Sort(rises)
+	slope, n := rises[len(rises)/2], len(rises) // ms per window packet
+	excess := slope - dataTx.Seconds()*1e3
+	wait := truth.DataMediumWait.Seconds() * 1e3
+	t.Logf("half duplex: the RTT rose %.2f ms per window packet (the median of %d rises), %.2f ms beyond a data packet's %v; the truth's medium wait per queued data packet %.2f ms, per feedback datagram %.2f ms (%.0f bytes)",
+		slope, n, excess, dataTx, wait, truth.FeedbackMediumWait.Seconds()*1e3, truth.FeedbackBytes)
+	if wait <= 0 || excess < 0.85*wait || excess > 1.15*wait {
+		t.Errorf("half duplex: the RTT rose %.2f ms per window packet beyond a data packet's time, the emulator's medium wait per data packet was %.2f ms", excess, wait)
 	}
 }
