@@ -67,6 +67,9 @@ type mbmService struct {
 	// connection (mbmAcceptTimeout; shorter in tests).
 	tcpWG         sync.WaitGroup
 	acceptTimeout time.Duration
+	// listenVia makes the TCP sessions' listeners (MBMListenVia; nil:
+	// in this thread's namespace).
+	listenVia func(fn func() error) error
 	// Datagrams dropped before any session saw them, for the log.
 	unknown, malformed int64
 }

@@ -65,6 +65,16 @@ func (t *mbmTCP) stop() {
 	}
 }
 
+// MBMListenVia makes the listeners of MBM TCP sessions through via, e.g.
+// in a lab's server namespace (netns.Do), as StartMBM makes the MBM
+// socket in the caller's: made on demand, a listener would otherwise be
+// made in the namespace of whatever thread asked.
+func (s *Server) MBMListenVia(via func(fn func() error) error) {
+	s.mbm.mu.Lock()
+	s.mbm.listenVia = via
+	s.mbm.mu.Unlock()
+}
+
 // openTCP opens a TCP session for a validated request from ip.
 func (m *mbmService) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire.SessionRequest, ip netip.Addr) {
 	s := m.s
@@ -87,7 +97,22 @@ func (m *mbmService) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire
 	if set == 0 {
 		set = mbmwire.ReceiveBufferFor(req.ReceiveWindowBytes)
 	}
-	ln, held, err := listenRcvbuf(netip.AddrPortFrom(conn.LocalAddr().Addr(), 0), set)
+	var (
+		ln   net.Listener
+		held int
+	)
+	listen := func() (err error) {
+		ln, held, err = listenRcvbuf(netip.AddrPortFrom(conn.LocalAddr().Addr(), 0), set)
+		return err
+	}
+	m.mu.Lock()
+	via := m.listenVia
+	m.mu.Unlock()
+	if via != nil {
+		err = via(listen)
+	} else {
+		err = listen()
+	}
 	if err == nil && held < 2*set {
 		ln.Close()
 		err = fmt.Errorf("SO_RCVBUF %d reads back %d, not doubled: this server's kernel caps it (net.core.rmem_max), ask for a smaller window", set, held)
