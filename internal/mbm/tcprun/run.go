@@ -350,7 +350,7 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 			// the bursts leave whole.
 			if now >= cfg.MinGrowth && full && rate >= need && (r.tcp.BurstPackets == 0 || win.Whole() >= minWhole) {
 				r.tcp.GrowthS = now.Seconds()
-				if res, bad := r.growthWindow(); bad {
+				if res, bad := r.growthWindow(false); bad {
 					return finish(res)
 				}
 				// Count each interval once its spurious retransmissions'
@@ -369,7 +369,7 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 				if full {
 					minRate = rate
 				}
-				if res, bad := r.growthWindow(); bad {
+				if res, bad := r.growthWindow(true); bad {
 					return finish(res)
 				}
 				if full && rate >= need {
@@ -451,6 +451,9 @@ func (r *runner) shortfall(win *RateWindow, rate float64, full bool, when string
 		if cwndLim >= 50 {
 			return result{"FAIL", fmt.Sprintf("%s: the congestion window held the flow below the window of %d packets in %.0f %% of samples (%d retransmissions from the start): the path's losses keep it from carrying the target rate",
 				head, cfg.Plan.W, cwndLim, r.growthRetrans)}, true
+		}
+		if fit, why := fitWindow(max(r.growthSndWnd, r.tcp.MaxSndWndBytes), max(r.growthInFlight, r.tcp.MaxInFlight), cfg.Plan.W, r.tcp.MSS); fit == windowSmall {
+			return result{verdictError, fmt.Sprintf("%s: %s, and the congestion window did not hold the flow (%.0f %% of samples): the pattern was not produced", head, why, cwndLim)}, true
 		}
 		return result{"FAIL", fmt.Sprintf("%s: the window of %d packets at the path's smoothed RTT of %.1f ms (target %.1f ms) cannot carry the target rate: the path's round trip, with its queue, is too long for the target",
 			head, cfg.Plan.W, ms(r.srtt), ms(cfg.Plan.RTT))}, true

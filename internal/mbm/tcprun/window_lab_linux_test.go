@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/mbmwire"
 	"github.com/sonde-project/sonde/internal/tcpinfo"
@@ -37,12 +38,28 @@ func TestLabWindowed(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
+			from := time.Since(lp.lab.Start)
 			res, err := Run(ctx, Config{Streams: lp.session, Plan: plan, Tests: []string{TestWindowed}, Sysctl: lp.sysctl, Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			r := res[0]
 			tc := r.TCP
+			// The emulator's truth: upstream data segments dropped (any
+			// cause) over the run, and over its test period.
+			all := lp.dropTruth(t, from, math.MaxInt64)
+			test := all
+			if tc.TestS > 0 {
+				start := from + time.Duration(tc.GrowthS*float64(time.Second)) + 100*time.Millisecond
+				test = lp.dropTruth(t, start, start+time.Duration(tc.TestS*float64(time.Second)))
+			}
+			t.Logf("truth (upstream data): this run %d packets, %d dropped; its test period %d packets, %d dropped", all.packets, all.drops, test.packets, test.drops)
+			switch {
+			case r.Verdict == "FAIL" && all.drops == 0:
+				t.Errorf("FAIL, but the emulator dropped nothing in the run")
+			case r.Verdict == "PASS" && test.drops > 0:
+				t.Errorf("PASS, but the emulator dropped %d packets in the test period", test.drops)
+			}
 			slack := windowSlack(plan.W)
 			t.Logf("%s: %s (%s); n %d m %d; W %d, window asked %d bytes, SO_RCVBUF set %d held %d (attempt %d); sender: max snd_wnd %d bytes (%.2f packets), max in flight %d; server: max rcv_wnd %d, rcv_space %d, clamp %d, %d bytes; %.2f delivered per RTT over %d spans (%.0f %% short); goodput %.4g Mbit/s, growth %.2f s, test %.2f s, retrans %d dsack %d",
 				c.name, r.Verdict, r.Reason, r.Packets, r.Marks, tc.WindowPackets, tc.ReceiveWindowBytes, tc.ReceiveBufferSetBytes, tc.ReceiveBufferBytes, tc.WindowAttempts,
@@ -145,4 +162,29 @@ func TestLabWindowReadback(t *testing.T) {
 	if len(bad) > 0 {
 		lp.mismatch(t, "%s", strings.Join(bad, "; "))
 	}
+}
+
+// dropTruth counts the upstream data segments (TCP, longer than 1000
+// bytes) that arrived at the link from from to to (lab time), and those of
+// them it dropped, whatever the cause.
+func (lp *labPath) dropTruth(t *testing.T, from, to time.Duration) queueTruth {
+	t.Helper()
+	if err := lp.lab.FlushTruth(); err != nil {
+		t.Fatal(err)
+	}
+	_, recs, err := emulator.ReadTruthFile(lp.truth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q queueTruth
+	for _, rec := range recs {
+		if rec.Dir != emulator.Up || rec.Proto != 6 || rec.Length <= 1000 || rec.Arrival < from || rec.Arrival > to {
+			continue
+		}
+		q.packets++
+		if rec.Fate != emulator.Delivered && rec.Fate != emulator.Queued {
+			q.drops++
+		}
+	}
+	return q
 }

@@ -64,12 +64,18 @@ func (r *runner) setupWindowed(w *writer) error {
 // receiver advertised (or, where the kernel does not say, the packets in
 // flight) against W. Off: an ERROR (the pattern cannot be W), and the
 // buffer for another attempt.
-func (r *runner) growthWindow() (result, bool) {
+//
+// At MaxGrowth (atMax) a window below W on a path that dropped packets is
+// left to the rate's judgement (shortfall): a receiver grows its window
+// with in-order data, so losses also keep it below W, and the congestion
+// window held back by them says the path cannot carry the rate; a new
+// session would meet the same losses.
+func (r *runner) growthWindow(atMax bool) (result, bool) {
 	if r.id != TestWindowed {
 		return result{}, false
 	}
 	fit, why := fitWindow(r.growthSndWnd, r.growthInFlight, r.cfg.Plan.W, r.tcp.MSS)
-	if fit == windowOK {
+	if fit == windowOK || (fit == windowSmall && atMax && r.growthRetrans > 0) {
 		return result{}, false
 	}
 	r.retry(fit)
