@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
 )
 
 // TestFitWindow: a window of W packets (or half a segment short) fits; a
@@ -129,4 +131,92 @@ func TestPerRTT(t *testing.T) {
 	if p.Mean() != w {
 		t.Errorf("a 3-RTT span of 3W: mean %.1f, want %d", p.Mean(), w)
 	}
+}
+
+// windowRunner is an 8.1.2 runner after its test period: the window read
+// back and the per-RTT spans given.
+func windowRunner(t *testing.T, sndWnd, inflight int64, perRTT float64) *runner {
+	plan := testPlan(t)
+	r := &runner{cfg: Config{Plan: plan, Precondition: DefaultPrecondition}, id: TestWindowed, attempt: maxWindowAttempts}
+	r.tcp.MSS, r.tcp.Samples, r.tcp.MaxSndWndBytes, r.tcp.MaxInFlight, r.tcp.WindowSlackPackets = 1448, 100, sndWnd, inflight, windowSlack(plan.W)
+	r.perRTT = PerRTT{W: plan.W, Slack: windowSlack(plan.W)}
+	srtt := 20 * time.Millisecond
+	for i := 0; i <= 40; i++ {
+		r.perRTT.Add(time.Duration(i)*srtt, uint32(float64(i)*perRTT), srtt)
+	}
+	return r
+}
+
+// TestWindowVerdict: a window read back off W is an ERROR whatever the
+// SPRT said; fewer than W per RTT turns a PASS into INCONCLUSIVE and
+// keeps a FAIL; a window of W delivered each RTT keeps the verdict, with
+// the readback in the reason.
+func TestWindowVerdict(t *testing.T) {
+	const w, mss = 18, 1448
+	pass := result{"PASS", "952 packets delivered with 0 marks"}
+	fail := result{"FAIL", "5 marks in 400 packets"}
+	for _, c := range []struct {
+		name             string
+		wnd, inflight    int64
+		perRTT           float64
+		in               result
+		verdict, reasons string
+	}{
+		{"window", w * mss, w, w, pass, "PASS", "window read back: up to 26064 bytes advertised, 18 packets in flight"},
+		{"large", 25 * mss, 25, w, pass, "ERROR", "above W = 18 + 2"},
+		{"small", 12 * mss, 12, 12, fail, "ERROR", "below W = 18"},
+		{"not filled, PASS", w * mss, w, 9, pass, "INCONCLUSIVE", "the window was not filled"},
+		{"not filled, FAIL", w * mss, w, 9, fail, "FAIL", "the congestion window stayed below the window"},
+	} {
+		r := windowRunner(t, c.wnd, c.inflight, c.perRTT)
+		got := r.windowVerdict(c.in)
+		if got.verdict != c.verdict || !strings.Contains(got.reason, c.reasons) {
+			t.Errorf("%s: %s (%s), want %s saying %q", c.name, got.verdict, got.reason, c.verdict, c.reasons)
+		}
+	}
+	// An ERROR (the pattern not produced before) stands as it is.
+	r := windowRunner(t, 25*mss, 25, w)
+	if got := r.windowVerdict(result{verdictError, "x"}); got.verdict != verdictError || got.reason != "x" {
+		t.Errorf("an ERROR became %+v", got)
+	}
+}
+
+// TestBurstNote: a burst test whose bursts passed the whole-burst check
+// says the wire shape was not observed; one that did not pass says
+// nothing of bursts written whole.
+func TestBurstNote(t *testing.T) {
+	plan := testPlan(t)
+	r := &runner{cfg: Config{Plan: plan, Precondition: DefaultPrecondition}, id: TestSenderBurst}
+	r.tcp = model.MBMTCP{BurstPackets: 46, HeadwayMs: 53, Writes: 20, WholeBurstsPct: 100, GoodputBps: plan.RateBps}
+	if got := r.conform(result{"PASS", "n 952"}, nil); got.verdict != "PASS" || !strings.Contains(got.reason, "bursts written whole (100 % with the window open for all 46 packets); on-the-wire shape not observed by the sender") {
+		t.Errorf("passing check: %+v", got)
+	}
+	r.tcp.WholeBurstsPct = 50
+	if got := r.conform(result{"FAIL", "n 300"}, nil); strings.Contains(got.reason, "written whole") {
+		t.Errorf("failed check: %+v", got)
+	}
+}
+
+// FuzzPerRTT feeds arbitrary sample series (time steps, delivered
+// counters, srtts): the spans are counted consistently and the mean is
+// finite and never negative.
+func FuzzPerRTT(f *testing.F) {
+	f.Add([]byte{10, 0, 20, 10, 9, 20, 10, 18, 20, 10, 27, 20})
+	f.Add([]byte{0, 255, 0, 1, 0, 0, 200, 1, 5})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := PerRTT{W: 18, Slack: 2}
+		var at time.Duration
+		var d uint32
+		for i := 0; i+2 < len(b); i += 3 {
+			at += time.Duration(b[i]) * time.Millisecond
+			d += uint32(b[i+1]) * 97 // sometimes a wrap
+			if b[i+1] == 255 {
+				d = 0 // a reset
+			}
+			p.Add(at, d, time.Duration(b[i+2])*time.Millisecond)
+		}
+		if p.Short > p.Spans || p.Mean() < 0 || p.Mean() != p.Mean() || p.ShortPct() > 100 {
+			t.Fatalf("spans %d short %d mean %g", p.Spans, p.Short, p.Mean())
+		}
+	})
 }
