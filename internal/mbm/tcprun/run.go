@@ -125,6 +125,10 @@ func (r *runner) measure(ctx context.Context) (result, *mbm.SPRT) {
 			return errorf("%v", err)
 		}
 		conn = r.ws
+		// The server closes the connection at its grant: end there.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(r.ws.Reply.DurationS*float64(time.Second)))
+		defer cancel()
 	} else if conn, err = r.cfg.Streams.OpenUpload(ctx, "mbm-"+strings.ReplaceAll(r.id, ".", "-")); err != nil {
 		return errorf("%v", err)
 	}
