@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/mbm"
+	"github.com/sonde-project/sonde/internal/mbmwire"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/server/servertest"
@@ -167,13 +169,18 @@ func TestWindowedOldServer(t *testing.T) {
 		status int
 		body   string
 		want   string
+		ended  bool // the client ended the UDP session granted by mistake
 	}{
-		{"udp only", http.StatusBadRequest, `{"error":"MBM session: packet_bytes 0: want 40 to 8972"}`, "does not run MBM over TCP"},
-		{"udp grant", http.StatusOK, `{"id":"x","token":7,"port":4000,"packets":10,"duration_s":5}`, "does not run MBM over TCP"},
-		{"no mbm", http.StatusNotFound, `404 page not found`, "does not support MBM"},
+		{"udp only", http.StatusBadRequest, `{"error":"MBM session: packet_bytes 0: want 40 to 8972"}`, "does not run MBM over TCP", false},
+		{"udp grant", http.StatusOK, `{"id":"x","token":7,"port":4000,"packets":10,"duration_s":5}`, "does not run MBM over TCP", true},
+		{"no mbm", http.StatusNotFound, `404 page not found`, "does not support MBM", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			var ended atomic.Bool
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == mbmwire.PathSessions+"/x/end" {
+					ended.Store(true)
+				}
 				if r.URL.Path == protocol.PathSessions {
 					w.Header().Set("Content-Type", "application/json")
 					_, _ = w.Write([]byte(`{"id":"s1","max_duration_s":60}`))
@@ -196,6 +203,9 @@ func TestWindowedOldServer(t *testing.T) {
 			_, err = s.OpenWindowed(ctx, WindowRequest{Test: TestWindowed, RateBps: 1e7, TargetRTT: 20 * time.Millisecond, MTU: 1500, Duration: 10 * time.Second, WindowBytes: 26064})
 			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("err %v, want one line saying %q", err, c.want)
+			}
+			if ended.Load() != c.ended {
+				t.Errorf("session ended: %v, want %v", ended.Load(), c.ended)
 			}
 		})
 	}

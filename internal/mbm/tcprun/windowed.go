@@ -81,7 +81,13 @@ func (s *Session) OpenWindowed(ctx context.Context, wr WindowRequest) (*Windowed
 		return nil, explainMBM(s.api.Base.Host, err)
 	}
 	if rep.TCPPort == 0 {
-		// A server that took the request for a UDP one.
+		// A server that took the request for a UDP one: end that session
+		// at once rather than leave it to expire.
+		if rep.ID != "" && len(rep.ID) <= mbmwire.MaxTextLen && !strings.ContainsAny(rep.ID, "/?#") {
+			ectx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			_ = s.api.Call(ectx, http.MethodPost, mbmwire.PathSessions+"/"+rep.ID+"/end", mbmwire.EndRequest{Verdict: "ERROR", Reason: "the client wanted a TCP session"}, nil)
+			cancel()
+		}
 		return nil, fmt.Errorf("%s: %w", s.api.Base.Host, ErrNoTCPMBM)
 	}
 	if rep.TCPPort < 1 || rep.TCPPort > 65535 || rep.ID == "" || len(rep.ID) > mbmwire.MaxTextLen || !(rep.DurationS > 0) {
