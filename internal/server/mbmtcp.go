@@ -129,6 +129,13 @@ func (m *mbmService) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire
 	ses.rep.ID = ses.id
 	expires := grant + mbmSlack
 	m.mu.Lock()
+	if m.closed { // shut down since the socket was checked: close waits for no goroutine of ours
+		m.mu.Unlock()
+		ln.Close()
+		m.unslot(ip, release)
+		s.writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+		return
+	}
 	for m.byToken[ses.token] != nil {
 		ses.token = newToken()
 	}
