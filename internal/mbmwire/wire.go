@@ -3,8 +3,10 @@
 // session over the server's HTTP port, the data datagram the client sends
 // (session token, sequence number, send timestamp, pattern position) and
 // the feedback datagram the server returns (the final fate of every packet
-// in a window: arrived, ECN CE). Every parser checks every field before use
-// and allocates nothing beyond what its caller gives it.
+// in a window: arrived, ECN CE); and the TCP sessions of 8.1.2 over TCP
+// (tcp.go: the request's window, the server's readback, the receive-buffer
+// rule). Every parser checks every field before use and allocates nothing
+// beyond what its caller gives it.
 package mbmwire
 
 import (
