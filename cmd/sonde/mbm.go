@@ -32,8 +32,9 @@ after which an undecided test is INCONCLUSIVE. A target with R ≤ 4 is refused.
 sonde mbm SERVER --rate R --rtt T runs RFC 8337's tests against a sonde
 server. --mode udp (the default): an open-loop UDP sender, every packet's
 fate fed to the SPRT, which stops the test as soon as it decides. --mode
-tcp: a paced TCP upload counted from the sender's TCP_INFO (8.1.1, 8.4 and
-8.5.1; docs/mbm.md). The UDP tests: --tests 8.1.1 (paced full
+tcp: a TCP upload counted from the sender's TCP_INFO (8.1.1 paced, 8.1.2
+with the server's receive window bounded to W packets before the handshake,
+8.4 and 8.5.1; docs/mbm.md). The UDP tests: --tests 8.1.1 (paced full
 data rate, the default), 8.1.2 (full data windowed rate: at most W packets in
 flight), 8.1.3 (background packet transfer statistics: 8.1.1 at a tenth of
 the rate), 8.2.1, 8.2.2, 8.2.3, 8.2.4 (the standing queue tests: congestion
@@ -101,8 +102,8 @@ func newMBMCmd() *cobra.Command {
 	f.Int64Var(&o.floor, "floor", 0, "no FAIL before this many packets (0: none), against early false FAILs on bursty loss")
 	f.Float64Var(&o.trunc, "trunc-factor", mbm.DefaultTruncFactor, "truncation point as a multiple of the largest expected packets to a decision (1 to 100)")
 	f.Float64Var(&o.budget, "budget", 0, "this subpath's loss budget b, used as p0 (0: the whole path's 1/R)")
-	f.StringVar(&o.mode, "mode", "udp", "transport of a run: udp (an open-loop UDP sender, every RFC 8337 pattern) or tcp (a paced TCP upload: 8.1.1, 8.4, 8.5.1)")
-	f.StringVar(&o.tests, "tests", udprun.TestPaced, "tests of a run, comma-separated RFC 8337 sections (udp: 8.1.1, 8.1.2, 8.1.3, 8.2.1-8.2.4, 8.3.1, 8.3.2, 8.4, 8.5.1; tcp: 8.1.1, 8.4, 8.5.1) or all")
+	f.StringVar(&o.mode, "mode", "udp", "transport of a run: udp (an open-loop UDP sender, every RFC 8337 pattern) or tcp (a TCP upload: 8.1.1, 8.1.2, 8.4, 8.5.1)")
+	f.StringVar(&o.tests, "tests", udprun.TestPaced, "tests of a run, comma-separated RFC 8337 sections (udp: 8.1.1, 8.1.2, 8.1.3, 8.2.1-8.2.4, 8.3.1, 8.3.2, 8.4, 8.5.1; tcp: 8.1.1, 8.1.2, 8.4, 8.5.1) or all")
 	f.Float64Var(&o.derate, "derate", 1, "8.5.1's derating: bursts of W·derate packets every RTT·derate (more than 0, at most 1)")
 	f.Int64Var(&o.burst, "burst", udprun.DefaultBurstPackets, "8.4's burst size in packets, sent back to back (1 to 10000; tcp's default: one 64 KiB TSO segment)")
 	f.Float64Var(&o.minRate, "min-rate", udprun.DefaultMinRateFraction, "precondition: the sustained rate must reach this share of the target (more than 0, at most 1)")

@@ -257,3 +257,25 @@ func TestMBMRunTCP(t *testing.T) {
 	}
 	t.Logf("exit %d: %s %s", code, r.Tests[0].Verdict, r.Tests[0].Reason)
 }
+
+// TestMBMRunTCPWindowed: --mode tcp --tests 8.1.2 opens a TCP MBM
+// session and writes the window's readback in the tcp block (the verdict
+// is tcprun's business; on loopback the window may not land on W).
+func TestMBMRunTCPWindowed(t *testing.T) {
+	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1})
+	js := filepath.Join(t.TempDir(), "r.json")
+	_, stderr, code := run(t, "mbm", addr, "--mode", "tcp", "--tests", "8.1.2", "--rate", "4M", "--rtt", "10ms", "--json", js, "-q")
+	r, err := loadMBM(js)
+	if err != nil {
+		t.Fatalf("exit %d, %s: %v", code, stderr, err)
+	}
+	if len(r.Tests) != 1 || r.Tests[0].ID != "8.1.2" || r.Tests[0].TCP == nil {
+		t.Fatalf("exit %d, %s: %+v", code, stderr, r.Tests)
+	}
+	tc := r.Tests[0].TCP
+	if tc.WindowPackets < 1 || tc.ReceiveWindowBytes != int(tc.WindowPackets)*1448 || tc.ReceiveBufferBytes < 2*tc.ReceiveBufferSetBytes || tc.WindowAttempts < 1 {
+		t.Errorf("window block: %+v", *tc)
+	}
+	t.Logf("exit %d: %s %s; W %d, snd_wnd %d, in flight %d, server rcv_wnd %d, attempts %d", code, r.Tests[0].Verdict, r.Tests[0].Reason,
+		tc.WindowPackets, tc.MaxSndWndBytes, tc.MaxInFlight, tc.ServerMaxRcvWndBytes, tc.WindowAttempts)
+}

@@ -3,8 +3,10 @@
 // session over the server's HTTP port, the data datagram the client sends
 // (session token, sequence number, send timestamp, pattern position) and
 // the feedback datagram the server returns (the final fate of every packet
-// in a window: arrived, ECN CE). Every parser checks every field before use
-// and allocates nothing beyond what its caller gives it.
+// in a window: arrived, ECN CE); and the TCP sessions of 8.1.2 over TCP
+// (tcp.go: the request's window, the server's readback, the receive-buffer
+// rule). Every parser checks every field before use and allocates nothing
+// beyond what its caller gives it.
 package mbmwire
 
 import (
@@ -64,6 +66,13 @@ type SessionRequest struct {
 	// this many arrivals too, besides the timer: a windowed sender (8.1.2)
 	// is clocked by them as TCP by its ACKs.
 	FeedbackPackets int `json:"feedback_packets,omitempty"`
+	// Transport is TransportUDP ("" too) or TransportTCP: a TCP session
+	// (tcp.go) needs only the client, test, rate, target, duration and
+	// ReceiveWindowBytes; ReceiveBufferBytes (0: ReceiveBufferFor the
+	// window) is the SO_RCVBUF the server sets before listen().
+	Transport          string `json:"transport,omitempty"`
+	ReceiveWindowBytes int    `json:"receive_window_bytes,omitempty"`
+	ReceiveBufferBytes int    `json:"receive_buffer_bytes,omitempty"`
 }
 
 // SessionReply is the grant.
@@ -84,6 +93,13 @@ type SessionReply struct {
 	FeedbackMs float64 `json:"feedback_ms"`
 	// MaxRateBps is the server's rate limit.
 	MaxRateBps float64 `json:"max_rate_bps"`
+	// TCPPort (a TCP session) is the port of the session's own listener,
+	// on the server's MBM address: the client connects once, writes Token
+	// (TCPTokenLen bytes, big-endian) and then its data. ReceiveBufferBytes
+	// is SO_RCVBUF as read back on that listener (the kernel doubles the
+	// value set).
+	TCPPort            int `json:"tcp_port,omitempty"`
+	ReceiveBufferBytes int `json:"receive_buffer_bytes,omitempty"`
 }
 
 // EndRequest ends a session. Sent is how many data datagrams the client
@@ -131,6 +147,8 @@ type Report struct {
 	From    int64  `json:"from"`
 	Arrived []byte `json:"arrived,omitempty"`
 	CEMarks []byte `json:"ce_marks,omitempty"`
+	// TCP is a TCP session's readback (nil for UDP).
+	TCP *TCPReport `json:"tcp,omitempty"`
 }
 
 // Fate returns whether packet seq (From ≤ seq < Sent) arrived and was CE.
@@ -144,6 +162,13 @@ func (r *Report) Fate(seq int64) (arrived, ce, ok bool) {
 
 // Validate checks a request's fields before the server uses any of them.
 func (q *SessionRequest) Validate() error {
+	switch q.Transport {
+	case "", TransportUDP:
+	case TransportTCP:
+		return q.validateTCP()
+	default:
+		return fmt.Errorf("transport %.32q: want udp or tcp", q.Transport)
+	}
 	switch {
 	case len(q.Client) > MaxTextLen || len(q.Test) > MaxTextLen:
 		return fmt.Errorf("client and test names: at most %d bytes", MaxTextLen)

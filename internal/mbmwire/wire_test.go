@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -157,13 +158,81 @@ func FuzzParseFeedback(f *testing.F) {
 func FuzzSessionRequest(f *testing.F) {
 	f.Add([]byte(`{"test":"8.1.1","rate_bps":1e7,"packet_bytes":1448,"duration_s":10,"packets":100,"reorder_packets":3,"loss_timeout_ms":100}`))
 	f.Add([]byte(`{"rate_bps":1e400}`))
+	f.Add([]byte(`{"test":"8.1.2","transport":"tcp","rate_bps":1e7,"duration_s":10,"receive_window_bytes":26064}`))
+	f.Add([]byte(`{"transport":"tcp","rate_bps":1e7,"duration_s":10,"receive_window_bytes":26064,"receive_buffer_bytes":-1}`))
+	f.Add([]byte(`{"transport":"quic"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var q SessionRequest
 		if json.Unmarshal(b, &q) != nil || q.Validate() != nil {
 			return
 		}
-		if q.Packets > MaxPackets || q.PacketBytes > MaxPacketBytes || q.DurationS > 86400 {
+		if q.DurationS > 86400 || q.DurationS <= 0 {
+			t.Fatalf("accepted out of bounds: %+v", q)
+		}
+		if q.Transport == TransportTCP {
+			if q.ReceiveWindowBytes < MinReceiveWindowBytes || q.ReceiveWindowBytes > MaxReceiveWindowBytes || q.ReceiveBufferBytes < 0 || q.ReceiveBufferBytes > MaxReceiveBufferBytes {
+				t.Fatalf("accepted a TCP window out of bounds: %+v", q)
+			}
+			return
+		}
+		if q.Packets > MaxPackets || q.PacketBytes > MaxPacketBytes {
 			t.Fatalf("accepted out of bounds: %+v", q)
 		}
 	})
+}
+
+// TestValidateTCP: a TCP session needs its window in bounds, not the UDP
+// sink's fields; an unknown transport is refused.
+func TestValidateTCP(t *testing.T) {
+	ok := SessionRequest{Test: "8.1.2", Transport: TransportTCP, RateBps: 1e7, DurationS: 10, ReceiveWindowBytes: 26064}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid TCP request: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		mod  func(*SessionRequest)
+		want string
+	}{
+		{"window small", func(q *SessionRequest) { q.ReceiveWindowBytes = MinReceiveWindowBytes - 1 }, "receive_window_bytes"},
+		{"window large", func(q *SessionRequest) { q.ReceiveWindowBytes = MaxReceiveWindowBytes + 1 }, "4194304"},
+		{"buffer", func(q *SessionRequest) { q.ReceiveBufferBytes = 100 }, "receive_buffer_bytes"},
+		{"transport", func(q *SessionRequest) { q.Transport = "sctp" }, "transport"},
+		{"udp fields", func(q *SessionRequest) { q.Transport = "" }, "packet_bytes"},
+	} {
+		q := ok
+		c.mod(&q)
+		if err := q.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want one naming %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestReceiveBufferFor: the rule reproduces the measurements it was fit
+// to (advertised segments at MSS 1448, rounded down) within a segment,
+// grows with the window and stays in bounds.
+func TestReceiveBufferFor(t *testing.T) {
+	const mss = 1448
+	for _, m := range []struct{ rcvbuf, segs int }{{4096, 2}, {8192, 6}, {13000, 10}, {16384, 13}, {20000, 16}, {32768, 27}} {
+		model := (rcvbufSlope*float64(m.rcvbuf) - 2270) / mss
+		if d := model - float64(m.segs); d < -1 || d > 1 {
+			t.Errorf("SO_RCVBUF %d: the fit gives %.2f segments, measured %d", m.rcvbuf, model, m.segs)
+		}
+	}
+	prev := 0
+	for w := 2; w <= 64; w++ {
+		b := ReceiveBufferFor(w * mss)
+		if b <= prev {
+			t.Fatalf("window %d segments: buffer %d not above %d", w, b, prev)
+		}
+		prev = b
+		// The fit's window for that buffer is between W and W+1 segments.
+		if got := (rcvbufSlope*float64(b) - 2270) / mss; got < float64(w) || got >= float64(w)+1 {
+			t.Errorf("window %d segments: buffer %d advertises %.2f segments by the fit", w, b, got)
+		}
+	}
+	for _, w := range []int{-1 << 30, 0, MinReceiveWindowBytes, MaxReceiveWindowBytes, 1 << 40} {
+		if b := ReceiveBufferFor(w); b < MinReceiveBufferBytes || b > MaxReceiveBufferBytes {
+			t.Errorf("window %d: buffer %d out of bounds", w, b)
+		}
+	}
 }

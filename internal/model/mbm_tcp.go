@@ -79,4 +79,37 @@ type MBMTCP struct {
 	// CwndBelowBurstPct is the share of test-period samples whose cwnd
 	// was below BurstPackets: a burst could not leave whole.
 	CwndBelowBurstPct float64 `json:"cwnd_below_burst_pct,omitempty"`
+
+	// 8.1.2 (full data windowed rate) only: the window, bounded by the
+	// receiver's buffer set before the handshake, and its readback.
+	// WindowPackets is W; ReceiveWindowBytes the window asked of the
+	// receiver (W × MSS); ReceiveBufferSetBytes the SO_RCVBUF the server
+	// set on its listener and ReceiveBufferBytes as the kernel held it
+	// (doubled); WindowAttempts the sessions opened to land the window
+	// (a retry asks for a buffer corrected by the window read back).
+	WindowPackets         int64 `json:"window_packets,omitempty"`
+	ReceiveWindowBytes    int   `json:"receive_window_bytes,omitempty"`
+	ReceiveBufferSetBytes int   `json:"receive_buffer_set_bytes,omitempty"`
+	ReceiveBufferBytes    int   `json:"receive_buffer_bytes,omitempty"`
+	WindowAttempts        int   `json:"window_attempts,omitempty"`
+	// The server's readback of its connection: the largest window it
+	// advertised (tcpi_rcv_wnd; 0 before Linux 6.2), its tcpi_rcv_space
+	// and TCP_WINDOW_CLAMP at the end, and the bytes it received.
+	ServerMaxRcvWndBytes   int64 `json:"server_max_rcv_wnd_bytes,omitempty"`
+	ServerRcvSpaceBytes    int64 `json:"server_rcv_space_bytes,omitempty"`
+	ServerWindowClampBytes int64 `json:"server_window_clamp_bytes,omitempty"`
+	ServerBytes            int64 `json:"server_bytes,omitempty"`
+	// The sender's readback over the test period: the largest window the
+	// receiver advertised (tcpi_snd_wnd) and the most segments in flight
+	// (tcpi_unacked), which must stay within W + WindowSlackPackets.
+	MaxSndWndBytes     int64 `json:"max_snd_wnd_bytes,omitempty"`
+	MaxInFlight        int64 `json:"max_in_flight,omitempty"`
+	WindowSlackPackets int64 `json:"window_slack_packets,omitempty"`
+	// The per-RTT delivery check: segments delivered per smoothed RTT
+	// (mean over RTTSpans spans of at least one srtt each, from TCP_INFO
+	// deltas sampled at most every RTT/2), and the share of spans that
+	// delivered fewer than W − WindowSlackPackets.
+	DeliveredPerRTT float64 `json:"delivered_per_rtt,omitempty"`
+	RTTSpans        int     `json:"rtt_spans,omitempty"`
+	ShortRTTPct     float64 `json:"short_rtt_pct,omitempty"`
 }

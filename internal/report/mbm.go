@@ -117,6 +117,44 @@ func mbmTestRows(x model.MBMTest) []row {
 	if u.Reordered+u.Duplicates+u.Late+u.FeedbackGaps+u.SendErrors > 0 {
 		rows = append(rows, row{Label: "also", Value: fmt.Sprintf("%d reordered, %d duplicates, %d late, %d feedback gaps, %d send errors", u.Reordered, u.Duplicates, u.Late, u.FeedbackGaps, u.SendErrors)})
 	}
+	if x.TCP != nil {
+		rows = append(rows, mbmTCPRows(x.TCP)...)
+	}
+	return rows
+}
+
+// mbmTCPRows are a TCP test's sender figures and, for 8.1.2, the
+// window's readback from both ends.
+func mbmTCPRows(tc *model.MBMTCP) []row {
+	sender := fmt.Sprintf("%s, MSS %d B, ", tc.CongestionControl, tc.MSS)
+	if tc.PacingRateBps > 0 {
+		sender += "paced at " + units.FormatRate(tc.PacingRateBps)
+	} else {
+		sender += "unpaced"
+	}
+	rows := []row{{Label: "sender", Value: sender},
+		{Label: "periods", Value: fmt.Sprintf("growth %.2f s, test %.2f s; goodput %s, least %s over %g s", tc.GrowthS, tc.TestS,
+			units.FormatRate(tc.GoodputBps), units.FormatRate(tc.MinWindowRateBps), tc.WindowS)},
+		{Label: "TCP_INFO", Value: fmt.Sprintf("%d delivered, %d retransmitted, %d DSACK duplicates, %d CE; %d samples every %.1f ms", tc.Delivered, tc.Retrans, tc.DSACKDups, tc.CE, tc.Samples, tc.SampleIntervalMs)},
+	}
+	if tc.BurstPackets > 0 {
+		rows = append(rows, row{Label: "bursts", Value: fmt.Sprintf("%d packets every %.1f ms; %d written, %d headways missed, %.0f %% with the window open for the whole burst (on-the-wire shape not observed)",
+			tc.BurstPackets, tc.HeadwayMs, tc.Writes, tc.MissedHeadways, tc.WholeBurstsPct)})
+	}
+	if tc.WindowPackets > 0 {
+		rows = append(rows, row{Label: "window", Value: fmt.Sprintf("W %d packets, %d B asked of the receiver; SO_RCVBUF %d set, %d held (attempt %d)",
+			tc.WindowPackets, tc.ReceiveWindowBytes, tc.ReceiveBufferSetBytes, tc.ReceiveBufferBytes, tc.WindowAttempts)})
+		v := fmt.Sprintf("sender: up to %d B advertised (tcpi_snd_wnd), %d packets in flight (W + %d allowed)", tc.MaxSndWndBytes, tc.MaxInFlight, tc.WindowSlackPackets)
+		if tc.ServerMaxRcvWndBytes > 0 || tc.ServerBytes > 0 {
+			v += fmt.Sprintf("; server: up to %d B advertised (tcpi_rcv_wnd), rcv_space %d B, window clamp %d B, %d B received",
+				tc.ServerMaxRcvWndBytes, tc.ServerRcvSpaceBytes, tc.ServerWindowClampBytes, tc.ServerBytes)
+		}
+		rows = append(rows, row{Label: "window readback", Value: v})
+		if tc.RTTSpans > 0 {
+			rows = append(rows, row{Label: "per RTT", Value: fmt.Sprintf("%.1f packets delivered per RTT over %d spans, %.0f %% of spans below W − %d",
+				tc.DeliveredPerRTT, tc.RTTSpans, tc.ShortRTTPct, tc.WindowSlackPackets)})
+		}
+	}
 	return rows
 }
 

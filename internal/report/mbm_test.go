@@ -54,3 +54,26 @@ func TestMBMRenderers(t *testing.T) {
 		t.Fatalf("decode: %v", err)
 	}
 }
+
+// TestMBMTCPRows: a TCP test's rows, and 8.1.2's window readback.
+func TestMBMTCPRows(t *testing.T) {
+	r := mbmFixture()
+	r.Tests = append(r.Tests, model.MBMTest{ID: "8.1.2", Name: "full data windowed rate", Transport: "tcp", Verdict: "PASS",
+		TCP: &model.MBMTCP{CongestionControl: "cubic", MSS: 1448, GrowthS: 1.01, TestS: 1.2, GoodputBps: 9.74e6, WindowS: 1, Delivered: 952,
+			WindowPackets: 18, ReceiveWindowBytes: 26064, ReceiveBufferSetBytes: 23026, ReceiveBufferBytes: 46052, WindowAttempts: 1,
+			MaxSndWndBytes: 26064, MaxInFlight: 18, WindowSlackPackets: 2, ServerMaxRcvWndBytes: 26064, ServerBytes: 2764232,
+			DeliveredPerRTT: 18.2, RTTSpans: 39, ShortRTTPct: 15}},
+		model.MBMTest{ID: "8.4", Name: "sender rate bursts", Transport: "tcp", Verdict: "PASS",
+			TCP: &model.MBMTCP{CongestionControl: "cubic", MSS: 1448, BurstPackets: 46, HeadwayMs: 53, Writes: 20, WholeBurstsPct: 100}})
+	var text bytes.Buffer
+	if err := WriteMBMText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"8.1.2 full data windowed rate (tcp): PASS", "cubic, MSS 1448 B, unpaced", "W 18 packets, 26064 B asked of the receiver; SO_RCVBUF 23026 set, 46052 held",
+		"up to 26064 B advertised (tcpi_snd_wnd), 18 packets in flight", "server: up to 26064 B advertised (tcpi_rcv_wnd)", "18.2 packets delivered per RTT over 39 spans",
+		"on-the-wire shape not observed"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+}

@@ -62,6 +62,14 @@ type mbmService struct {
 	perIP   map[netip.Addr]int
 	ended   map[string]mbmwire.Report // kept for reportGrace
 	closed  bool
+	// tcpWG counts the TCP sessions' goroutines (mbmtcp.go), which close
+	// waits for; acceptTimeout is how long a TCP session waits for its
+	// connection (mbmAcceptTimeout; shorter in tests).
+	tcpWG         sync.WaitGroup
+	acceptTimeout time.Duration
+	// listenVia makes the TCP sessions' listeners (MBMListenVia; nil:
+	// in this thread's namespace).
+	listenVia func(fn func() error) error
 	// Datagrams dropped before any session saw them, for the log.
 	unknown, malformed int64
 }
@@ -90,11 +98,14 @@ type mbmSession struct {
 	sentFB      int64   // final at the last feedback
 	sentFBAt    time.Time
 	sentFBRecv  int64
+
+	// tcp is a TCP session's connection (nil: a UDP session).
+	tcp *mbmTCP
 }
 
 func newMBMService(s *Server) *mbmService {
 	return &mbmService{s: s, open: map[string]*mbmSession{}, byToken: map[uint64]*mbmSession{},
-		perIP: map[netip.Addr]int{}, ended: map[string]mbmwire.Report{}}
+		perIP: map[netip.Addr]int{}, ended: map[string]mbmwire.Report{}, acceptTimeout: mbmAcceptTimeout}
 }
 
 func (s *Server) mbmRoutes() {
@@ -160,9 +171,13 @@ func (m *mbmService) close() {
 	for _, ses := range m.open {
 		ses.timer.Stop()
 		m.drop(ses)
+		if ses.tcp != nil {
+			ses.tcp.stop()
+		}
 	}
 	conn, done := m.conn, m.done
 	m.mu.Unlock()
+	m.tcpWG.Wait()
 	if conn != nil {
 		conn.Close()
 		<-done
@@ -188,6 +203,15 @@ func (m *mbmService) handleOpen(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := req.Validate(); err != nil {
 		s.writeError(w, http.StatusBadRequest, "MBM session: "+err.Error())
+		return
+	}
+	if req.Transport == mbmwire.TransportTCP {
+		ip, err := netip.ParseAddr(clientIP(r))
+		if err != nil {
+			s.writeError(w, http.StatusBadRequest, "MBM session: cannot tell the client's address")
+			return
+		}
+		m.openTCP(w, r, req, ip.Unmap())
 		return
 	}
 	maxPPS, maxBps := s.udp.limits()
@@ -223,26 +247,8 @@ func (m *mbmService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	m.mu.Lock()
-	total := 0 // open and being admitted
-	for _, n := range m.perIP {
-		total += n
-	}
-	if total >= maxMBMSessions || m.perIP[ip] >= maxMBMSessionsPerIP {
-		m.mu.Unlock()
-		s.writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("MBM session: too many MBM sessions (limit %d per client, %d in all)", maxMBMSessionsPerIP, maxMBMSessions))
-		return
-	}
-	m.perIP[ip]++ // held while admitting, so two requests cannot both take the last slot
-	m.mu.Unlock()
-	release, err := s.adm.admit(r, time.Now())
-	if err != nil {
-		m.mu.Lock()
-		if m.perIP[ip]--; m.perIP[ip] <= 0 {
-			delete(m.perIP, ip)
-		}
-		m.mu.Unlock()
-		s.reject(w, err)
+	release, ok := m.admitSlot(w, r, ip)
+	if !ok {
 		return
 	}
 	now := time.Now()
@@ -268,6 +274,45 @@ func (m *mbmService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		ID: ses.id, Token: ses.token, Port: int(conn.LocalAddr().Port()), Packets: packets,
 		DurationS: grant.Seconds(), ExpiresS: expires.Seconds(), FeedbackMs: float64(mbmFeedbackEvery) / 1e6, MaxRateBps: maxBps,
 	})
+}
+
+// admitSlot takes an MBM slot for ip (the caps per client and in all)
+// and the test admission; on refusal it has answered w. A session that
+// then fails before it opens gives both back with unslot.
+func (m *mbmService) admitSlot(w http.ResponseWriter, r *http.Request, ip netip.Addr) (release func(), ok bool) {
+	s := m.s
+	m.mu.Lock()
+	total := 0 // open and being admitted
+	for _, n := range m.perIP {
+		total += n
+	}
+	if total >= maxMBMSessions || m.perIP[ip] >= maxMBMSessionsPerIP {
+		m.mu.Unlock()
+		s.writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("MBM session: too many MBM sessions (limit %d per client, %d in all)", maxMBMSessionsPerIP, maxMBMSessions))
+		return nil, false
+	}
+	m.perIP[ip]++ // held while admitting, so two requests cannot both take the last slot
+	m.mu.Unlock()
+	release, err := s.adm.admit(r, time.Now())
+	if err != nil {
+		m.unslot(ip, nil)
+		s.reject(w, err)
+		return nil, false
+	}
+	return release, true
+}
+
+// unslot gives back a slot admitSlot took, and the admission (release,
+// if not nil).
+func (m *mbmService) unslot(ip netip.Addr, release func()) {
+	m.mu.Lock()
+	if m.perIP[ip]--; m.perIP[ip] <= 0 {
+		delete(m.perIP, ip)
+	}
+	m.mu.Unlock()
+	if release != nil {
+		release()
+	}
 }
 
 func newToken() uint64 {
@@ -458,6 +503,9 @@ func (ses *mbmSession) report(sent, from int64) mbmwire.Report {
 		}
 		r.MinRateBps, r.WindowMs = ses.minRate(r.RateBps)
 	}
+	if ses.tcp != nil {
+		ses.tcp.report(&r)
+	}
 	return r
 }
 
@@ -484,6 +532,17 @@ func (m *mbmService) handleEnd(w http.ResponseWriter, r *http.Request) {
 	}
 	m.mu.Lock()
 	ses := m.open[id]
+	if ses != nil && ses.tcp != nil {
+		if err := req.Validate(ses.granted); err != nil {
+			m.mu.Unlock()
+			s.writeError(w, http.StatusBadRequest, "MBM end: "+err.Error())
+			return
+		}
+		m.mu.Unlock()
+		m.finishTCP(ses.tcp) // its last bytes counted before the report
+		m.mu.Lock()
+		ses = m.open[id] // nil if it expired meanwhile
+	}
 	if ses == nil {
 		rep, ok := m.ended[id]
 		m.mu.Unlock()
@@ -530,6 +589,9 @@ func (m *mbmService) expire(id string) {
 	}
 	rep := ses.report(ses.next, ses.next)
 	m.drop(ses)
+	if ses.tcp != nil {
+		ses.tcp.stop()
+	}
 	m.keep(id, rep)
 	m.mu.Unlock()
 	m.s.cfg.Logger.Info("mbm session expired", "id", id, "received", rep.Received)
@@ -541,6 +603,9 @@ func (m *mbmService) expire(id string) {
 // verdict the client sent.
 func (ses *mbmSession) result(rep mbmwire.Report, verdict, reason string) *model.MBMResult {
 	q := ses.req
+	if ses.tcp != nil {
+		return ses.tcpResult(rep, verdict, reason)
+	}
 	lost := max(rep.Sent-rep.Received, 0)
 	return &model.MBMResult{
 		Schema: model.MBMSchemaVersion, ID: ses.id, Start: ses.start, End: time.Now(),

@@ -210,6 +210,10 @@ func FuzzMBMOpen(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"rate_bps":1e300,"packets":-1}`))
 	f.Add([]byte(`{`))
+	tcp, _ := json.Marshal(tcpRequest())
+	f.Add(tcp)
+	f.Add([]byte(`{"transport":"tcp","rate_bps":1e7,"duration_s":5,"receive_window_bytes":2048,"receive_buffer_bytes":4194304}`))
+	f.Add([]byte(`{"transport":"tcp","rate_bps":1e7,"duration_s":1e9,"receive_window_bytes":-5}`))
 	s := fuzzServer(f, Config{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rec, alloc := serve(s, httptest.NewRequest(http.MethodPost, mbmwire.PathSessions, bytes.NewReader(body)))
@@ -225,14 +229,21 @@ func FuzzMBMOpen(f *testing.F) {
 }
 
 func FuzzMBMEnd(f *testing.F) {
-	f.Add([]byte(`{"sent":10,"from":2,"verdict":"PASS"}`))
-	f.Add([]byte(`{"sent":1e20}`))
-	f.Add([]byte(`{"sent":5,"from":9}`))
-	f.Add([]byte(`{"verdict":"MAYBE"}`))
+	f.Add([]byte(`{"sent":10,"from":2,"verdict":"PASS"}`), false)
+	f.Add([]byte(`{"sent":1e20}`), false)
+	f.Add([]byte(`{"sent":5,"from":9}`), false)
+	f.Add([]byte(`{"verdict":"MAYBE"}`), false)
+	f.Add([]byte(`{"sent":0,"verdict":"PASS"}`), true)
+	f.Add([]byte(`{"sent":3}`), true)
 	s := fuzzServer(f, Config{})
 	open, _ := json.Marshal(mbmRequest(1000))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		rec, _ := serve(s, httptest.NewRequest(http.MethodPost, mbmwire.PathSessions, bytes.NewReader(open)))
+	openTCP, _ := json.Marshal(tcpRequest())
+	f.Fuzz(func(t *testing.T, body []byte, tcp bool) {
+		req := open
+		if tcp {
+			req = openTCP
+		}
+		rec, _ := serve(s, httptest.NewRequest(http.MethodPost, mbmwire.PathSessions, bytes.NewReader(req)))
 		var rep mbmwire.SessionReply
 		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &rep) != nil {
 			t.Fatalf("open: %d %s", rec.Code, rec.Body)

@@ -54,7 +54,8 @@ func upPath(t *testing.T, name, up, down string) *labPath {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	srv := servertest.Run(t, server.Config{MaxDuration: 2 * time.Minute, PerIPPerMinute: -1, WebRTCPort: -1, UDPAddr: "off", MBMAddr: "off"},
+	// The MBM sink on (its default address): 8.1.2 opens TCP sessions.
+	srv := servertest.Run(t, server.Config{MaxDuration: 2 * time.Minute, PerIPPerMinute: -1, WebRTCPort: -1, UDPAddr: "off"},
 		servertest.Options{Namespace: sns, Host: l.ServerAddr()})
 	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
 		err = netns.Do(cns, func() (err error) {

@@ -4,12 +4,17 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/mbm"
+	"github.com/sonde-project/sonde/internal/mbmwire"
+	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/server/servertest"
 )
@@ -51,7 +56,7 @@ func TestConfigRefused(t *testing.T) {
 	}{
 		{Config{Plan: plan}, "stream opener"},
 		{Config{Streams: noStreams{}}, "no plan"},
-		{Config{Streams: noStreams{}, Plan: plan, Tests: []string{"8.1.2"}}, "receiver's buffer"},
+		{Config{Streams: noStreams{}, Plan: plan, Tests: []string{"8.2.1"}}, "the TCP tests are"},
 		{Config{Streams: noStreams{}, Plan: plan, Derate: 1.5}, "derate"},
 		{Config{Streams: noStreams{}, Plan: plan, Precondition: 2}, "precondition"},
 		{Config{Streams: noStreams{}, Plan: plan, SampleInterval: time.Second}, "sampling interval"},
@@ -152,5 +157,56 @@ func TestRunServerGone(t *testing.T) {
 	}
 	if r.Packets == 0 || r.TCP.TestS <= 0 {
 		t.Errorf("n %d, test period %.2f s: the counts so far are not kept", r.Packets, r.TCP.TestS)
+	}
+}
+
+// TestWindowedOldServer: a server without TCP MBM sessions is one clear
+// line: one that checks the request as a UDP one (400 on packet_bytes),
+// one that grants it as UDP (no TCP port), one without MBM at all (404).
+func TestWindowedOldServer(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+		body   string
+		want   string
+		ended  bool // the client ended the UDP session granted by mistake
+	}{
+		{"udp only", http.StatusBadRequest, `{"error":"MBM session: packet_bytes 0: want 40 to 8972"}`, "does not run MBM over TCP", false},
+		{"udp grant", http.StatusOK, `{"id":"x","token":7,"port":4000,"packets":10,"duration_s":5}`, "does not run MBM over TCP", true},
+		{"no mbm", http.StatusNotFound, `404 page not found`, "does not support MBM", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var ended atomic.Bool
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == mbmwire.PathSessions+"/x/end" {
+					ended.Store(true)
+				}
+				if r.URL.Path == protocol.PathSessions {
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = w.Write([]byte(`{"id":"s1","max_duration_s":60}`))
+					return
+				}
+				if strings.HasPrefix(c.body, "{") {
+					w.Header().Set("Content-Type", "application/json")
+				}
+				w.WriteHeader(c.status)
+				_, _ = w.Write([]byte(c.body))
+			}))
+			defer ts.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			s, err := Dial(ctx, Server{URL: ts.URL, DurationS: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			_, err = s.OpenWindowed(ctx, WindowRequest{Test: TestWindowed, RateBps: 1e7, TargetRTT: 20 * time.Millisecond, MTU: 1500, Duration: 10 * time.Second, WindowBytes: 26064})
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("err %v, want one line saying %q", err, c.want)
+			}
+			if ended.Load() != c.ended {
+				t.Errorf("session ended: %v, want %v", ended.Load(), c.ended)
+			}
+		})
 	}
 }

@@ -85,6 +85,8 @@ func Run(t testing.TB, cfg server.Config, opt Options) *Server {
 			if _, err := srv.StartMBM(); err != nil {
 				return err
 			}
+			// MBM TCP sessions listen on demand: in the namespace too.
+			srv.MBMListenVia(func(fn func() error) error { return inNamespace(opt.Namespace, fn) })
 		}
 		return nil
 	}
