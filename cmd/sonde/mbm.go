@@ -34,7 +34,9 @@ server. --mode udp (the default): an open-loop UDP sender, every packet's
 fate fed to the SPRT, which stops the test as soon as it decides. --mode
 tcp: a TCP upload counted from the sender's TCP_INFO (8.1.1 paced, 8.1.2
 with the server's receive window bounded to W packets before the handshake,
-8.4 and 8.5.1; docs/mbm.md). The UDP tests: --tests 8.1.1 (paced full
+8.4 and 8.5.1; docs/mbm.md). --mode auto: TCP for those four, UDP for
+the rest, one transport after the other; each test names the transport
+that measured it. The UDP tests: --tests 8.1.1 (paced full
 data rate, the default), 8.1.2 (full data windowed rate: at most W packets in
 flight), 8.1.3 (background packet transfer statistics: 8.1.1 at a tenth of
 the rate), 8.2.1, 8.2.2, 8.2.3, 8.2.4 (the standing queue tests: congestion
@@ -102,7 +104,7 @@ func newMBMCmd() *cobra.Command {
 	f.Int64Var(&o.floor, "floor", 0, "no FAIL before this many packets (0: none), against early false FAILs on bursty loss")
 	f.Float64Var(&o.trunc, "trunc-factor", mbm.DefaultTruncFactor, "truncation point as a multiple of the largest expected packets to a decision (1 to 100)")
 	f.Float64Var(&o.budget, "budget", 0, "this subpath's loss budget b, used as p0 (0: the whole path's 1/R)")
-	f.StringVar(&o.mode, "mode", "udp", "transport of a run: udp (an open-loop UDP sender, every RFC 8337 pattern) or tcp (a TCP upload: 8.1.1, 8.1.2, 8.4, 8.5.1)")
+	f.StringVar(&o.mode, "mode", "udp", "transport of a run: udp (an open-loop UDP sender, every RFC 8337 pattern), tcp (a TCP upload: 8.1.1, 8.1.2, 8.4, 8.5.1) or auto (TCP for those, UDP for the rest; each test says which)")
 	f.StringVar(&o.tests, "tests", udprun.TestPaced, "tests of a run, comma-separated RFC 8337 sections (udp: 8.1.1, 8.1.2, 8.1.3, 8.2.1-8.2.4, 8.3.1, 8.3.2, 8.4, 8.5.1; tcp: 8.1.1, 8.1.2, 8.4, 8.5.1) or all")
 	f.Float64Var(&o.derate, "derate", 1, "8.5.1's derating: bursts of W·derate packets every RTT·derate (more than 0, at most 1)")
 	f.Int64Var(&o.burst, "burst", udprun.DefaultBurstPackets, "8.4's burst size in packets, sent back to back (1 to 10000; tcp's default: one 64 KiB TSO segment)")
@@ -182,8 +184,8 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if err != nil {
 		return err
 	}
-	if o.mode != "udp" && o.mode != "tcp" {
-		return usagef("--mode: want udp or tcp, got %q", o.mode)
+	if o.mode != "udp" && o.mode != "tcp" && o.mode != "auto" {
+		return usagef("--mode: want udp, tcp or auto, got %q", o.mode)
 	}
 	tests, err := mbmTests(o.tests, o.mode)
 	if err != nil {
@@ -207,19 +209,22 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 		name, _ := udprun.TestName(id)
 		fmt.Fprintf(os.Stderr, "sonde mbm: %s %s at %s…\n", id, name, units.FormatRate(plan.RateBps))
 	}
-	// One runner per transport, each Run(ctx, Config) ([]model.MBMTest, error).
-	var runTests func(context.Context) ([]model.MBMTest, error)
-	fillEnv := func(env *model.MBMEnv) { env.Kernel = kernelRelease() }
-	switch o.mode {
-	case "udp":
-		cfg := udprun.Config{Server: server, Token: o.token, Software: "sonde/" + version, Insecure: o.insecure, Plan: plan,
-			Tests: tests, Derate: o.derate, BurstPackets: o.burst, MinRateFraction: o.minRate, ECN: o.ecn, Progress: progress}
-		if err := udprun.Validate(cfg); err != nil {
-			return usageErr(err)
+	// The tests each transport runs: --mode auto gives TCP the tests it
+	// can produce on Linux and UDP the rest.
+	var tcpTests, udpTests []string
+	for _, id := range tests {
+		if o.mode == "tcp" || o.mode == "auto" && slices.Contains(tcprun.Tests, id) {
+			tcpTests = append(tcpTests, id)
+		} else {
+			udpTests = append(udpTests, id)
 		}
-		runTests = func(ctx context.Context) ([]model.MBMTest, error) { return udprun.Run(ctx, cfg) }
-	case "tcp":
-		cfg := tcprun.Config{Plan: plan, Tests: tests, Derate: o.derate, Precondition: o.minRate}
+	}
+	// One runner per transport, each Run(ctx, Config) ([]model.MBMTest, error).
+	type runner func(context.Context) ([]model.MBMTest, error)
+	var runners []runner
+	fillEnv := func(env *model.MBMEnv) { env.Kernel = kernelRelease() }
+	if len(tcpTests) > 0 {
+		cfg := tcprun.Config{Plan: plan, Tests: tcpTests, Derate: o.derate, Precondition: o.minRate}
 		if o.burstSet {
 			cfg.SenderBurst = o.burst // else tcprun's: one 64 KiB TSO segment
 		}
@@ -227,8 +232,8 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 		if o.insecure {
 			tlsCfg = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // --insecure asks for it
 		}
-		runTests = func(ctx context.Context) ([]model.MBMTest, error) {
-			for _, id := range tests {
+		runners = append(runners, func(ctx context.Context) ([]model.MBMTest, error) {
+			for _, id := range tcpTests {
 				progress(id)
 			}
 			sess, err := tcprun.Dial(ctx, tcprun.Server{URL: server, Token: o.token, TLS: tlsCfg,
@@ -241,10 +246,36 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 			ctx, cancel := context.WithDeadline(ctx, sess.Deadline())
 			defer cancel()
 			return tcprun.Run(ctx, cfg)
-		}
+		})
 		fillEnv = func(env *model.MBMEnv) { tcprun.FillEnv(env, cfg) }
-	default:
-		return usagef("--mode: want udp or tcp, got %q", o.mode)
+	}
+	if len(udpTests) > 0 {
+		cfg := udprun.Config{Server: server, Token: o.token, Software: "sonde/" + version, Insecure: o.insecure, Plan: plan,
+			Tests: udpTests, Derate: o.derate, BurstPackets: o.burst, MinRateFraction: o.minRate, ECN: o.ecn, Progress: progress}
+		if err := udprun.Validate(cfg); err != nil {
+			return usageErr(err)
+		}
+		runners = append(runners, func(ctx context.Context) ([]model.MBMTest, error) { return udprun.Run(ctx, cfg) })
+	}
+	// The transports run one after the other (together they would load
+	// the path for each other); a transport that fails does not stop the
+	// other, and the tests are reported in the order asked for.
+	runTests := func(ctx context.Context) ([]model.MBMTest, error) {
+		var ran []model.MBMTest
+		var errs []error
+		for _, run := range runners {
+			if ctx.Err() != nil {
+				errs = append(errs, ctx.Err())
+				break
+			}
+			got, err := run(ctx)
+			ran = append(ran, got...)
+			errs = append(errs, err)
+		}
+		slices.SortStableFunc(ran, func(a, b model.MBMTest) int {
+			return slices.Index(tests, a.ID) - slices.Index(tests, b.ID)
+		})
+		return ran, errors.Join(errs...)
 	}
 	res := mbmResult(plan)
 	res.Subpath = o.subpath
@@ -293,7 +324,7 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 // each one the mode runs.
 func mbmTests(s, mode string) ([]string, error) {
 	known := tcprun.Tests
-	if mode == "udp" {
+	if mode != "tcp" { // udp, and auto: TCP where it can, UDP the rest
 		known = nil
 		for _, t := range udprun.Tests {
 			known = append(known, t.ID)

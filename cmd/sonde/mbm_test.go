@@ -279,3 +279,26 @@ func TestMBMRunTCPWindowed(t *testing.T) {
 	t.Logf("exit %d: %s %s; W %d, snd_wnd %d, in flight %d, server rcv_wnd %d, attempts %d", code, r.Tests[0].Verdict, r.Tests[0].Reason,
 		tc.WindowPackets, tc.MaxSndWndBytes, tc.MaxInFlight, tc.ServerMaxRcvWndBytes, tc.WindowAttempts)
 }
+
+// TestMBMRunAuto: --mode auto runs the tests TCP can produce over TCP and
+// the others over UDP, reports them in the order asked for, each with its
+// transport, and records the congestion control of the TCP part.
+func TestMBMRunAuto(t *testing.T) {
+	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1})
+	js := filepath.Join(t.TempDir(), "r.json")
+	_, stderr, code := run(t, "mbm", addr, "--mode", "auto", "--tests", "8.1.3,8.1.1", "--rate", "4M", "--rtt", "10ms", "--json", js, "-q")
+	r, err := loadMBM(js)
+	if err != nil {
+		t.Fatalf("exit %d, %s: %v", code, stderr, err)
+	}
+	if len(r.Tests) != 2 || r.Tests[0].ID != "8.1.3" || r.Tests[0].Transport != "udp" || r.Tests[0].UDP == nil ||
+		r.Tests[1].ID != "8.1.1" || r.Tests[1].Transport != "tcp" || r.Tests[1].TCP == nil {
+		t.Fatalf("exit %d, %s: %+v", code, stderr, r.Tests)
+	}
+	if r.Env == nil || r.Env.CongestionControl == "" || r.Env.Kernel == "" {
+		t.Errorf("environment %+v", r.Env)
+	}
+	if _, stderr, code := run(t, "mbm", addr, "--mode", "auto", "--tests", "9.9", "--rate", "4M", "--rtt", "10ms"); code != exitUsage || !strings.Contains(stderr, "auto mode") {
+		t.Errorf("unknown test: exit %d, %q", code, stderr)
+	}
+}
