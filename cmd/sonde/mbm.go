@@ -45,6 +45,10 @@ bursts, --derate), or all. Each test gives PASS, FAIL (exit 5), INCONCLUSIVE or 
 reason; a sender that could not produce a pattern gives ERROR or
 INCONCLUSIVE, never a verdict on the path.
 
+sonde mbm --lab PROFILE --rate R --rtt T runs them across an emulated path
+(root, no SERVER; docs/mbm.md, "In the lab"): the result records the
+profile and its configured path.
+
 sonde mbm compose composes saved per-subpath results into a path verdict;
 sonde mbm summary aggregates many saved results and compositions.`
 
