@@ -47,6 +47,10 @@ bursts, --derate), or all. Each test gives PASS, FAIL (exit 5), INCONCLUSIVE or 
 reason; a sender that could not produce a pattern gives ERROR or
 INCONCLUSIVE, never a verdict on the path.
 
+sonde mbm --lab PROFILE --rate R --rtt T runs them across an emulated path
+(root, no SERVER; docs/mbm.md, "In the lab"): the result records the
+profile and its configured path.
+
 sonde mbm compose composes saved per-subpath results into a path verdict;
 sonde mbm summary aggregates many saved results and compositions.`
 
@@ -67,6 +71,10 @@ type mbmFlags struct {
 	derate, minRate             float64
 	burst                       int64
 	burstSet                    bool
+
+	// The lab (mbm_lab*.go): --lab, and the hidden --ground-truth it
+	// passes to the client it re-runs.
+	lab, truthFile string
 }
 
 // newMBMCmd is `sonde mbm`: the model and plan of RFC 8337's tests, a run
@@ -79,6 +87,9 @@ func newMBMCmd() *cobra.Command {
 		Long:  mbmHelp,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.lab != "" {
+				return runMBMLab(cmd.Context(), args, &o, cmd.Flags().Changed("rtt"))
+			}
 			if o.plan {
 				if len(args) > 0 {
 					return usagef("--plan sends nothing: give no SERVER")
@@ -115,6 +126,9 @@ func newMBMCmd() *cobra.Command {
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
 	o.out.register(cmd, "the result (schema sonde.mbm/v1)", false)
 	f.StringVar(&o.out.csv, "csv", "", "write one row per test as CSV to `FILE`, - for stdout (no text summary then)")
+	f.StringVar(&o.lab, "lab", "", "run across an emulated path: build lab profile `PROFILE` (sonde lab profiles, or a scenario .json file), serve in its server namespace, run the tests from its client namespace (client → server, the direction measured), and record the profile and its configured path in the result; needs root; no SERVER")
+	f.StringVar(&o.truthFile, "ground-truth", "", "JSON file with the path's configured properties (set by --lab)")
+	_ = f.MarkHidden("ground-truth")
 	cmd.AddCommand(newMBMComposeCmd(), newMBMSummaryCmd())
 	return cmd
 }
@@ -205,6 +219,10 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if err != nil {
 		return usageErr(err)
 	}
+	truth, err := o.labTruth()
+	if err != nil {
+		return usageErr(err)
+	}
 	progress := func(id string) {
 		name, _ := udprun.TestName(id)
 		fmt.Fprintf(os.Stderr, "sonde mbm: %s %s at %s…\n", id, name, units.FormatRate(plan.RateBps))
@@ -288,6 +306,7 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	res.Tests = ran
 	res.Env = &model.MBMEnv{}
 	fillEnv(res.Env)
+	recordLab(&res, truth)
 	if runErr != nil {
 		res.Errors = append(res.Errors, runErr.Error())
 	}

@@ -267,15 +267,36 @@ func writeJSON(w io.Writer, res *model.Result) error {
 	return enc.Encode(res)
 }
 
+// maxTruthFile bounds a ground-truth file: its JSON takes a few hundred
+// bytes.
+const maxTruthFile = 64 << 10
+
 // readTruth reads the ground truth a lab parent passes to its client.
 func readTruth(name string) (*model.GroundTruth, error) {
-	b, err := os.ReadFile(name)
+	f, err := os.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("--ground-truth: %w", err)
 	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxTruthFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("--ground-truth: %w", err)
+	}
+	t, err := parseTruth(b)
+	if err != nil {
+		return nil, fmt.Errorf("--ground-truth %s: %w", name, err)
+	}
+	return t, nil
+}
+
+// parseTruth reads a ground truth's JSON, bounded in size.
+func parseTruth(b []byte) (*model.GroundTruth, error) {
+	if len(b) > maxTruthFile {
+		return nil, fmt.Errorf("larger than %d KiB", maxTruthFile>>10)
+	}
 	var t model.GroundTruth
 	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("--ground-truth %s: %w", name, err)
+		return nil, err
 	}
 	return &t, nil
 }

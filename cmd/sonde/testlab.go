@@ -28,17 +28,43 @@ import (
 // labPort is the server's port inside the lab.
 const labPort = "8080"
 
-// runLab runs `sonde test --lab PROFILE`: it builds the lab, starts a server
-// in the server namespace, and re-runs this command in the client
-// namespace against it (sockets belong to the namespace of the process that
-// makes them), with the lab's ground truth passed along for the report.
-// Both children get SIGKILL as parent-death signal, so that killing this
-// process, even with SIGKILL, ends them too: without this process the lab
-// forwards nothing, so whatever the client went on to measure would be
-// the dead lab, not the profile.
-func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
-	if tf.cfg.Server != "" {
-		return errors.New("--lab runs its own server in the lab: give no SERVER with it")
+// labRun is a command run across a lab (`sonde test --lab`, `sonde mbm
+// --lab`): what differs between the commands is only the lab server's
+// flags and the client's arguments.
+type labRun struct {
+	// profile is --lab's value, server a SERVER given beside it (refused).
+	profile, server string
+	// check, if set, checks the command's own flags once --lab's are
+	// checked and before a lab is built.
+	check func() error
+	// serveArgs are flags of the lab's `sonde serve` beyond its address.
+	serveArgs []string
+	// clientArgs are the flags the client re-run gets beyond this
+	// command's own (less --lab), the lab server and --ground-truth.
+	clientArgs func(truth model.GroundTruth) []string
+}
+
+// run builds the lab, starts a server in the server namespace, and re-runs
+// this command in the client namespace against it (sockets belong to the
+// namespace of the process that makes them), with the lab's ground truth
+// passed along (--ground-truth) for the result. Both children get SIGKILL
+// as parent-death signal, so that killing this process, even with
+// SIGKILL, ends them too: without this process the lab forwards nothing,
+// so whatever the client went on to measure would be the dead lab, not the
+// profile.
+func (r labRun) run(ctx context.Context) error {
+	if r.server != "" {
+		return usagef("--lab runs its own server in the lab: give no SERVER with it")
+	}
+	// The profile first: a misspelt name is a usage error, root or not.
+	p, err := lab.Resolve(r.profile)
+	if err != nil {
+		return usagef("--lab: %w", err)
+	}
+	if r.check != nil {
+		if err := r.check(); err != nil {
+			return err
+		}
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("--lab needs root: building namespaces and TUN devices takes CAP_NET_ADMIN")
@@ -47,7 +73,7 @@ func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 	if err != nil {
 		return fmt.Errorf("--lab: find this program: %w", err)
 	}
-	l, err := lab.Up(ctx, tf.lab, lab.Options{})
+	l, err := lab.UpProfile(ctx, p, lab.Options{})
 	if err != nil {
 		return err
 	}
@@ -58,7 +84,7 @@ func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSrv()
 	addr := net.JoinHostPort(l.ServerAddr(), labPort)
-	srv := l.Command(srvCtx, lab.Server, self, "serve", "--addr", addr, "--per-ip-rate", "off")
+	srv := l.Command(srvCtx, lab.Server, self, append([]string{"serve", "--addr", addr, "--per-ip-rate", "off"}, r.serveArgs...)...)
 	srvDone, err := startAndWait(srv, "sonde: serving", 10*time.Second)
 	if err != nil {
 		stopSrv()
@@ -72,7 +98,11 @@ func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 		return err
 	}
 	defer os.Remove(truthFile)
-	child := l.Command(ctx, lab.Client, self, labChildArgs(os.Args[1:], addr, truthFile, truth, flags)...)
+	args := append(withoutLab(os.Args[1:]), addr, "--ground-truth", truthFile)
+	if r.clientArgs != nil {
+		args = append(args, r.clientArgs(truth)...)
+	}
+	child := l.Command(ctx, lab.Client, self, args...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	// On Ctrl-C the child gets the signal from the terminal too; give it
 	// time to write what it measured rather than killing it.
@@ -93,10 +123,14 @@ func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 	return nil
 }
 
-// labChildArgs turns this command's arguments into the client's: without
-// --lab, with the lab server and ground truth, and with the lab's link
-// rates and IP-level overhead unless given.
-func labChildArgs(args []string, server, truthFile string, truth model.GroundTruth, flags *pflag.FlagSet) []string {
+// runLab runs `sonde test --lab PROFILE`.
+func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
+	return labRun{profile: tf.lab, server: tf.cfg.Server,
+		clientArgs: func(truth model.GroundTruth) []string { return testLabArgs(truth, flags) }}.run(ctx)
+}
+
+// withoutLab is this command's arguments without --lab and its value.
+func withoutLab(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
@@ -107,7 +141,13 @@ func labChildArgs(args []string, server, truthFile string, truth model.GroundTru
 			out = append(out, a)
 		}
 	}
-	out = append(out, server, "--ground-truth", truthFile)
+	return out
+}
+
+// testLabArgs are the test client's further arguments in the lab: the
+// lab's link rates and IP-level overhead unless given.
+func testLabArgs(truth model.GroundTruth, flags *pflag.FlagSet) []string {
+	var out []string
 	if !flags.Changed("link-rate") && isRate(truth.DownRateBps) {
 		out = append(out, "--link-rate", strconv.FormatFloat(truth.DownRateBps, 'f', -1, 64))
 		if !flags.Changed("up-link-rate") && isRate(truth.UpRateBps) {

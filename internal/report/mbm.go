@@ -58,15 +58,61 @@ func WriteMBMText(w io.Writer, r *model.MBMResult) error {
 
 func mbmHeader(r *model.MBMResult) []row {
 	m, s := r.Model, r.SPRT
-	rows := []row{
-		{Label: "target", Value: fmt.Sprintf("%s, RTT %g ms, MTU %d B", units.FormatRate(r.Target.RateBps), r.Target.RTTMs, r.Target.MTUBytes)},
+	rows := []row{{Label: "target", Value: fmt.Sprintf("%s, RTT %g ms, MTU %d B", units.FormatRate(r.Target.RateBps), r.Target.RTTMs, r.Target.MTUBytes)}}
+	rows = append(rows, mbmLabRows(r)...)
+	rows = append(rows, []row{
 		{Label: "model", Value: fmt.Sprintf("W %d packets, R %.6g (%s), p0 %.4g, p1 %.4g", m.WindowPackets, m.RunLengthPackets, m.RunLengthModel, m.P0, m.P1)},
 		{Label: "SPRT", Value: fmt.Sprintf("α %g, β %g, floor %d, truncation %d packets", s.Alpha, s.Beta, s.FloorPackets, s.MaxPackets)},
-	}
+	}...)
 	if !r.Start.IsZero() {
 		rows = append(rows, row{Label: "run", Value: r.Start.UTC().Format(time.RFC3339) + " to " + r.End.UTC().Format(time.RFC3339)})
 	}
 	return rows
+}
+
+// mbmLabRows are, for a run across a lab (sonde mbm --lab), its profile
+// and the configured path beside the target: the client → server
+// direction carries the tests' packets, the other their feedback and
+// acks.
+func mbmLabRows(r *model.MBMResult) []row {
+	t := r.Truth
+	if t == nil {
+		if r.Env != nil && r.Env.LabProfile != "" {
+			return []row{{Label: "lab", Value: "profile " + strconv.Quote(r.Env.LabProfile)}}
+		}
+		return nil
+	}
+	v := fmt.Sprintf("profile %s, base RTT %s", strconv.Quote(t.Profile), FormatMs(t.BaseRTTMs))
+	if t.MTU > 0 {
+		v += fmt.Sprintf(", MTU %d B", t.MTU)
+	}
+	return []row{{Label: "lab", Value: v},
+		{Label: "lab up", Value: labDirection(t.UpRateBps, t.UpLoss, t.UpQueueBytes, t.UpQueuePackets, t.UpQdisc) + " (client → server: the tests' packets)"},
+		{Label: "lab down", Value: labDirection(t.DownRateBps, t.DownLoss, t.DownQueueBytes, t.DownQueuePackets, t.DownQdisc) + " (server → client: feedback, acks)"},
+	}
+}
+
+// labDirection is one direction of a lab's configured bottleneck: rate,
+// loss, queue limit and discipline.
+func labDirection(rateBps, loss float64, queueBytes, queuePackets int, qdisc string) string {
+	v := "no rate limit"
+	if rateBps > 0 && finite(rateBps) {
+		v = units.FormatRate(rateBps)
+	}
+	v += ", loss " + lossPct(loss)
+	switch {
+	case queuePackets > 0:
+		v += fmt.Sprintf(", queue %d packets", queuePackets)
+	case queueBytes > 0:
+		v += ", queue " + units.FormatBytes(float64(queueBytes))
+		if rateBps > 0 && finite(rateBps) {
+			v += " (" + FormatMs(float64(queueBytes)*8/rateBps*1e3) + " at the rate)"
+		}
+	}
+	if qdisc != "" {
+		v += ", " + qdisc
+	}
+	return v
 }
 
 // mbmTestRows are a test's details, for the text and the HTML.

@@ -1,0 +1,32 @@
+package main
+
+import "github.com/sonde-project/sonde/internal/model"
+
+// `sonde mbm --lab PROFILE` (docs/mbm.md, "In the lab"): the parent builds
+// the lab and re-runs the command in its client namespace with
+// --ground-truth (mbm_lab_linux.go); the client records the profile and
+// its configured path in the result, so that a result can be repeated and
+// its verdicts read against what the path was.
+
+// labTruth reads --ground-truth, the configured path a lab parent passes
+// to its client; nil without one.
+func (o *mbmFlags) labTruth() (*model.GroundTruth, error) {
+	if o.truthFile == "" {
+		return nil, nil
+	}
+	return readTruth(o.truthFile)
+}
+
+// recordLab records the lab a result was measured across: its profile in
+// the environment and its configured path as the ground truth.
+func recordLab(res *model.MBMResult, truth *model.GroundTruth) {
+	if truth == nil {
+		return
+	}
+	if res.Env == nil {
+		res.Env = &model.MBMEnv{}
+	}
+	res.Env.LabProfile = truth.Profile
+	t := *truth
+	res.Truth = &t
+}

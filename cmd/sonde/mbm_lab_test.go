@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// TestMBMLabTruth: the client of a lab run reads --ground-truth and
+// records the profile and the configured path in its result; a run
+// without one records neither; a bad file is refused.
+func TestMBMLabTruth(t *testing.T) {
+	var res model.MBMResult
+	recordLab(&res, nil)
+	if res.Env != nil || res.Truth != nil {
+		t.Fatalf("no lab, but recorded %+v %+v", res.Env, res.Truth)
+	}
+	want := model.GroundTruth{Profile: "adsl", BaseRTTMs: 19, UpRateBps: 0.7e6, DownRateBps: 8e6, UpQdisc: "droptail"}
+	b, _ := json.Marshal(want)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "truth.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := &mbmFlags{truthFile: path}
+	got, err := o.labTruth()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Env = &model.MBMEnv{Kernel: "6.1"}
+	recordLab(&res, got)
+	if res.Env.LabProfile != "adsl" || res.Env.Kernel != "6.1" || res.Truth == nil || *res.Truth != want {
+		t.Fatalf("recorded %+v, truth %+v; want profile adsl, truth %+v", res.Env, res.Truth, want)
+	}
+
+	for name, content := range map[string]string{"bad.json": "{", "big.json": `{"profile":"` + strings.Repeat("x", maxTruthFile) + `"}`} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		o := &mbmFlags{truthFile: p}
+		if _, err := o.labTruth(); err == nil || !strings.HasPrefix(err.Error(), "--ground-truth") {
+			t.Errorf("%s: %v, want a --ground-truth error", name, err)
+		}
+	}
+	if _, err := (&mbmFlags{truthFile: filepath.Join(dir, "none")}).labTruth(); err == nil {
+		t.Error("a missing file was read")
+	}
+}
+
+// FuzzParseTruth: the ground-truth reader takes any bytes without
+// panicking and refuses what is over its bound.
+func FuzzParseTruth(f *testing.F) {
+	f.Add([]byte(`{"profile":"adsl","base_rtt_ms":19,"down_rate_bps":8e6,"up_rate_bps":7e5,"up_queue_bytes":37625,"up_qdisc":"codel"}`))
+	f.Add([]byte(`{"profile":"wire","mtu":1500}`))
+	f.Add([]byte(`{"up_loss":"x"}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		g, err := parseTruth(b)
+		if err == nil && g == nil {
+			t.Fatal("no error and no ground truth")
+		}
+		if len(b) > maxTruthFile && err == nil {
+			t.Fatalf("%d bytes accepted, bound %d", len(b), maxTruthFile)
+		}
+	})
+}
