@@ -52,21 +52,11 @@ func ReceiveBufferFor(window int) int {
 	return max(MinReceiveBufferBytes, min(b, MaxReceiveBufferBytes))
 }
 
-// validateTCP checks a TCP session's request: the fields of the UDP sink
-// (packet_bytes, packets, reorder_packets, loss_timeout_ms,
+// validateTCP checks the fields of a TCP session: the fields of the UDP
+// sink (packet_bytes, packets, reorder_packets, loss_timeout_ms,
 // feedback_packets) are not used and not checked.
 func (q *SessionRequest) validateTCP() error {
 	switch {
-	case len(q.Client) > MaxTextLen || len(q.Test) > MaxTextLen:
-		return fmt.Errorf("client and test names: at most %d bytes", MaxTextLen)
-	case !finiteIn(q.RateBps, 1, 1e12):
-		return fmt.Errorf("rate_bps %g: want 1 to 1e12", q.RateBps)
-	case !finiteIn(q.TargetRTTMs, 0, 60_000):
-		return fmt.Errorf("target_rtt_ms %g: want 0 to 60000", q.TargetRTTMs)
-	case q.TargetMTU < 0 || q.TargetMTU > 65535:
-		return fmt.Errorf("target_mtu %d: want 0 to 65535", q.TargetMTU)
-	case !finiteIn(q.DurationS, 0, 86400) || q.DurationS == 0:
-		return fmt.Errorf("duration_s %g: want more than 0, at most 86400", q.DurationS)
 	case q.ReceiveWindowBytes < MinReceiveWindowBytes || q.ReceiveWindowBytes > MaxReceiveWindowBytes:
 		return fmt.Errorf("receive_window_bytes %d: want %d to %d", q.ReceiveWindowBytes, MinReceiveWindowBytes, MaxReceiveWindowBytes)
 	case q.ReceiveBufferBytes != 0 && (q.ReceiveBufferBytes < MinReceiveBufferBytes || q.ReceiveBufferBytes > MaxReceiveBufferBytes):

@@ -160,28 +160,47 @@ func (r *Report) Fate(seq int64) (arrived, ce, ok bool) {
 	return r.Arrived[i/8]&(1<<(i%8)) != 0, r.CEMarks[i/8]&(1<<(i%8)) != 0, true
 }
 
-// Validate checks a request's fields before the server uses any of them.
+// Validate checks a request's fields before the server uses any of them:
+// those of every session, then its transport's.
 func (q *SessionRequest) Validate() error {
+	check := q.validateUDP
 	switch q.Transport {
 	case "", TransportUDP:
 	case TransportTCP:
-		return q.validateTCP()
+		check = q.validateTCP
 	default:
 		return fmt.Errorf("transport %.32q: want udp or tcp", q.Transport)
 	}
+	if err := q.validateCommon(); err != nil {
+		return err
+	}
+	return check()
+}
+
+// validateCommon checks the fields every session has: the names, the
+// target and the planned duration.
+func (q *SessionRequest) validateCommon() error {
 	switch {
 	case len(q.Client) > MaxTextLen || len(q.Test) > MaxTextLen:
 		return fmt.Errorf("client and test names: at most %d bytes", MaxTextLen)
 	case !finiteIn(q.RateBps, 1, 1e12):
 		return fmt.Errorf("rate_bps %g: want 1 to 1e12", q.RateBps)
-	case q.PacketBytes < MinPacketBytes || q.PacketBytes > MaxPacketBytes:
-		return fmt.Errorf("packet_bytes %d: want %d to %d", q.PacketBytes, MinPacketBytes, MaxPacketBytes)
 	case !finiteIn(q.TargetRTTMs, 0, 60_000):
 		return fmt.Errorf("target_rtt_ms %g: want 0 to 60000", q.TargetRTTMs)
 	case q.TargetMTU < 0 || q.TargetMTU > 65535:
 		return fmt.Errorf("target_mtu %d: want 0 to 65535", q.TargetMTU)
 	case !finiteIn(q.DurationS, 0, 86400) || q.DurationS == 0:
 		return fmt.Errorf("duration_s %g: want more than 0, at most 86400", q.DurationS)
+	}
+	return nil
+}
+
+// validateUDP checks the fields of a UDP session: its datagrams, the
+// server's record of them and the feedback.
+func (q *SessionRequest) validateUDP() error {
+	switch {
+	case q.PacketBytes < MinPacketBytes || q.PacketBytes > MaxPacketBytes:
+		return fmt.Errorf("packet_bytes %d: want %d to %d", q.PacketBytes, MinPacketBytes, MaxPacketBytes)
 	case q.Packets < 1 || q.Packets > MaxPackets:
 		return fmt.Errorf("packets %d: want 1 to %d", q.Packets, MaxPackets)
 	case q.ReorderPackets < MinReorderPackets || q.ReorderPackets > MaxReorderPackets:
