@@ -36,16 +36,7 @@ func TestMBMComposePath(t *testing.T) {
 	if !strings.Contains(text, "measured end to end: FAIL, loss 0.02 (50 of 2500 packets") {
 		t.Errorf("text: %s", text)
 	}
-	other := filepath.Join(dir, "other.json")
-	if _, stderr, code := run(t, "mbm", "--plan", "--rate", "20M", "--rtt", "50ms", "--json", other); code != 0 {
-		t.Fatal(stderr)
-	}
-	var r model.MBMResult
-	raw, _ := os.ReadFile(other)
-	json.Unmarshal(raw, &r)
-	r.Plan, r.Tests = false, []model.MBMTest{{ID: "8.1.1", Verdict: "PASS", Packets: 10}}
-	raw, _ = json.Marshal(r)
-	os.WriteFile(other, raw, 0o644)
+	other := otherTargetResult(t, dir)
 	if _, stderr, code := run(t, "mbm", "compose", a, c, "--path", other); code != exitUsage || !strings.Contains(stderr, "--path") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Errorf("--path of another target: exit %d %q", code, stderr)
 	}

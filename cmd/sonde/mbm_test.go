@@ -128,16 +128,7 @@ func TestMBMCompose(t *testing.T) {
 	if _, stderr, code := run(t, "mbm", "compose", a, plan); code != exitUsage || !strings.Contains(stderr, "a plan") {
 		t.Errorf("a plan composed: exit %d %s", code, stderr)
 	}
-	other := filepath.Join(dir, "other.json")
-	if _, stderr, code := run(t, "mbm", "--plan", "--rate", "20M", "--rtt", "50ms", "--json", other); code != 0 {
-		t.Fatal(stderr)
-	}
-	var r model.MBMResult
-	raw, _ := os.ReadFile(other)
-	json.Unmarshal(raw, &r)
-	r.Plan, r.Tests = false, []model.MBMTest{{ID: "8.1.1", Verdict: "PASS", Packets: 10}}
-	raw, _ = json.Marshal(r)
-	os.WriteFile(other, raw, 0o644)
+	other := otherTargetResult(t, dir)
 	if _, stderr, code := run(t, "mbm", "compose", a, other); code != exitUsage || !strings.Contains(stderr, "differs") {
 		t.Errorf("another target composed: exit %d %s", code, stderr)
 	}
@@ -301,4 +292,30 @@ func TestMBMRunAuto(t *testing.T) {
 	if _, stderr, code := run(t, "mbm", addr, "--mode", "auto", "--tests", "9.9", "--rate", "4M", "--rtt", "10ms"); code != exitUsage || !strings.Contains(stderr, "auto mode") {
 		t.Errorf("unknown test: exit %d, %q", code, stderr)
 	}
+}
+
+// otherTargetResult writes, in dir, a result of one PASSed test for
+// another target (20 Mbit/s at 50 ms) than the compose tests' own.
+func otherTargetResult(t *testing.T, dir string) string {
+	t.Helper()
+	other := filepath.Join(dir, "other.json")
+	if _, stderr, code := run(t, "mbm", "--plan", "--rate", "20M", "--rtt", "50ms", "--json", other); code != 0 {
+		t.Fatal(stderr)
+	}
+	var r model.MBMResult
+	raw, err := os.ReadFile(other)
+	if err == nil {
+		err = json.Unmarshal(raw, &r)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Plan, r.Tests = false, []model.MBMTest{{ID: "8.1.1", Verdict: "PASS", Packets: 10}}
+	if raw, err = json.Marshal(r); err == nil {
+		err = os.WriteFile(other, raw, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return other
 }
