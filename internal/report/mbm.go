@@ -253,16 +253,26 @@ func WriteMBMHTML(w io.Writer, r *model.MBMResult) error {
 func WriteMBMCSV(w io.Writer, r *model.MBMResult) error {
 	t := table{}
 	t.row("id", "name", "transport", "verdict", "reason", "packets", "marks", "losses", "ce", "loss", "loss_low", "loss_high",
-		"decision_packets", "packets_sent", "sender_min_rate_bps", "receiver_min_rate_bps", "schedule_error_p50_us", "schedule_error_p99_us", "missed_deadlines", "reordered")
+		"decision_packets", "packets_sent", "sender_min_rate_bps", "receiver_min_rate_bps", "schedule_error_p50_us", "schedule_error_p99_us", "missed_deadlines", "reordered",
+		// A TCP test's own figures (empty columns for a UDP test, and
+		// the UDP ones above for a TCP test: 0).
+		"congestion_control", "goodput_bps", "min_window_rate_bps", "retrans", "dsack_dups", "max_in_flight", "max_snd_wnd_bytes", "delivered_per_rtt")
 	for _, x := range r.Tests {
 		u := x.UDP
 		if u == nil {
 			u = &model.MBMUDP{}
 		}
-		t.row(x.ID, x.Name, x.Transport, x.Verdict, x.Reason, n64(x.Packets), n64(x.Marks), n64(x.Losses), n64(x.CE),
+		row := []string{x.ID, x.Name, x.Transport, x.Verdict, x.Reason, n64(x.Packets), n64(x.Marks), n64(x.Losses), n64(x.CE),
 			fmt.Sprint(x.Loss), fmt.Sprint(x.LossLow), fmt.Sprint(x.LossHigh), n64(u.DecisionPackets), n64(u.PacketsSent),
 			fmt.Sprint(u.SenderMinRateBps), fmt.Sprint(u.ReceiverMinRateBps), fmt.Sprint(u.ScheduleErrorP50Us), fmt.Sprint(u.ScheduleErrorP99Us),
-			n64(u.MissedDeadlines), n64(u.Reordered))
+			n64(u.MissedDeadlines), n64(u.Reordered)}
+		if c := x.TCP; c != nil {
+			row = append(row, c.CongestionControl, fmt.Sprint(c.GoodputBps), fmt.Sprint(c.MinWindowRateBps), n64(c.Retrans), n64(c.DSACKDups),
+				n64(c.MaxInFlight), n64(c.MaxSndWndBytes), fmt.Sprint(c.DeliveredPerRTT))
+		} else {
+			row = append(row, "", "", "", "", "", "", "", "")
+		}
+		t.row(row...)
 	}
 	return t.writeCSV(w)
 }

@@ -76,4 +76,14 @@ func TestMBMTCPRows(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
 	}
+	// The CSV has the TCP columns: filled for a TCP test, empty for a UDP one.
+	var csv bytes.Buffer
+	if err := WriteMBMCSV(&csv, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
+	if len(lines) != 5 || !strings.HasSuffix(lines[0], ",delivered_per_rtt") || !strings.HasSuffix(lines[1], ",,,,,,,,") ||
+		!strings.HasSuffix(lines[3], ",cubic,9.74e+06,0,0,0,18,26064,18.2") {
+		t.Errorf("csv:\n%s", csv.String())
+	}
 }
