@@ -290,25 +290,20 @@ func (m *mbmService) noConnect(ses *mbmSession) {
 	m.s.mbmFinished(ses.endpoint(), ses.result(rep, "", fmt.Sprintf("the client did not connect within %s", m.acceptTimeout)))
 }
 
-// finishTCP waits for a connected session's EOF (its last bytes), at
-// most mbmEOFWait, then stops it and waits for serveTCP.
+// finishTCP waits for the session's EOF (its last bytes), at most
+// mbmEOFWait, then stops it and waits for serveTCP. It waits too when
+// the connection is not accepted yet: a client that wrote its bytes and
+// closed may call end before the accept loop took the connection from
+// the kernel's backlog, and its bytes must still be counted.
 func (m *mbmService) finishTCP(tc *mbmTCP) {
+	select {
+	case <-tc.done:
+		return
+	case <-time.After(mbmEOFWait):
+	}
 	m.mu.Lock()
-	connected := tc.conn != nil
-	if !connected {
-		tc.stop()
-	}
+	tc.stop()
 	m.mu.Unlock()
-	if connected {
-		select {
-		case <-tc.done:
-			return
-		case <-time.After(mbmEOFWait):
-		}
-		m.mu.Lock()
-		tc.stop()
-		m.mu.Unlock()
-	}
 	<-tc.done
 }
 
