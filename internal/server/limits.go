@@ -52,26 +52,58 @@ func newAdmission(token string, maxActive, perIPRate int, failRate float64, fail
 // admit checks the request against every limit and, on success, takes a
 // concurrency slot that the returned release gives back (exactly once).
 func (a *admission) admit(r *http.Request, now time.Time) (release func(), err error) {
+	return a.admitAs(r, now, true)
+}
+
+// admitMonitor admits a monitor session: the token and the start rate as
+// a test, but no test slot (monitor sessions have their own caps, in
+// openMonitor). The release is a no-op.
+func (a *admission) admitMonitor(r *http.Request, now time.Time) error {
+	_, err := a.admitAs(r, now, false)
+	return err
+}
+
+// checkToken is admit's first step alone: the routes that start work run
+// it before their handler parses anything (routeMux.tokenGate).
+func (a *admission) checkToken(r *http.Request, now time.Time) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tokenLocked(r, clientIP(r), now)
+}
+
+func (a *admission) tokenLocked(r *http.Request, ip string, now time.Time) error {
+	if a.fails == nil {
+		return nil
+	}
+	// An IP out of failed attempts is refused before its token is even
+	// looked at: answering a right token there would leave a brute-force
+	// search its full speed.
+	if wait := a.fails.wait(ip, now); wait > 0 {
+		a.tokenLimited++
+		return &rejection{status: http.StatusTooManyRequests, retryAfter: wait,
+			reason: fmt.Sprintf("too many wrong tokens from %s, try again in %s", ip, roundUp(wait))}
+	}
+	if !tokenOK(r, a.token) {
+		a.fails.take(ip, now)
+		a.tokenFailed++
+		return &rejection{status: http.StatusUnauthorized, reason: "this server needs a valid bearer token (--token)"}
+	}
+	return nil
+}
+
+// busyRetry is the Retry-After of a refusal for a full server: a test
+// takes seconds to tens of seconds, so a slot is likely free by then.
+const busyRetry = 10 * time.Second
+
+func (a *admission) admitAs(r *http.Request, now time.Time, slot bool) (release func(), err error) {
 	ip := clientIP(r)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.fails != nil {
-		// An IP out of failed attempts is refused before its token is
-		// even looked at: answering a right token there would leave a
-		// brute-force search its full speed.
-		if wait := a.fails.wait(ip, now); wait > 0 {
-			a.tokenLimited++
-			return nil, &rejection{status: http.StatusTooManyRequests, retryAfter: wait,
-				reason: fmt.Sprintf("too many wrong tokens from %s, try again in %s", ip, roundUp(wait))}
-		}
-		if !tokenOK(r, a.token) {
-			a.fails.take(ip, now)
-			a.tokenFailed++
-			return nil, &rejection{status: http.StatusUnauthorized, reason: "this server needs a valid bearer token (--token)"}
-		}
+	if err := a.tokenLocked(r, ip, now); err != nil {
+		return nil, err
 	}
-	if a.maxActive > 0 && a.active >= a.maxActive {
-		return nil, &rejection{status: http.StatusTooManyRequests,
+	if slot && a.maxActive > 0 && a.active >= a.maxActive {
+		return nil, &rejection{status: http.StatusTooManyRequests, retryAfter: busyRetry,
 			reason: fmt.Sprintf("server busy: %d of %d test slots in use, try again later", a.active, a.maxActive)}
 	}
 	if a.starts != nil {
@@ -80,6 +112,9 @@ func (a *admission) admit(r *http.Request, now time.Time) (release func(), err e
 				reason: fmt.Sprintf("rate limit: at most %d tests per minute from %s", int(a.starts.burst), ip)}
 		}
 		a.starts.take(ip, now)
+	}
+	if !slot {
+		return func() {}, nil
 	}
 	a.active++
 	var once sync.Once

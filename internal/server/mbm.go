@@ -109,8 +109,8 @@ func newMBMService(s *Server) *mbmService {
 }
 
 func (s *Server) mbmRoutes() {
-	s.mux.HandleFunc("POST "+mbmwire.PathSessions, s.mbm.handleOpen)
-	s.mux.HandleFunc("POST "+mbmwire.PathSessions+"/{id}/end", s.mbm.handleEnd)
+	s.mux.handleFunc("POST "+mbmwire.PathSessions, policyAdmit, s.mbm.handleOpen)
+	s.mux.handleFunc("POST "+mbmwire.PathSessions+"/{id}/end", policySession, s.mbm.handleEnd)
 }
 
 // mbmFinished is where a server's MBM session ends, with what the server

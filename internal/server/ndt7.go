@@ -26,7 +26,9 @@ func (s *Server) mountNDT7() error {
 	if err != nil {
 		return fmt.Errorf("ndt7: %w", err)
 	}
-	h.Register(s.mux)
+	// Mounted here, not by h.Register: each route declares its policy.
+	s.mux.handleFunc(ndt7.DownloadPath, policyAdmit, h.ServeDownload)
+	s.mux.handleFunc(ndt7.UploadPath, policyAdmit, h.ServeUpload)
 	return nil
 }
 

@@ -244,7 +244,7 @@ type Server struct {
 	sessions *registry
 	metrics  *counters
 	payload  stream.Payload
-	mux      *http.ServeMux
+	mux      *routeMux
 	handler  http.Handler // mux under per-request deadlines
 	udp      *udpService
 	mbm      *mbmService
@@ -279,12 +279,12 @@ func New(cfg Config) (*Server, error) {
 		conns:    newConnLimiter(cfg.MaxConnsPerIP, cfg.MaxConns, cfg.Logger),
 		sessions: newRegistry(),
 		payload:  payload,
-		mux:      http.NewServeMux(),
 	}
 	if s.history, err = openHistory(cfg.HistoryDB, cfg.HistoryKeep); err != nil {
 		return nil, err
 	}
 	s.metrics = newCounters(s.adm, s.conns)
+	s.mux = newRouteMux(s.adm, s.reject)
 	s.archive = newArchive(s.history, s.metrics.reg, &s.cfg)
 	s.udp = newUDPService(s)
 	s.mbm = newMBMService(s)
@@ -297,21 +297,18 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handle mounts another handler (the web page) on the server's mux.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
-
 // Handler returns the HTTP handler (for tests and embedding), with the
 // per-request body and write deadlines; the header and idle timeouts and
 // the connection caps belong to Serve's listeners.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes() {
-	s.mux.HandleFunc("POST "+protocol.PathSessions, s.handleCreate)
-	s.mux.HandleFunc("DELETE "+protocol.PathSessions+"/{id}", s.handleDelete)
-	s.mux.HandleFunc("GET "+protocol.PathSessions+"/{id}/report", s.handleReport)
-	s.mux.HandleFunc("GET "+protocol.PathSessions+"/{id}/live", s.handleLive)
-	s.mux.HandleFunc("GET "+protocol.PathSessions+"/{id}/{kind}", s.handleStream)
-	s.mux.HandleFunc("GET "+protocol.PathPing, func(w http.ResponseWriter, r *http.Request) {
+	s.mux.handleFunc("POST "+protocol.PathSessions, policyAdmit, s.handleCreate)
+	s.mux.handleFunc("DELETE "+protocol.PathSessions+"/{id}", policySession, s.handleDelete)
+	s.mux.handleFunc("GET "+protocol.PathSessions+"/{id}/report", policySession, s.handleReport)
+	s.mux.handleFunc("GET "+protocol.PathSessions+"/{id}/live", policySession, s.handleLive)
+	s.mux.handleFunc("GET "+protocol.PathSessions+"/{id}/{kind}", policySession, s.handleStream)
+	s.mux.handleFunc("GET "+protocol.PathPing, policyPublic, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("Cache-Control", "no-store")
 		// A foreign probe's connection serves one request: a browser's
@@ -319,8 +316,8 @@ func (s *Server) routes() {
 		w.Header().Set("Connection", "close")
 		_, _ = io.WriteString(w, "pong\n")
 	})
-	s.mux.HandleFunc("GET /healthz", s.handleHealth)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	s.mux.handleFunc("GET /healthz", policyPublic, s.handleHealth)
+	s.mux.handle("GET /metrics", policyPublic, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.udpRoutes()
 	s.mbmRoutes()
 	s.rtcRoutes()

@@ -63,8 +63,8 @@ func newUDPService(s *Server) *udpService {
 }
 
 func (s *Server) udpRoutes() {
-	s.mux.HandleFunc("POST "+stamp.PathSessions, s.udp.handleOpen)
-	s.mux.HandleFunc("DELETE "+stamp.PathSessions+"/{id}", s.udp.handleClose)
+	s.mux.handleFunc("POST "+stamp.PathSessions, policyAdmit, s.udp.handleOpen)
+	s.mux.handleFunc("DELETE "+stamp.PathSessions+"/{id}", policySession, s.udp.handleClose)
 }
 
 // StartUDP opens the reflector socket now instead of on the first UDP
@@ -205,7 +205,7 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Monitor {
-		u.openMonitor(w, req, ip, rate)
+		u.openMonitor(w, r, req, ip, rate)
 		return
 	}
 	now := time.Now()
@@ -338,8 +338,10 @@ const (
 )
 
 // openMonitor grants a monitor session: the request is already checked
-// against the server's own UDP limits; the monitor limits come on top.
-func (u *udpService) openMonitor(w http.ResponseWriter, req stamp.SessionRequest, ip netip.Addr, rate float64) {
+// against the server's own UDP limits; the admission (token and start
+// rate, no test slot) and the monitor caps come on top, before anything
+// is held.
+func (u *udpService) openMonitor(w http.ResponseWriter, r *http.Request, req stamp.SessionRequest, ip netip.Addr, rate float64) {
 	s := u.s
 	switch {
 	case req.TestSession != "":
@@ -355,6 +357,10 @@ func (u *udpService) openMonitor(w http.ResponseWriter, req stamp.SessionRequest
 		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP monitor session: duration_s must be at most %d", stamp.MonitorMaxDurationS))
 		return
 	}
+	if err := s.adm.admitMonitor(r, time.Now()); err != nil {
+		s.reject(w, err)
+		return
+	}
 	ip = ip.Unmap()
 	u.monMu.Lock()
 	total := 0
@@ -363,7 +369,8 @@ func (u *udpService) openMonitor(w http.ResponseWriter, req stamp.SessionRequest
 	}
 	if total >= maxMonitorSessions || u.monitors[ip] >= maxMonitorSessionsPerIP {
 		u.monMu.Unlock()
-		s.writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("UDP monitor session: too many monitor sessions (limit %d per client, %d in all)", maxMonitorSessionsPerIP, maxMonitorSessions))
+		s.reject(w, &rejection{status: http.StatusServiceUnavailable, retryAfter: busyRetry,
+			reason: fmt.Sprintf("UDP monitor session: too many monitor sessions (limit %d per client, %d in all)", maxMonitorSessionsPerIP, maxMonitorSessions)})
 		return
 	}
 	u.monitors[ip]++

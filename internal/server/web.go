@@ -30,7 +30,7 @@ func (s *Server) webRoutes() {
 	files := http.FileServerFS(web.Assets())
 	// "/" without a method: a method pattern would conflict with ndt7's
 	// method-less paths under Go's mux precedence rules.
-	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.mux.handle("/", policyPublic, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s.writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 			return
@@ -45,9 +45,9 @@ func (s *Server) webRoutes() {
 		w.Header().Set("Cross-Origin-Embedder-Policy", "require-corp")
 		files.ServeHTTP(w, r)
 	}))
-	s.mux.HandleFunc("POST "+protocol.PathSessions+"/{id}/result", s.handleBrowserResult)
-	s.mux.HandleFunc("GET "+PathResults, s.handleResultList)
-	s.mux.HandleFunc("GET "+PathResults+"/{id}", s.handleResultGet)
+	s.mux.handleFunc("POST "+protocol.PathSessions+"/{id}/result", policySession, s.handleBrowserResult)
+	s.mux.handleFunc("GET "+PathResults, policyPublic, s.handleResultList)
+	s.mux.handleFunc("GET "+PathResults+"/{id}", policyPublic, s.handleResultGet)
 }
 
 // PathResults lists past results (GET, ?limit=N, newest first, summary

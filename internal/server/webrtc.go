@@ -11,14 +11,14 @@ import (
 // under the session API: the session ID authenticates the calls, and the
 // peer connection ends with the session.
 func (s *Server) rtcRoutes() {
-	s.mux.HandleFunc("POST "+protocol.PathSessions+"/{id}/webrtc", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.handleFunc("POST "+protocol.PathSessions+"/{id}/webrtc", policySession, func(w http.ResponseWriter, r *http.Request) {
 		if ses := s.lookup(w, r); ses != nil {
 			// The peer connection is no stream the idle reclaim sees.
 			ses.hold()
 			s.rtc.HandleOffer(w, r, rtcquality.Session{ID: ses.id, Ctx: ses.ctx})
 		}
 	})
-	s.mux.HandleFunc("POST "+protocol.PathSessions+"/{id}/webrtc/records", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.handleFunc("POST "+protocol.PathSessions+"/{id}/webrtc/records", policySession, func(w http.ResponseWriter, r *http.Request) {
 		if ses := s.lookup(w, r); ses != nil {
 			s.rtc.HandleRecords(w, r, rtcquality.Session{ID: ses.id, Ctx: ses.ctx})
 		}
