@@ -271,6 +271,9 @@ var (
 	ErrMagic   = errors.New("mbmwire: not an MBM datagram")
 	ErrVersion = errors.New("mbmwire: unknown version or kind")
 	ErrField   = errors.New("mbmwire: field out of range")
+	// ErrReserved: a data datagram with its flags or reserved byte set,
+	// which version 1 defines as 0 (a sender of a later version, or noise).
+	ErrReserved = errors.New("mbmwire: reserved flags set")
 )
 
 // PutData writes d's header into b (len(b) ≥ DataHeaderLen); the rest of b
@@ -296,6 +299,9 @@ func ParseData(b []byte) (Data, error) {
 	}
 	if b[4] != Version || b[5] != kindData {
 		return Data{}, ErrVersion
+	}
+	if b[6] != 0 || b[7] != 0 {
+		return Data{}, ErrReserved
 	}
 	d := Data{
 		Token:  binary.BigEndian.Uint64(b[8:]),

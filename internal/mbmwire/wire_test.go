@@ -24,6 +24,9 @@ func TestDataRoundTrip(t *testing.T) {
 		{"short", b[:DataHeaderLen-1], ErrShort},
 		{"magic", append([]byte("XMBD"), b[4:]...), ErrMagic},
 		{"version", append(append([]byte{}, b[:4]...), append([]byte{2}, b[5:]...)...), ErrVersion},
+		{"flags", withByte(b, 6, 0x01), ErrReserved},
+		{"high flag", withByte(b, 6, 0x80), ErrReserved},
+		{"reserved byte", withByte(b, 7, 0x01), ErrReserved},
 	} {
 		if _, err := ParseData(c.b); !errors.Is(err, c.want) {
 			t.Errorf("%s: err %v, want %v", c.name, err, c.want)
@@ -33,6 +36,13 @@ func TestDataRoundTrip(t *testing.T) {
 	if _, err := ParseData(b); !errors.Is(err, ErrField) {
 		t.Errorf("seq beyond MaxPackets: err %v, want ErrField", err)
 	}
+}
+
+// withByte is a copy of b with b[i] = v.
+func withByte(b []byte, i int, v byte) []byte {
+	c := append([]byte(nil), b...)
+	c[i] = v
+	return c
 }
 
 func TestFeedbackRoundTrip(t *testing.T) {
