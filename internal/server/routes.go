@@ -94,3 +94,16 @@ func (m *routeMux) tokenGate(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// policyOf returns the policy of the route r goes to (0 if none matches).
+func (m *routeMux) policyOf(r *http.Request) policy {
+	_, pattern := m.mux.Handler(r)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, rt := range m.table {
+		if rt.pattern == pattern {
+			return rt.policy
+		}
+	}
+	return 0
+}

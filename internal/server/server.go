@@ -293,7 +293,8 @@ func New(cfg Config) (*Server, error) {
 	if err := s.mountNDT7(); err != nil {
 		return nil, err
 	}
-	s.handler = deadlines(s.mux, cfg.BodyTimeout, cfg.WriteTimeout)
+	s.conns.room = s.connRoom
+	s.handler = deadlines(s.connGate(s.mux), cfg.BodyTimeout, cfg.WriteTimeout)
 	return s, nil
 }
 
@@ -373,6 +374,7 @@ func (s *Server) Serve(ctx context.Context, lns []net.Listener, ready func([]net
 			IdleTimeout:       s.cfg.IdleTimeout,
 			MaxHeaderBytes:    16 << 10,
 			ConnState:         s.conns.track,
+			ConnContext:       withConn,
 			ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 		}
 		s.servers = append(s.servers, hs)
