@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -197,8 +196,7 @@ func (m *mbmService) drop(ses *mbmSession) {
 func (m *mbmService) handleOpen(w http.ResponseWriter, r *http.Request) {
 	s := m.s
 	var req mbmwire.SessionRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<10)).Decode(&req); err != nil {
-		s.writeError(w, http.StatusBadRequest, "invalid MBM session request: "+err.Error())
+	if !s.decodeBody(w, r, 16<<10, "MBM session request", &req) {
 		return
 	}
 	if err := req.Validate(); err != nil {
@@ -288,7 +286,8 @@ func (m *mbmService) admitSlot(w http.ResponseWriter, r *http.Request, ip netip.
 	}
 	if total >= maxMBMSessions || m.perIP[ip] >= maxMBMSessionsPerIP {
 		m.mu.Unlock()
-		s.writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("MBM session: too many MBM sessions (limit %d per client, %d in all)", maxMBMSessionsPerIP, maxMBMSessions))
+		s.reject(w, &rejection{status: http.StatusServiceUnavailable, retryAfter: busyRetry,
+			reason: fmt.Sprintf("MBM session: too many MBM sessions (limit %d per client, %d in all)", maxMBMSessionsPerIP, maxMBMSessions)})
 		return nil, false
 	}
 	m.perIP[ip]++ // held while admitting, so two requests cannot both take the last slot
@@ -526,8 +525,7 @@ func (m *mbmService) handleEnd(w http.ResponseWriter, r *http.Request) {
 	s := m.s
 	id := r.PathValue("id")
 	var req mbmwire.EndRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<10)).Decode(&req); err != nil {
-		s.writeError(w, http.StatusBadRequest, "invalid MBM end request: "+err.Error())
+	if !s.decodeBody(w, r, 16<<10, "MBM end request", &req) {
 		return
 	}
 	m.mu.Lock()

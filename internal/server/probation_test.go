@@ -146,9 +146,25 @@ func TestAdmittedTestsPastPerIPCap(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	for i, c := range idle {
 		_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		n, _ := c.Read(make([]byte, 1))
-		if got, want := n > 0, i == room; got != want {
+		br := bufio.NewReader(c)
+		_, err := br.Peek(1)
+		if got, want := err == nil, i == room; got != want {
 			t.Errorf("idle connection %d past the cap: answered %v, want %v (room %d)", i, got, want, room)
+		}
+		if err != nil {
+			continue
+		}
+		// Refused at accept, before HTTP: the same body as every refusal.
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("refusal at accept: %v", err)
+		}
+		var er protocol.ErrorReply
+		if json.NewDecoder(resp.Body).Decode(&er) != nil || resp.StatusCode != http.StatusServiceUnavailable ||
+			resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Retry-After") != "10" ||
+			!strings.Contains(er.Error, "your address") {
+			t.Errorf("refusal at accept: %d %s Retry-After %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), er.Error)
 		}
 	}
 }

@@ -66,8 +66,8 @@ func TestEveryRouteAdmitted(t *testing.T) {
 					req.URL.RawQuery = "token=" + auth.query
 				}
 				st, msg := do(t, c, req)
-				if st != http.StatusUnauthorized {
-					t.Errorf("%s, %s: %d %q, want 401", rt.pattern, auth.name, st, msg)
+				if st != http.StatusUnauthorized || msg == "" {
+					t.Errorf("%s, %s: %d %q, want 401 and the reason", rt.pattern, auth.name, st, msg)
 				}
 			}
 		case policySession:
@@ -147,4 +147,45 @@ func TestMonitorSessionsNeedToken(t *testing.T) {
 	if st, msg := try("127.0.99.1", "s3cret"); st != http.StatusOK {
 		t.Fatalf("monitor with the right token after the flood: %d %q, want 200", st, msg)
 	}
+}
+
+// TestRefusalsSayWhy: every kind of refusal carries the server's reason in
+// the JSON error body, and Retry-After where trying again can succeed.
+func TestRefusalsSayWhy(t *testing.T) {
+	_, addr := start(t, Config{MaxConcurrent: 1, PerIPPerMinute: -1, UDPAddr: "127.0.0.1:0", MBMAddr: "off", WebRTCPort: -1})
+	c := clientFrom("127.0.0.1")
+	post := func(path, body string) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+path, strings.NewReader(body))
+		return req
+	}
+	check := func(name string, req *http.Request, status int, retry bool) {
+		t.Helper()
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		defer resp.Body.Close()
+		var er protocol.ErrorReply
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != status || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") ||
+			json.Unmarshal(b, &er) != nil || er.Error == "" {
+			t.Errorf("%s: %d %s %q, want %d with the JSON error body", name, resp.StatusCode, resp.Header.Get("Content-Type"), b, status)
+		}
+		if got := resp.Header.Get("Retry-After") != ""; got != retry {
+			t.Errorf("%s: Retry-After %q, want one: %v", name, resp.Header.Get("Retry-After"), retry)
+		}
+	}
+	check("body too large", post(protocol.PathSessions, `{"client":"`+strings.Repeat("x", 70<<10)+`"}`), http.StatusRequestEntityTooLarge, false)
+	check("bad body", post(protocol.PathSessions, `{`), http.StatusBadRequest, false)
+	if st, msg := do(t, c, post(protocol.PathSessions, `{"client":"t"}`)); st != http.StatusOK {
+		t.Fatalf("first session: %d %q", st, msg)
+	}
+	check("server full", post(protocol.PathSessions, `{"client":"t"}`), http.StatusTooManyRequests, true)
+	const mon = `{"monitor":true,"duration_s":60,"interval_us":100000,"packet_bytes":64}`
+	for i := 0; i < maxMonitorSessionsPerIP; i++ {
+		if st, msg := do(t, c, post(stamp.PathSessions, mon)); st != http.StatusOK {
+			t.Fatalf("monitor session %d: %d %q", i, st, msg)
+		}
+	}
+	check("monitor cap", post(stamp.PathSessions, mon), http.StatusServiceUnavailable, true)
 }

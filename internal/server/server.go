@@ -433,8 +433,7 @@ func (s *Server) Close() {
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req protocol.SessionRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
-		s.writeError(w, http.StatusBadRequest, "invalid session request: "+err.Error())
+	if !s.decodeBody(w, r, 64<<10, "session request", &req) {
 		return
 	}
 	if err := validSessionRequest(req); err != nil {
@@ -576,6 +575,22 @@ func (s *Server) reject(w http.ResponseWriter, err error) {
 		return
 	}
 	s.writeError(w, http.StatusInternalServerError, err.Error())
+}
+
+// decodeBody decodes r's JSON body, of at most limit bytes, into v; on an
+// error it answers 413 (too large) or 400, naming what, and returns false.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, limit int64, what string, v any) bool {
+	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit)).Decode(v)
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &tooBig):
+		s.writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("invalid %s: larger than %d bytes", what, limit))
+	default:
+		s.writeError(w, http.StatusBadRequest, "invalid "+what+": "+err.Error())
+	}
+	return false
 }
 
 func (s *Server) writeError(w http.ResponseWriter, status int, msg string) {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -169,8 +168,7 @@ func (u *udpService) limits() (pps, bps float64) {
 func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 	s := u.s
 	var req stamp.SessionRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
-		s.writeError(w, http.StatusBadRequest, "invalid UDP session request: "+err.Error())
+	if !s.decodeBody(w, r, 64<<10, "UDP session request", &req) {
 		return
 	}
 	maxPPS, maxBps := u.limits()

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -176,13 +175,7 @@ func (s *Server) handleBrowserResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var run BrowserRun
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBrowserRun)).Decode(&run); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("invalid browser result: larger than %d bytes", maxBrowserRun))
-			return
-		}
-		s.writeError(w, http.StatusBadRequest, "invalid browser result: "+err.Error())
+	if !s.decodeBody(w, r, maxBrowserRun, "browser result", &run) {
 		return
 	}
 	// Every size, count and span the page sends is checked before any of
