@@ -41,8 +41,12 @@ Limits apply to sonde and ndt7 tests together; a refused client is told why.
 Slow and idle clients: a request's headers, body and reply each have a
 timeout, a keep-alive connection an idle timeout, and one client IP at most
 --max-conns-per-ip open connections (--max-conns in all); a connection over
-a cap is closed at once. A test's upgraded streams are exempt: they last as
-long as the test (--max-duration). With --token, failed token attempts are
+a cap is refused (503 with the reason) and closed at once. Past the per-IP
+cap, the connections of that address's admitted tests (streams, probes,
+reports: bounded per test) and requests that start a test are still
+served, so many clients behind one NAT get the tests the server admits.
+A test's upgraded streams are exempt: they last as long as the test
+(--max-duration). With --token, failed token attempts are
 rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -147,7 +151,7 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.DurationVar(&cfg.BodyTimeout, "body-timeout", 30*time.Second, "time a client has to send a request's body, from the end of its headers")
 	f.DurationVar(&cfg.WriteTimeout, "write-timeout", 30*time.Second, "time to write a reply to a slow reader, from the end of the request's headers (≥ 5s)")
 	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 30*time.Second, "time a keep-alive connection may wait for its next request")
-	f.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", 64, "HTTP connections one client IP may hold open (test streams not counted)")
+	f.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", 64, "idle and unadmitted HTTP connections one client IP may hold open (its admitted tests' connections not counted)")
 	f.IntVar(&maxConns, "max-conns", 4096, "HTTP connections open in all (lowered to fit the file descriptor limit unless given)")
 	f.Float64Var(&cfg.TokenFailRate, "token-fail-rate", 1, "failed --token attempts per second one client IP may make after the burst")
 	f.IntVar(&cfg.TokenFailBurst, "token-fail-burst", 10, "failed --token attempts one client IP may make at once")

@@ -97,8 +97,9 @@ type Config struct {
 	// two from the end of the headers. IdleTimeout bounds how long a
 	// keep-alive connection waits for its next request (default 30 s).
 	HeaderTimeout, BodyTimeout, WriteTimeout, IdleTimeout time.Duration
-	// MaxConnsPerIP bounds the HTTP connections one client IP holds open
-	// (default 64). MaxConns bounds them all (default 4096, lowered to fit
+	// MaxConnsPerIP bounds the idle and unadmitted HTTP connections one
+	// client IP holds open (default 64); past it, the connections of the
+	// IP's admitted tests are still taken, bounded per test (conns.go). MaxConns bounds them all (default 4096, lowered to fit
 	// the file descriptor limit); it must leave room below that limit for
 	// MaxConcurrent × MaxStreams streams and fdReserve other files.
 	MaxConnsPerIP, MaxConns int
