@@ -1,0 +1,59 @@
+package main
+
+import (
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/server"
+	"github.com/sonde-project/sonde/internal/server/servertest"
+)
+
+// internalWords are what no error line may show: a Go formatting verb
+// gone wrong and net/http's internal names.
+var internalWords = []string{"%!", "(<nil>)", "readLoopPeekFailLocked", "persistConn", "<nil>"}
+
+// checkOneClearLine fails on a stderr that shows an internal word.
+func checkOneClearLine(t *testing.T, what, stderr string) {
+	t.Helper()
+	for _, w := range internalWords {
+		if strings.Contains(stderr, w) {
+			t.Errorf("%s: stderr shows %q: %s", what, w, stderr)
+		}
+	}
+}
+
+// TestRefusalEveryCommand: a server over its per-address connection cap
+// answers every new connection with a plain-text 503 and its reason; every
+// command that calls a sonde server exits 4 and prints that reason, not
+// "not a sonde server" (exit 1) nor net/http's internal wording.
+func TestRefusalEveryCommand(t *testing.T) {
+	addr := servertest.Start(t, server.Config{MaxConnsPerIP: 1, PerIPPerMinute: -1, WebRTCPort: -1})
+	hold, err := net.Dial("tcp", addr) // takes the address's only connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	time.Sleep(50 * time.Millisecond)
+	const reason = "too many connections from your address"
+	for _, args := range [][]string{
+		{"test", "http://" + addr, "-t", "1s", "--no-progress"},
+		{"udp", "http://" + addr, "-t", "1s"},
+		{"mbm", "http://" + addr, "--mode", "udp", "--rate", "4M", "--rtt", "10ms"},
+		{"mbm", "http://" + addr, "--mode", "tcp", "--rate", "4M", "--rtt", "10ms"},
+	} {
+		_, stderr, code := run(t, args...)
+		if code != exitRefused || !strings.Contains(stderr, reason) || strings.Contains(stderr, "not a sonde server") {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and the server's reason", args[:2], code, stderr, exitRefused)
+		}
+		checkOneClearLine(t, strings.Join(args[:2], " "), stderr)
+	}
+	stderr, code := runMonitorFor(10*time.Second, "--target", addr, "--store", filepath.Join(t.TempDir(), "m.db"),
+		"--name", "home", "--listen", "off")
+	if code != exitRefused || !strings.Contains(stderr, reason) {
+		t.Errorf("monitor run: exit %d, stderr %q; want exit %d and the server's reason", code, stderr, exitRefused)
+	}
+	checkOneClearLine(t, "monitor run", stderr)
+}
