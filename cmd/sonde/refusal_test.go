@@ -57,3 +57,24 @@ func TestRefusalEveryCommand(t *testing.T) {
 	}
 	checkOneClearLine(t, "monitor run", stderr)
 }
+
+// TestLabDownUnknownID: an id that cannot be a lab's is a usage error, one
+// that names no running lab says which are up; neither shows "(<nil>)".
+func TestLabDownUnknownID(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"lab", "down", "--state-dir", dir, "--id", "zzzzzz"}, exitUsage, `--id: lab id "zzzzzz" is not 6 hex digits`},
+		{[]string{"lab", "exec", "--state-dir", dir, "--id", "zz", "client", "--", "true"}, exitUsage, `--id: lab id "zz" is not 6 hex digits`},
+		{[]string{"lab", "down", "--state-dir", dir, "--id", "abcdef"}, exitFailure, `no running lab "abcdef" (no lab is up)`},
+	} {
+		_, stderr, code := run(t, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+		checkOneClearLine(t, strings.Join(tc.args[:2], " "), stderr)
+	}
+}
