@@ -13,7 +13,7 @@ import (
 
 // internalWords are what no error line may show: a Go formatting verb
 // gone wrong and net/http's internal names.
-var internalWords = []string{"%!", "(<nil>)", "readLoopPeekFailLocked", "persistConn", "<nil>"}
+var internalWords = []string{"%!", "(<nil>)", "readLoopPeekFailLocked", "persistConn", "<nil>", "net/http"}
 
 // checkOneClearLine fails on a stderr that shows an internal word.
 func checkOneClearLine(t *testing.T, what, stderr string) {
@@ -76,5 +76,57 @@ func TestLabDownUnknownID(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
 		checkOneClearLine(t, strings.Join(tc.args[:2], " "), stderr)
+	}
+}
+
+// TestErrorLinesPlain walks the ways a client command meets a server that
+// is not there, not sonde, closes at once or refuses, and checks that the
+// one line each prints shows no Go formatting verb or internal name.
+func TestErrorLinesPlain(t *testing.T) {
+	listen := func(serve func(net.Conn)) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go serve(c)
+			}
+		}()
+		return ln.Addr().String()
+	}
+	closes := listen(func(c net.Conn) { c.Close() })
+	// Answers before it is asked, as a connection cap does, then closes.
+	early := listen(func(c net.Conn) {
+		_, _ = c.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbusy\n"))
+		c.Close()
+	})
+	garbage := listen(func(c net.Conn) {
+		_, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.2\r\n"))
+		c.Close()
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().String()
+	ln.Close()
+	for _, addr := range []string{closes, early, garbage, gone} {
+		for _, args := range [][]string{
+			{"test", "http://" + addr, "-t", "1s", "--no-progress"},
+			{"udp", "http://" + addr, "-t", "1s"},
+			{"mbm", "http://" + addr, "--mode", "tcp", "--rate", "4M", "--rtt", "10ms"},
+		} {
+			_, stderr, code := run(t, args...)
+			if code == 0 || stderr == "" {
+				t.Errorf("%v: exit %d, stderr %q", args[:2], code, stderr)
+			}
+			checkOneClearLine(t, strings.Join(args[:2], " "), stderr)
+		}
 	}
 }

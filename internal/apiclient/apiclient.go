@@ -254,6 +254,9 @@ func ExplainDial(u *url.URL, err error) error {
 		strings.Contains(err.Error(), "readLoopPeekFailLocked"):
 		return fmt.Errorf("%s closed the connection before answering: refused or overloaded (over its connection cap?), not a sonde server, or TLS expected (try https://)", u.Host)
 	}
+	if _, what, ok := strings.Cut(err.Error(), "malformed HTTP response "); ok {
+		return fmt.Errorf("%s is not a sonde server: it answered %s, not HTTP", u.Host, what)
+	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		return fmt.Errorf("cannot resolve %s: %v", u.Hostname(), dnsErr.Err)
