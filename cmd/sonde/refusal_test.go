@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/apiclient"
 	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/server/servertest"
 )
@@ -128,5 +130,35 @@ func TestErrorLinesPlain(t *testing.T) {
 			}
 			checkOneClearLine(t, strings.Join(args[:2], " "), stderr)
 		}
+	}
+}
+
+// TestByteLimitExit: a download cut by the server's byte limit is measured
+// and reported, and the run exits 1 with the note, not 4 (nothing
+// measured), for one stream and for several.
+func TestByteLimitExit(t *testing.T) {
+	addr := servertest.Start(t, server.Config{MaxBytes: 4 << 20, PerIPPerMinute: -1, WebRTCPort: -1, UDPAddr: "off"})
+	for _, n := range []string{"1", "4"} {
+		out, stderr, code := run(t, "test", "http://"+addr, "-t", "1s", "-n", n, "--no-progress")
+		if code != exitFailure || !strings.Contains(stderr, "download cut short by the server's byte limit") || !strings.Contains(out, "Download") {
+			t.Errorf("-n %s: exit %d, stderr %q; want exit %d, the download reported and the limit named", n, code, stderr, exitFailure)
+		}
+	}
+}
+
+// A refusal inside a run that measured something exits 1, not 4.
+func TestMeasuredErr(t *testing.T) {
+	refused := fmt.Errorf("upload: %w", &apiclient.RefusedError{Status: 410, Reason: "session ended"})
+	if got := exitCode(refused); got != exitRefused {
+		t.Fatalf("a refusal alone: exit %d", got)
+	}
+	if got := exitCode(measuredErr(refused)); got != exitFailure {
+		t.Errorf("a refusal after a measurement: exit %d, want %d", got, exitFailure)
+	}
+	if measuredErr(nil) != nil {
+		t.Error("measuredErr(nil) is not nil")
+	}
+	if got := exitCode(measuredErr(usagef("bad"))); got != exitUsage {
+		t.Errorf("a usage error: exit %d", got)
 	}
 }
