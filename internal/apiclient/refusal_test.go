@@ -127,3 +127,40 @@ func TestExplainDialInternal(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A server that answers as soon as it accepts, before the request is
+// written (as a connection cap may), is read as answering the request: its
+// reason reaches the user, whichever comes first on the wire.
+func TestAnswerBeforeRequest(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = c.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 26\r\nConnection: close\r\n\r\nserver busy: try it later\n"))
+				_ = c.SetReadDeadline(time.Now().Add(time.Second))
+				_, _ = c.Read(make([]byte, 4096))
+			}()
+		}
+	}()
+	for i := range 50 {
+		c, err := New(ln.Addr().String(), "", "test", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Call(context.Background(), http.MethodPost, protocol.PathSessions, protocol.SessionRequest{Client: "test"}, nil)
+		c.Close()
+		var re *RefusedError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), "server busy: try it later") {
+			t.Fatalf("try %d: %v, want the refusal with its reason", i, err)
+		}
+	}
+}
