@@ -228,7 +228,7 @@ func newLabExecCmd(stateDir *string) *cobra.Command {
 		Short: "Run a command in a lab node (client, server, router-N)",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := lab.FindState(*stateDir, id)
+			s, err := findLab(*stateDir, id)
 			if err != nil {
 				return err
 			}
@@ -250,6 +250,17 @@ func newLabExecCmd(stateDir *string) *cobra.Command {
 	return cmd
 }
 
+// findLab finds the running lab --id names (any one when it is empty); an
+// id that cannot be a lab's is a usage error.
+func findLab(stateDir, id string) (lab.State, error) {
+	if id != "" {
+		if err := lab.CheckID(id); err != nil {
+			return lab.State{}, usagef("--id: %s (sonde lab list shows the labs)", err)
+		}
+	}
+	return lab.FindState(stateDir, id)
+}
+
 func newLabDownCmd(stateDir *string) *cobra.Command {
 	var id string
 	cmd := &cobra.Command{
@@ -257,7 +268,7 @@ func newLabDownCmd(stateDir *string) *cobra.Command {
 		Short: "Tear down a running lab",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := lab.FindState(*stateDir, id)
+			s, err := findLab(*stateDir, id)
 			if err != nil {
 				return err
 			}

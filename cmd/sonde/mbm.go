@@ -309,6 +309,7 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	recordLab(&res, truth)
 	if runErr != nil {
 		res.Errors = append(res.Errors, runErr.Error())
+		runErr = measuredErr(runErr) // tests ran: not a refused run
 	}
 	var errs []error
 	if o.out.json != "" {

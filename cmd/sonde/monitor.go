@@ -94,9 +94,6 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 				over("ship-raw", func() { fc.ShipRaw = cfg.ShipRaw })
 				c = fc
 			}
-			if f.Changed("timeout") {
-				c.Timeout = monitor.Duration(timeout)
-			}
 			for _, kv := range []struct {
 				flag string
 				dst  *monitor.Duration
@@ -118,6 +115,14 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 				c.Labels = l
 			}
 			c.Defaults()
+			// Given after the defaults: a 0 on the command line is a value
+			// to refuse, not an unset field.
+			if f.Changed("timeout") {
+				c.Timeout = monitor.Duration(timeout)
+			}
+			if f.Changed("rate") {
+				c.Rate = cfg.Rate
+			}
 			plan, err := c.Validate()
 			if err != nil {
 				return usageErr(err)

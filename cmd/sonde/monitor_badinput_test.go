@@ -136,6 +136,10 @@ func TestMonitorBadInput(t *testing.T) {
 			`^--profiles: .*no such file or directory$`},
 		{"profile file invalid", []string{"--target", "stamp://" + closedPort(t), "--profiles", badProfiles}, 10 * time.Second, 2,
 			`^--profiles .*bad-profiles\.json: .*profile 1 \("x"\): missing reliability$`},
+		{"rate 0", []string{"--target", "stamp://" + closedPort(t), "--rate", "0"}, 10 * time.Second, 2,
+			`^--rate: want 1 to 100 probes/s, got 0$`},
+		{"timeout 0", []string{"--target", "stamp://" + closedPort(t), "--timeout", "0"}, 10 * time.Second, 2,
+			`^--timeout: want 1ms to 1m0s, got 0s$`},
 		{"profile file not JSON", []string{"--target", "stamp://" + closedPort(t), "--profiles", notJSON}, 10 * time.Second, 2,
 			`^--profiles .*not-json\.json: `},
 	} {

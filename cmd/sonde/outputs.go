@@ -64,6 +64,19 @@ func exitCode(err error) int {
 	return exitFailure
 }
 
+// measuredErr is the error of a run that measured something: a refusal
+// within it (a later phase or test refused) does not make it a refused run,
+// whose status (4) says nothing was measured; it exits 1, its figures
+// reported.
+func measuredErr(err error) error {
+	var refused *apiclient.RefusedError
+	var ee *exitError
+	if err == nil || !errors.As(err, &refused) || errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: exitFailure, err: err}
+}
+
 // usageErr marks err as a usage error: one line on stderr and exit 2.
 func usageErr(err error) error {
 	if err == nil {

@@ -73,8 +73,9 @@ func TestReportBadInput(t *testing.T) {
 		}
 		return p
 	}
-	udp := write("u.json", `{"schema":"sonde.udp/v1","flows":[]}`)
-	res := write("r.json", `{"schema":"sonde.result/v1"}`)
+	const run0 = `"id":"x","start":"2025-01-01T00:00:00Z","end":"2025-01-01T00:00:01Z","client":{},"server":{},"config":{}`
+	udp := write("u.json", `{"schema":"sonde.udp/v1",`+run0+`,"flows":[]}`)
+	res := write("r.json", `{"schema":"sonde.result/v1",`+run0+`}`)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -84,6 +85,10 @@ func TestReportBadInput(t *testing.T) {
 		{[]string{"report", write("x.json", `{"schema":"sonde.mbm/v7"}`)}, `unknown schema "sonde.mbm/v7"`},
 		{[]string{"report", write("n.json", `not json`)}, "not a saved sonde result"},
 		{[]string{"report", udp, res}, "cannot compare results of different kinds"},
+		// A known schema over empty or another kind's content.
+		{[]string{"report", write("e.json", `{"schema":"sonde.result/v1"}`)}, "its schema says sonde.result/v1, but it holds no result"},
+		{[]string{"report", write("m.json", `{"schema":"sonde.monitor/v1"}`)}, "its schema says sonde.monitor/v1, but it holds no result"},
+		{[]string{"report", write("o.json", `{"schema":"sonde.result/v1",`+run0+`,"flows":[]}`)}, "its content is a sonde.udp/v1 result"},
 		{[]string{"report", "--html", "-", "--csv", "-", udp}, "only one output"},
 		{[]string{"report", "--csv", filepath.Join(dir, "no", "dir.csv"), udp}, "--csv"},
 	} {

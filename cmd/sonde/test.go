@@ -207,6 +207,9 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 	if res == nil {
 		return runErr
 	}
+	if res.Baseline != nil {
+		runErr = measuredErr(runErr)
+	}
 	outErr := writeOutputs(res, tf, stdout)
 	return errors.Join(runErr, outErr)
 }

@@ -15,9 +15,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/sonde-project/sonde/internal/protocol"
 )
@@ -37,10 +40,54 @@ func New(server, token, software string, tlsCfg *tls.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	d := &net.Dialer{Timeout: 10 * time.Second}
 	return &Client{Base: u, Token: token, Software: software, HTTP: &http.Client{
-		Timeout:   15 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: false, MaxIdleConns: 2},
+		Timeout: 15 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: false, MaxIdleConns: 2,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := d.DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return newAskFirstConn(c), nil
+			}},
 	}}, nil
+}
+
+// askFirstConn holds its first Read until its first Write (or Close). A
+// server over its connection cap answers 503 as soon as it accepts, before
+// the request is written; net/http's transport, reading the connection
+// from the moment it is dialled, then takes the answer for an unsolicited
+// one, logs it and fails the request with an internal message
+// ("readLoopPeekFailLocked: %!w(<nil>)") that loses the server's reason.
+// Held until the request is written, the answer is read as the reply to
+// it, and the refusal's reason reaches the user.
+type askFirstConn struct {
+	net.Conn
+	asked chan struct{}
+	once  sync.Once
+}
+
+func newAskFirstConn(c net.Conn) *askFirstConn {
+	return &askFirstConn{Conn: c, asked: make(chan struct{})}
+}
+
+func (c *askFirstConn) ask() { c.once.Do(func() { close(c.asked) }) }
+
+func (c *askFirstConn) Read(p []byte) (int, error) {
+	<-c.asked
+	return c.Conn.Read(p)
+}
+
+func (c *askFirstConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.ask()
+	return n, err
+}
+
+func (c *askFirstConn) Close() error {
+	c.ask()
+	return c.Conn.Close()
 }
 
 // Close drops idle connections.
@@ -104,11 +151,51 @@ func ErrorFromReply(resp *http.Response) error {
 	if strings.Contains(string(body), "HTTP request to an HTTPS server") {
 		return errors.New("the server speaks HTTPS: use https:// in the server address")
 	}
+	if refusalStatus(resp.StatusCode) {
+		// A refusal whose reason is plain text (the connection caps answer
+		// before any handler runs) or missing is still a refusal.
+		reason := plainReason(body)
+		if reason == "" {
+			reason = "answered " + strconv.Quote(resp.Status)
+		}
+		return &RefusedError{Status: resp.StatusCode, Reason: reason}
+	}
 	host := ""
 	if resp.Request != nil {
 		host = resp.Request.URL.Host + " "
 	}
 	return &StatusError{Status: resp.StatusCode, Msg: fmt.Sprintf("not a sonde server: %sanswered %q", host, resp.Status)}
+}
+
+// refusalStatus tells whether an HTTP status says "not you, not now":
+// a missing or wrong token, a spent limit, a busy server.
+func refusalStatus(code int) bool {
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return true
+	}
+	return false
+}
+
+// plainReason is the first line of a plain-text body, bounded and with
+// anything unprintable dropped (the body is the server's, not ours), or
+// "" when it holds none or looks like a page rather than a reason.
+func plainReason(body []byte) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+	line = strings.TrimSpace(line)
+	if strings.HasPrefix(line, "<") {
+		return ""
+	}
+	line = strings.Map(func(r rune) rune {
+		if !unicode.IsPrint(r) {
+			return -1
+		}
+		return r
+	}, line)
+	if r := []rune(line); len(r) > 200 {
+		line = string(r[:200]) + "…"
+	}
+	return line
 }
 
 // StatusError is a reply that is not from a sonde server (no JSON reason),
@@ -159,10 +246,16 @@ func ExplainDial(u *url.URL, err error) error {
 		return fmt.Errorf("cannot reach sonde server at %s: no route to host", u.Host)
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		return fmt.Errorf("cannot reach sonde server at %s: timed out", u.Host)
-	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET),
-		// net/http's wording when the close races with the request write.
-		strings.Contains(err.Error(), "server closed idle connection"):
-		return fmt.Errorf("%s closed the connection without a reply: not a sonde server, TLS expected (try https://), or the server is over its connection cap", u.Host)
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		// net/http's wordings when the close races with the request write,
+		// or the server answered before it was asked: its internal names,
+		// never to be shown.
+		strings.Contains(err.Error(), "server closed idle connection"),
+		strings.Contains(err.Error(), "readLoopPeekFailLocked"):
+		return fmt.Errorf("%s closed the connection before answering: refused or overloaded (over its connection cap?), not a sonde server, or TLS expected (try https://)", u.Host)
+	}
+	if _, what, ok := strings.Cut(err.Error(), "malformed HTTP response "); ok {
+		return fmt.Errorf("%s is not a sonde server: it answered %s, not HTTP", u.Host, what)
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {

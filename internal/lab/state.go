@@ -158,8 +158,8 @@ func readState(path string) (State, error) {
 // check makes sure that the state names only what its lab owns: clean
 // and down delete what it lists.
 func (s State) check(dir string) error {
-	if len(s.ID) != 6 || strings.Trim(s.ID, "0123456789abcdef") != "" {
-		return fmt.Errorf("lab id %q is not 6 hex digits", s.ID)
+	if err := CheckID(s.ID); err != nil {
+		return err
 	}
 	if len(s.Nodes) > MaxLinks+1 {
 		return fmt.Errorf("%d nodes (at most %d)", len(s.Nodes), MaxLinks+1)
@@ -188,6 +188,14 @@ func (s State) Alive() bool { return s.status() == procRunning }
 // Status describes the lab's process: running, exiting or gone.
 func (s State) Status() string { return s.status().String() }
 
+// CheckID checks the form of a lab id: 6 lower-case hex digits.
+func CheckID(id string) error {
+	if len(id) != 6 || strings.Trim(id, "0123456789abcdef") != "" {
+		return fmt.Errorf("lab id %q is not 6 hex digits", id)
+	}
+	return nil
+}
+
 // FindState returns the running lab with the given id, or the only running
 // lab when id is empty.
 func FindState(dir, id string) (State, error) {
@@ -202,7 +210,22 @@ func FindState(dir, id string) (State, error) {
 	case len(live) == 1:
 		return live[0], nil
 	case len(live) == 0 && id != "":
-		return State{}, fmt.Errorf("sonde lab: no running lab %q (%v)", id, err)
+		var up []string
+		for _, s := range states {
+			if s.Alive() {
+				up = append(up, s.ID+" ("+s.Profile+")")
+			}
+		}
+		running := "no lab is up"
+		if len(up) > 0 {
+			running = "running: " + strings.Join(up, ", ")
+		}
+		if err != nil {
+			// Some states could not be read: say why, as the reason the
+			// lab may not have been found.
+			running += "; " + err.Error()
+		}
+		return State{}, fmt.Errorf("sonde lab: no running lab %q (%s)", id, running)
 	case len(live) == 0:
 		return State{}, errors.New("sonde lab: no lab is up (start one with `sonde lab up PROFILE`)")
 	}

@@ -56,7 +56,7 @@ type ProbeSample struct {
 	// SentNs is the actual send time (the one written into the packet);
 	// LatenessNs how far after its scheduled deadline it left.
 	SentNs     int64     `json:"sent_ns"`
-	LatenessNs int32     `json:"lateness_ns"`
+	LatenessNs int64     `json:"lateness_ns"`
 	RTTNs      int64     `json:"rtt_ns"`           // -1: lost
 	FwdNs      int64     `json:"fwd_ns,omitempty"` // one-way delays where the reflector timestamps (STAMP), else 0
 	RevNs      int64     `json:"rev_ns,omitempty"`

@@ -37,7 +37,7 @@ func BenchmarkCoreSecond(b *testing.B) {
 				for range int(bc.rate) {
 					for s := range bc.targets {
 						smp := model.ProbeSample{Stream: int32(s), Seq: seq, SentNs: now - 3e9 + int64(seq%uint32(bc.rate))*per,
-							RTTNs: 15e6 + rng.Int64N(5e6), LatenessNs: int32(rng.IntN(50e3))}
+							RTTNs: 15e6 + rng.Int64N(5e6), LatenessNs: int64(rng.IntN(50e3))}
 						if rng.IntN(500) == 0 {
 							smp.RTTNs, smp.Lost = -1, true
 						}

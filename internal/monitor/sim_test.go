@@ -36,7 +36,7 @@ func (p *simProber) push(r *probe.Ring, now int64) {
 	for ; p.next < now-3e9; p.next += p.per {
 		for s := range p.targets {
 			fwd := 7e6 + p.rng.Int64N(2e6)
-			smp := model.ProbeSample{Stream: int32(s), Seq: p.seq, SentNs: p.next, LatenessNs: int32(p.rng.IntN(50e3)),
+			smp := model.ProbeSample{Stream: int32(s), Seq: p.seq, SentNs: p.next, LatenessNs: int64(p.rng.IntN(50e3)),
 				RTTNs: 15e6 + p.rng.Int64N(5e6), FwdNs: fwd, RevNs: 8e6 - fwd/2}
 			if p.rng.IntN(500) == 0 || (p.down != nil && p.down(p.next)) {
 				smp.RTTNs, smp.FwdNs, smp.RevNs, smp.Lost = -1, 0, 0, true

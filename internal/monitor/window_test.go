@@ -32,7 +32,7 @@ func TestDetectorsSameOnWindowSamples(t *testing.T) {
 			if el > 8*time.Minute {
 				base = 35e6 // a baseline step
 			}
-			p := model.ProbeSample{Stream: s, Seq: uint32(i), SentNs: sent, LatenessNs: int32(rng.IntN(1e5)), Load: model.LoadIdle}
+			p := model.ProbeSample{Stream: s, Seq: uint32(i), SentNs: sent, LatenessNs: int64(rng.IntN(1e5)), Load: model.LoadIdle}
 			switch {
 			case el%(5*time.Minute) >= 2*time.Minute && el%(5*time.Minute) < 2*time.Minute+40*time.Second:
 				// A loaded episode: queueing delay climbs, drops at peaks.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -222,6 +223,9 @@ func Decode(name string, b []byte) (*Saved, error) {
 		if err != nil {
 			return nil, inputErrorf("%s: %s: %w", name, k.schema, err)
 		}
+		if err := checkContent(name, k, b); err != nil {
+			return nil, err
+		}
 		return &Saved{Name: name, kind: k, v: v}, nil
 	}
 	if schema == "" {
@@ -259,3 +263,92 @@ func (s *Saved) WriteText(w io.Writer) error { return s.kind.text(w, s.v) }
 
 // WriteHTML re-renders the result's HTML report.
 func (s *Saved) WriteHTML(w io.Writer) error { return s.kind.html(w, s.v) }
+
+// fieldsOf returns the top-level JSON keys of a kind's result type, and
+// the required ones among them: those sonde always writes (no omitempty
+// or omitzero), the schema field aside.
+func fieldsOf(t reflect.Type) (known, required map[string]bool) {
+	known, required = map[string]bool{}, map[string]bool{}
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			if f.Anonymous && name == "" {
+				walk(f.Type)
+				continue
+			}
+			if !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			known[name] = true
+			if name != "schema" && !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+				required[name] = true
+			}
+		}
+	}
+	walk(t)
+	return known, required
+}
+
+// fields returns the kind's known and required top-level keys.
+func (k *kind) fields() (known, required map[string]bool) {
+	v, err := k.decode([]byte("{}"))
+	if err != nil {
+		return nil, nil
+	}
+	return fieldsOf(reflect.TypeOf(v))
+}
+
+// checkContent refuses a file whose schema names a kind but whose content
+// is not one: empty (only the schema), or another kind's result with its
+// schema field changed. Decoding alone accepts both (every field is
+// optional to encoding/json), and the report would be empty. A file that
+// lacks a field but is no other kind's (one written before the field was
+// added) is read.
+func checkContent(name string, k *kind, b []byte) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return inputErrorf("%s: %s: %w", name, k.schema, err)
+	}
+	// A key written as null is there: sonde writes an empty list so.
+	present := func(key string) bool { _, ok := top[key]; return ok }
+	known, req := k.fields()
+	var missing []string
+	for key := range req {
+		if !present(key) {
+			missing = append(missing, key)
+		}
+	}
+	sort.Strings(missing)
+	// Another kind's content: every field that kind always writes, and
+	// either fields this kind does not know or this kind's missing.
+	for _, o := range kinds {
+		if o == k {
+			continue
+		}
+		_, oreq := o.fields()
+		all, foreign := len(oreq) > 0, false
+		for key := range oreq {
+			all = all && present(key)
+			foreign = foreign || !known[key]
+		}
+		if all && (foreign || len(missing) > 0) {
+			return inputErrorf("%s: its schema says %s, but its content is a %s result", name, k.schema, o.schema)
+		}
+	}
+	if len(req) > 0 && len(missing) == len(req) {
+		return inputErrorf("%s: its schema says %s, but it holds no result (none of %s)", name, k.schema, strings.Join(missing, ", "))
+	}
+	return nil
+}

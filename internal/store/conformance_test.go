@@ -50,6 +50,7 @@ func TestConformance(t *testing.T) {
 		{"monitor-rows", testMonitorRows},
 		{"batch-atomic-and-bounded", testBatchAtomic},
 		{"late-replaces-lost", testLateReplacesLost},
+		{"lateness-past-32-bits", testLatenessWide},
 		{"retention", testRetention},
 		{"capacities", testCapacities},
 		{"newer-schema", testNewerSchema},
@@ -259,7 +260,7 @@ const t0 = int64(1_767_225_600_000_000_000) // 2026-01-01 UTC
 func probes(n int, stream int32, start int64) []model.ProbeSample {
 	out := make([]model.ProbeSample, n)
 	for i := range out {
-		p := model.ProbeSample{Stream: stream, Seq: uint32(i), SentNs: start + int64(i)*100e6, LatenessNs: int32(i * 1000),
+		p := model.ProbeSample{Stream: stream, Seq: uint32(i), SentNs: start + int64(i)*100e6, LatenessNs: int64(i * 1000),
 			RTTNs: 19e6 + int64(i)*1000, FwdNs: 9e6, RevNs: 10e6 + int64(i), Load: model.LoadState(i % 5)}
 		switch i % 7 {
 		case 3:
@@ -527,5 +528,25 @@ func testLateReplacesLost(t *testing.T, url string) {
 	want := []model.ProbeSample{late(0), ok(1), late(2)}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("probes after late replies:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// testLatenessWide: a probe sent seconds after its deadline (a suspended
+// or starved monitor) keeps its lateness, past the 2.147 s of 32 bits.
+func testLatenessWide(t *testing.T, url string) {
+	s := open(t, url, Options{})
+	ctx := context.Background()
+	mid, _ := monitor(t, s, "m")
+	in := probes(3, 0, t0)
+	in[0].LatenessNs, in[1].LatenessNs, in[2].LatenessNs = 2_147_483_648, 5e9, 1<<40
+	if err := s.Write(ctx, mid, &Batch{Probes: in}); err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	if err := s.Probes(ctx, mid, t0, t0+1e12, func(p model.ProbeSample) error { got = append(got, p.LatenessNs); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{2_147_483_648, 5e9, 1 << 40}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("lateness read back %v, want %v", got, want)
 	}
 }

@@ -229,7 +229,7 @@ func (s *sqlStore) writeTx(ctx context.Context, monitor int64, sids []int32, b *
 			fl |= flagLate
 		}
 		ins.add(probeTable, 9,
-			id, p.SentNs, int64(p.Seq), int64(p.LatenessNs), p.RTTNs, p.FwdNs, p.RevNs, fl, int(p.Load))
+			id, p.SentNs, int64(p.Seq), p.LatenessNs, p.RTTNs, p.FwdNs, p.RevNs, fl, int(p.Load))
 	}
 	ins.flush()
 	for _, c := range b.Counters {
@@ -384,7 +384,7 @@ func (s *sqlStore) Probes(ctx context.Context, monitor int64, from, to int64, fn
 		if err := rows.Scan(&sid, &p.SentNs, &seq, &late, &p.RTTNs, &p.FwdNs, &p.RevNs, &flags, &load); err != nil {
 			return fmt.Errorf("store: read probes: %w", err)
 		}
-		p.Stream, p.Seq, p.LatenessNs = int32(sid), uint32(seq), int32(late)
+		p.Stream, p.Seq, p.LatenessNs = int32(sid), uint32(seq), late
 		p.Lost, p.Late, p.Load = flags&flagLost != 0, flags&flagLate != 0, model.LoadState(load)
 		if err := fn(p); err != nil {
 			return err

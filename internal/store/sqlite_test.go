@@ -179,7 +179,7 @@ func BenchmarkProbeRowBytes(b *testing.B) {
 			for i := range batch.Probes {
 				k := n*perBatch + i
 				p := model.ProbeSample{Stream: int32(i % streams), Seq: uint32(k / streams), SentNs: t0 + int64(k/streams)*100e6 + rng.Int64N(50e3),
-					LatenessNs: int32(rng.IntN(80e3)), RTTNs: 19e6 + rng.Int64N(5e6), Load: model.LoadIdle}
+					LatenessNs: int64(rng.IntN(80e3)), RTTNs: 19e6 + rng.Int64N(5e6), Load: model.LoadIdle}
 				p.FwdNs = p.RTTNs/2 + rng.Int64N(1e6)
 				p.RevNs = p.RTTNs - p.FwdNs
 				if rng.IntN(100) == 0 {

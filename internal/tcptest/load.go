@@ -99,6 +99,9 @@ type phaseResult struct {
 	foreign   []foreignProbe
 	foreignKO int
 	auto      bool
+	// unopened counts the streams asked for but refused because the
+	// streams already open had spent the test's byte limit.
+	unopened int
 }
 
 // Progress is a live reading for the display.
@@ -143,6 +146,13 @@ func (t *tester) loadPhase(ctx context.Context, dir string, specs []flowSpec, au
 	}
 	for _, s := range specs {
 		if err := open(s); err != nil {
+			if len(pr.flows) > 0 && t.budgetSpent(err) {
+				// The streams already open spent the test's byte budget
+				// before this one was asked for: the phase is theirs, and
+				// limitCut says it was cut short.
+				pr.unopened = len(specs) - len(pr.flows)
+				break
+			}
 			cancel()
 			wg.Wait()
 			pr.end = time.Now()

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/apiclient"
 	"github.com/sonde-project/sonde/internal/assemble"
 	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
@@ -101,7 +103,7 @@ func (t *tester) direction(ctx context.Context, res *model.Result, dir string) e
 	if len(pr.flows) == 0 {
 		// Refused (e.g. the test's byte limit is spent): nothing was
 		// measured, so no figures, only the error.
-		return perr
+		return t.notMeasured(dir, perr)
 	}
 	rep, rerr := t.report(context.WithoutCancel(ctx), false)
 	d := t.assemble(pr, rep, res.Baseline)
@@ -128,15 +130,39 @@ func (t *tester) limitCut(pr *phaseResult, rep protocol.Report) error {
 		}
 	}
 	var errs []error
-	if n := cut[protocol.LimitBytes]; n > 0 {
-		errs = append(errs, fmt.Errorf("%s cut short by the server's byte limit (%d bytes per test, download and upload together; %d of %d streams stopped by it): the figures cover only what moved before it",
-			pr.dir, t.session.MaxBytes, n, len(pr.flows)))
+	if n := cut[protocol.LimitBytes]; n > 0 || pr.unopened > 0 {
+		unopened := ""
+		if pr.unopened > 0 {
+			unopened = fmt.Sprintf(", %d more not opened", pr.unopened)
+		}
+		errs = append(errs, fmt.Errorf("%s cut short by the server's byte limit (%d bytes per test, download and upload together; %d of %d streams stopped by it%s): the figures cover only what moved before it",
+			pr.dir, t.session.MaxBytes, n, len(pr.flows), unopened))
 	}
 	if n := cut[protocol.LimitDuration]; n > 0 {
 		errs = append(errs, fmt.Errorf("%s cut short by the server's test duration limit (%.0f s; %d of %d streams stopped by it)",
 			pr.dir, t.session.MaxDurationS, n, len(pr.flows)))
 	}
 	return errors.Join(errs...)
+}
+
+// budgetSpent tells whether err is the server's refusal of a load stream
+// because the test's byte limit is spent (a 403, docs/protocol.md).
+func (t *tester) budgetSpent(err error) bool {
+	var re *apiclient.RefusedError
+	return t.session.MaxBytes > 0 && errors.As(err, &re) && re.Status == http.StatusForbidden
+}
+
+// notMeasured is the error of a phase none of whose streams opened. A
+// phase refused because an earlier one spent the test's byte limit is not
+// a refused test (the earlier phase was measured and is reported), so the
+// refusal is not passed on as one: the run failed in part (exit 1 in the
+// CLI), it was not refused (exit 4, nothing measured).
+func (t *tester) notMeasured(phase string, err error) error {
+	if !t.budgetSpent(err) {
+		return err
+	}
+	return fmt.Errorf("%s not measured: the server's byte limit (%d bytes per test, download and upload together) was spent before it began",
+		phase, t.session.MaxBytes)
 }
 
 // maxStreams is the client's bound, within the server's.
@@ -183,7 +209,7 @@ func (t *tester) autoStreams(ctx context.Context, dir string, flows func() []*lo
 			}
 			lastAdd = goodput
 			if err := add(); err != nil {
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || t.budgetSpent(err) {
 					return nil
 				}
 				return fmt.Errorf("add stream: %w", err)
@@ -246,6 +272,9 @@ func (t *tester) classes(ctx context.Context, res *model.Result) error {
 			udp[i] = t.startClassUDP(ctx, c, res)
 		}
 		pr, perr := t.loadPhase(ctx, dir, specs, false)
+		if len(pr.flows) == 0 {
+			perr = t.notMeasured("classes "+dir, perr)
+		}
 		rep, rerr := t.report(context.WithoutCancel(ctx), false)
 		d := t.assemble(pr, rep, nil)
 		if err := t.limitCut(pr, rep); err != nil && perr == nil {

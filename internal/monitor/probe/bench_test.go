@@ -103,7 +103,7 @@ func BenchmarkProber(b *testing.B) {
 			var late []int64
 			lost := 0
 			for _, s := range samples {
-				late = append(late, int64(s.LatenessNs))
+				late = append(late, s.LatenessNs)
 				if s.Lost {
 					lost++
 				}

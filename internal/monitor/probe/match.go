@@ -19,7 +19,7 @@ const (
 type record struct {
 	seq     uint32
 	state   uint8
-	late    int32  // scheduler lateness, ns
+	late    int64  // scheduler lateness, ns
 	session uint64 // STAMP: the SSID; ICMP: the stream's token; TCP: the socket
 	wire    uint64 // STAMP and ICMP: the send timestamp in the packet; TCP: a probe number
 	sentNs  int64

@@ -297,7 +297,7 @@ func (p *Prober) sendOne(s *stream) {
 	deadline := s.next
 	err := s.k.send(s, seq, func(r record) {
 		r.seq = seq
-		r.late = int32(min(max(r.sentNs-deadline, 0), math.MaxInt32))
+		r.late = max(r.sentNs-deadline, 0)
 		s.mu.Lock()
 		s.pend.add(r)
 		s.stats.Sent++
