@@ -78,11 +78,11 @@ func (s *MBMSummarizer) AddResult(r *model.MBMResult) {
 			s.groups[k] = g
 		}
 		switch x.Verdict {
-		case "PASS":
+		case model.MBMPass:
 			g.verdicts.Pass++
-		case "FAIL":
+		case model.MBMFail:
 			g.verdicts.Fail++
-		case "INCONCLUSIVE":
+		case model.MBMInconclusive:
 			g.verdicts.Inconclusive++
 		default:
 			g.verdicts.Error++
@@ -90,7 +90,7 @@ func (s *MBMSummarizer) AddResult(r *model.MBMResult) {
 		if x.Packets > 0 && finite(x.Loss) {
 			g.loss = append(g.loss, x.Loss)
 		}
-		if (x.Verdict == "PASS" || x.Verdict == "FAIL") && decided > 0 {
+		if (x.Verdict == model.MBMPass || x.Verdict == model.MBMFail) && decided > 0 {
 			g.decided = append(g.decided, float64(decided))
 			e := bits.Len64(uint64(decided)) - 1 // 2^e ≤ decided < 2^(e+1)
 			bin := s.decide[e]
@@ -98,7 +98,7 @@ func (s *MBMSummarizer) AddResult(r *model.MBMResult) {
 				bin = decideBin(e)
 				s.decide[e] = bin
 			}
-			if x.Verdict == "PASS" {
+			if x.Verdict == model.MBMPass {
 				bin.Pass++
 			} else {
 				bin.Fail++

@@ -350,7 +350,7 @@ func skipIf(t *testing.T, skips []string, total int) {
 func verdictCheck(want string) func(run, truth) string {
 	return func(x run, tr truth) string {
 		switch {
-		case want != "" && x.x.Verdict != want:
+		case want != "" && string(x.x.Verdict) != want:
 			return fmt.Sprintf("verdict %s (%s), want %s from the configured path", x.x.Verdict, x.x.Reason, want)
 		case x.x.Transport == "udp" && x.x.Losses > int64(tr.randomLoss+tr.queueDrops):
 			return fmt.Sprintf("%d losses counted, the emulator dropped %d", x.x.Losses, tr.randomLoss+tr.queueDrops)
