@@ -133,3 +133,14 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestFloorTo(t *testing.T) {
+	const h = int64(3600e9)
+	for _, c := range []struct{ t, floor, ceil, div int64 }{
+		{0, 0, 0, 0}, {1, 0, h, 0}, {h, h, h, 1}, {h + 1, h, 2 * h, 1}, {-1, -h, 0, -1}, {-h, -h, -h, -1}, {-h - 1, -2 * h, -h, -2},
+	} {
+		if f, c2, d := FloorTo(c.t, h), CeilTo(c.t, h), FloorDiv(c.t, h); f != c.floor || c2 != c.ceil || d != c.div {
+			t.Errorf("%d: floor %d ceil %d div %d, want %d %d %d", c.t, f, c2, d, c.floor, c.ceil, c.div)
+		}
+	}
+}
