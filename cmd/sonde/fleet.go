@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -127,11 +126,7 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 func writeFleetReport(stdout, stderr io.Writer, out *outputs, rep *model.FleetReport) error {
 	var errs []error
 	if out.json != "" {
-		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rep)
-		}))
+		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, rep) }))
 	}
 	if out.html != "" {
 		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteFleetHTML(w, rep) }))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -176,7 +175,7 @@ func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
 	res.Subpath = o.subpath
 	var errs []error
 	if o.out.json != "" {
-		errs = append(errs, writeOutput("--json", o.out.json, stdout, func(w io.Writer) error { return writeMBMJSON(w, res) }))
+		errs = append(errs, writeOutput("--json", o.out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }))
 	}
 	if o.out.html != "" {
 		errs = append(errs, writeOutput("--html", o.out.html, stdout, func(w io.Writer) error { return report.WriteMBMHTML(w, &res) }))
@@ -227,7 +226,7 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	}
 	var errs []error
 	if o.out.json != "" {
-		errs = append(errs, writeOutput("--json", o.out.json, stdout, func(w io.Writer) error { return writeMBMJSON(w, res) }))
+		errs = append(errs, writeOutput("--json", o.out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }))
 	}
 	if o.out.html != "" {
 		errs = append(errs, writeOutput("--html", o.out.html, stdout, func(w io.Writer) error { return report.WriteMBMHTML(w, res) }))
@@ -253,13 +252,6 @@ func mbmExit(tests []model.MBMTest) error {
 		return &exitError{code: exitVerdict, err: errSilent}
 	}
 	return nil
-}
-
-// writeMBMJSON writes an MBM document indented, like every saved result.
-func writeMBMJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func newMBMComposeCmd() *cobra.Command {
@@ -335,7 +327,7 @@ func runMBMCompose(stdout io.Writer, paths []string, e2ePath, jsonOut string, qu
 		mbm.AddMeasured(&c, e2ePath, e2e)
 	}
 	if jsonOut != "" {
-		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return writeMBMJSON(w, c) }); err != nil {
+		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return report.WriteJSON(w, c) }); err != nil {
 			report.WriteMBMComposeText(os.Stderr, &c)
 			return err
 		}

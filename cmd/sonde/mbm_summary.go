@@ -75,7 +75,7 @@ func runMBMSummary(stdout, stderr io.Writer, out *outputs, args []string) error 
 	s := sum.Summary()
 	var errs []error
 	if out.json != "" {
-		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return writeMBMJSON(w, s) }))
+		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, s) }))
 	}
 	if out.html != "" {
 		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteMBMSummaryHTML(w, &s) }))

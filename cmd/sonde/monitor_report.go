@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -130,7 +129,7 @@ oversizing from the link capacity the daemon recorded while it ran
 func writeMonitorReport(stdout, stderr io.Writer, out *outputs, csvSeries string, rep *model.MonitorReport) error {
 	var errs []error
 	if out.json != "" {
-		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return writeMonitorJSON(w, rep) }))
+		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, rep) }))
 	}
 	if out.html != "" {
 		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteMonitorHTML(w, rep) }))
@@ -157,12 +156,6 @@ func writeMonitorReport(stdout, stderr io.Writer, out *outputs, csvSeries string
 		}
 	}
 	return err
-}
-
-func writeMonitorJSON(w io.Writer, rep *model.MonitorReport) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
 }
 
 // reportRate reads an optional capacity flag: "" is 0 (the recorded one).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/monitor"
+	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 )
 
@@ -190,11 +190,7 @@ func newStoreMonitorListCmd() *cobra.Command {
 					return err
 				}
 				if jsonOut != "" {
-					return writeOutput("--json", jsonOut, cmd.OutOrStdout(), func(w io.Writer) error {
-						enc := json.NewEncoder(w)
-						enc.SetIndent("", "  ")
-						return enc.Encode(ms)
-					})
+					return writeOutput("--json", jsonOut, cmd.OutOrStdout(), func(w io.Writer) error { return report.WriteJSON(w, ms) })
 				}
 				w := cmd.OutOrStdout()
 				fmt.Fprintf(w, "%-24s %-9s %-6s %-8s %-10s %s\n", "NAME", "ENROLLED", "TOKEN", "REVOKED", "INSTANCE", "LABELS")

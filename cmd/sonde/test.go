@@ -217,7 +217,7 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
 	var errs []error
 	if o := tf.out.json; o != "" {
-		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error { return writeJSON(w, res) }))
+		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }))
 	}
 	if o := tf.out.html; o != "" {
 		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error { return report.WriteHTML(w, res) }))
@@ -259,12 +259,6 @@ func progressLine(w io.Writer) func(tcptest.Progress) {
 		fmt.Fprintf(w, "\r\033[K%-8s %4.1f/%.0fs  %14s  rtt %9s  streams %d",
 			p.Phase, p.Elapsed.Seconds(), p.Duration.Seconds(), units.FormatRate(p.RateBps), rtt, p.Streams)
 	}
-}
-
-func writeJSON(w io.Writer, res *model.Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res)
 }
 
 // maxTruthFile bounds a ground-truth file: its JSON takes a few hundred

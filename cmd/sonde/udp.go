@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -210,11 +209,7 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 	}
 	var errs []error
 	if o := uf.out.json; o != "" {
-		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
-		}))
+		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }))
 	}
 	if o := uf.out.html; o != "" {
 		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error { return report.WriteUDPHTML(w, res) }))

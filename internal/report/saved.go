@@ -281,3 +281,12 @@ func (s *Saved) WriteText(w io.Writer) error { return s.kind.text(w, s.v) }
 
 // WriteHTML re-renders the result's HTML report.
 func (s *Saved) WriteHTML(w io.Writer) error { return s.kind.html(w, s.v) }
+
+// WriteJSON writes v as a saved result is written (`--json` of every
+// command): indented by two spaces, one trailing newline. It is the one
+// JSON writer of saved results; Load reads them back.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
