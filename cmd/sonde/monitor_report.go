@@ -48,7 +48,7 @@ report reads per-minute rollups and says so (docs/monitor.md, "Reports").
 --to take RFC 3339 times (2026-05-16T00:00:00Z) or dates (2026-05-16,
 midnight UTC); --to defaults to now. A range is at most 10 years.
 --threshold lists the requirements L (e.g. 30ms,100ms,200ms,1.2s);
---profile reads requirement profiles from a JSON file (default: seed
+--profiles reads requirement profiles from a JSON file (default: seed
 001's smart-grid table).
 Loaded episodes get an inferred buffer (B = C × added delay), BDP and
 oversizing from the link capacity the daemon recorded while it ran
@@ -71,7 +71,7 @@ oversizing from the link capacity the daemon recorded while it ran
 			}
 			if profile != "" {
 				if cfg.Profiles, err = readProfiles(profile); err != nil {
-					return usagef("--profile %s: %w", profile, err)
+					return usagef("--profiles %s: %w", profile, err)
 				}
 			}
 			if _, err := reliability.New(cfg, nil); err != nil {
@@ -113,7 +113,8 @@ oversizing from the link capacity the daemon recorded while it ran
 	f := cmd.Flags()
 	sr.register(cmd, "report", "24h")
 	f.StringVar(&thresholds, "threshold", "", "latency requirements L of R(L), a comma-separated `LIST` of durations (default 50ms,100ms,200ms,500ms,1s,5s)")
-	f.StringVar(&profile, "profile", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table)")
+	f.StringVar(&profile, "profiles", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table; the file monitor run --profiles takes)")
+	deprecatedAlias(f, "profile", "profiles")
 	f.StringVar(&up, "up", "", "uplink capacity `RATE` for the inferred buffers, e.g. 700k (default: what the monitor recorded)")
 	f.StringVar(&down, "down", "", "downlink capacity `RATE` for the inferred buffers, e.g. 8M (default: what the monitor recorded)")
 	f.StringVar(&csvSeries, "csv-series", "", "write the delay and loss time series as CSV to `FILE`, - for stdout")

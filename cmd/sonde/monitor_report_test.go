@@ -283,3 +283,21 @@ func TestMonitorReportCapacity(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileFlagAlias: --profile, the old spelling of --profiles in
+// monitor report and fleet report, still works for one release and says
+// what to use.
+func TestProfileFlagAlias(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "none.json")
+	for _, args := range [][]string{
+		{"monitor", "report", "--store", filepath.Join(t.TempDir(), "m.db"), "--profile", bad},
+		{"fleet", "report", "--store", filepath.Join(t.TempDir(), "f.db"), "--profile", bad},
+	} {
+		// cobra prints the deprecation where it prints usage (stderr
+		// when the command's output is not set, as in main).
+		stdout, stderr, code := run(t, args...)
+		if code != exitUsage || !strings.Contains(stdout+stderr, "use --profiles instead") || !strings.Contains(stderr, "--profiles "+bad) {
+			t.Errorf("%v: exit %d, %q %q; want 2, the file read as --profiles and the replacement named", args, code, stdout, stderr)
+		}
+	}
+}

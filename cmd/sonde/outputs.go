@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sonde-project/sonde/internal/apiclient"
 )
@@ -249,3 +250,13 @@ func writeOutput(flag, name string, stdout io.Writer, write func(io.Writer) erro
 
 // errSilent marks an error already reported to the user.
 var errSilent = errors.New("")
+
+// deprecatedAlias makes old a spelling of the flag name in fs, kept for
+// one release: it sets the same value, is hidden from the help, and
+// cobra prints "Flag --old has been deprecated, use --name instead" when
+// it is given. One flag name has one meaning across commands.
+func deprecatedAlias(fs *pflag.FlagSet, old, name string) {
+	f := fs.Lookup(name)
+	fs.Var(f.Value, old, f.Usage)
+	_ = fs.MarkDeprecated(old, "use --"+name+" instead")
+}
