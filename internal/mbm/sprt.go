@@ -20,15 +20,10 @@ const (
 )
 
 func (d Decision) String() string {
-	switch d {
-	case Pass:
-		return "PASS"
-	case Fail:
-		return "FAIL"
-	case Inconclusive:
-		return "INCONCLUSIVE"
+	if d == Continue {
+		return "CONTINUE"
 	}
-	return "CONTINUE"
+	return string(d.Verdict())
 }
 
 // Lines are Wald's SPRT lines for a Bernoulli mark rate (metrics.md §7):
