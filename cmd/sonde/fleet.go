@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -125,21 +124,10 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 // writeFleetReport writes every output asked for; the text summary goes
 // where outputs say, and to stderr if a file output failed.
 func writeFleetReport(stdout, stderr io.Writer, out *outputs, rep *model.FleetReport) error {
-	var errs []error
-	if out.json != "" {
-		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, rep) }))
-	}
-	if out.html != "" {
-		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteFleetHTML(w, rep) }))
-	}
-	if out.csv != "" {
-		errs = append(errs, writeOutput("--csv", out.csv, stdout, func(w io.Writer) error { return report.WriteFleetCSV(w, rep) }))
-	}
-	err := errors.Join(errs...)
-	if w := out.textTo(stdout, stderr, err != nil); w != nil {
-		err = errors.Join(err, report.WriteFleetText(w, rep))
-	}
-	return err
+	return out.write(stdout, stderr, forms{json: rep,
+		html: func(w io.Writer) error { return report.WriteFleetHTML(w, rep) },
+		csv:  func(w io.Writer) error { return report.WriteFleetCSV(w, rep) },
+		text: func(w io.Writer) error { return report.WriteFleetText(w, rep) }})
 }
 
 func newFleetAggregateCmd() *cobra.Command {

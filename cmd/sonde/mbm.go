@@ -173,18 +173,9 @@ func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
 	res := mbm.Result(plan)
 	res.Plan = true
 	res.Subpath = o.subpath
-	var errs []error
-	if o.out.json != "" {
-		errs = append(errs, writeOutput("--json", o.out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }))
-	}
-	if o.out.html != "" {
-		errs = append(errs, writeOutput("--html", o.out.html, stdout, func(w io.Writer) error { return report.WriteMBMHTML(w, &res) }))
-	}
-	failed := errors.Join(errs...) != nil
-	if w := o.out.textTo(stdout, os.Stderr, failed); w != nil {
-		errs = append(errs, report.WriteMBMPlanText(w, plan)) // nothing is lost
-	}
-	return errors.Join(errs...)
+	return o.out.write(stdout, os.Stderr, forms{json: res,
+		html: func(w io.Writer) error { return report.WriteMBMHTML(w, &res) },
+		text: func(w io.Writer) error { return report.WriteMBMPlanText(w, plan) }}) // nothing is lost
 }
 
 // runMBM runs the tests against server (internal/mbm/mbmrun) and writes
@@ -224,20 +215,11 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if res == nil {
 		return runErr // refused, unreachable, no MBM: nothing measured
 	}
-	var errs []error
-	if o.out.json != "" {
-		errs = append(errs, writeOutput("--json", o.out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }))
-	}
-	if o.out.html != "" {
-		errs = append(errs, writeOutput("--html", o.out.html, stdout, func(w io.Writer) error { return report.WriteMBMHTML(w, res) }))
-	}
-	if o.out.csv != "" {
-		errs = append(errs, writeOutput("--csv", o.out.csv, stdout, func(w io.Writer) error { return report.WriteMBMCSV(w, res) }))
-	}
-	if w := o.out.textTo(stdout, os.Stderr, errors.Join(errs...) != nil); w != nil {
-		errs = append(errs, report.WriteMBMText(w, res))
-	}
-	if err := errors.Join(runErr, errors.Join(errs...)); err != nil {
+	outErr := o.out.write(stdout, os.Stderr, forms{json: res,
+		html: func(w io.Writer) error { return report.WriteMBMHTML(w, res) },
+		csv:  func(w io.Writer) error { return report.WriteMBMCSV(w, res) },
+		text: func(w io.Writer) error { return report.WriteMBMText(w, res) }})
+	if err := errors.Join(runErr, outErr); err != nil {
 		return err
 	}
 	return mbmExit(res.Tests)

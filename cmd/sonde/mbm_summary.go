@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -73,20 +72,10 @@ func runMBMSummary(stdout, stderr io.Writer, out *outputs, args []string) error 
 		}
 	}
 	s := sum.Summary()
-	var errs []error
-	if out.json != "" {
-		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, s) }))
-	}
-	if out.html != "" {
-		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteMBMSummaryHTML(w, &s) }))
-	}
-	if out.csv != "" {
-		errs = append(errs, writeOutput("--csv", out.csv, stdout, func(w io.Writer) error { return report.WriteMBMSummaryCSV(w, &s) }))
-	}
-	if w := out.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil {
-		errs = append(errs, report.WriteMBMSummaryText(w, &s))
-	}
-	return errors.Join(errs...)
+	return out.write(stdout, stderr, forms{json: s,
+		html: func(w io.Writer) error { return report.WriteMBMSummaryHTML(w, &s) },
+		csv:  func(w io.Writer) error { return report.WriteMBMSummaryCSV(w, &s) },
+		text: func(w io.Writer) error { return report.WriteMBMSummaryText(w, &s) }})
 }
 
 // summaryFiles lists the files of args: files as given, directories'

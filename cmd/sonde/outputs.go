@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sonde-project/sonde/internal/apiclient"
+	"github.com/sonde-project/sonde/internal/report"
 )
 
 // Exit codes of every command. exitCodes documents them, in `sonde
@@ -227,6 +228,34 @@ func (o *outputs) textTo(stdout, stderr io.Writer, failed bool) io.Writer {
 		return nil
 	}
 	return stdout
+}
+
+// forms are a result's renderings: the value written as JSON, and the
+// HTML, CSV and text writers; nil for a form the command has not.
+type forms struct {
+	json            any
+	html, csv, text func(io.Writer) error
+}
+
+// write is the one output writer of the commands: every output o names
+// (JSON, HTML, CSV), then the text summary where textTo says. An output
+// that fails stops neither the others nor the text, which then goes where
+// it is seen, so that nothing measured is lost.
+func (o *outputs) write(stdout, stderr io.Writer, f forms) error {
+	var errs []error
+	if o.json != "" && f.json != nil {
+		errs = append(errs, writeOutput("--json", o.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, f.json) }))
+	}
+	if o.html != "" && f.html != nil {
+		errs = append(errs, writeOutput("--html", o.html, stdout, f.html))
+	}
+	if o.csv != "" && f.csv != nil {
+		errs = append(errs, writeOutput("--csv", o.csv, stdout, f.csv))
+	}
+	if w := o.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil && f.text != nil {
+		errs = append(errs, f.text(w))
+	}
+	return errors.Join(errs...)
 }
 
 // write writes one output to name ("-": stdout).
