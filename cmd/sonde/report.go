@@ -34,7 +34,7 @@ func newReportCmd() *cobra.Command {
 	var out outputs
 	cmd := &cobra.Command{
 		Use:   "report FILE...",
-		Short: "Re-render saved results (--json of test, udp, analyze) or compare them side by side",
+		Short: "Re-render saved results (--json of test, udp, analyze, mbm, monitor report, fleet report) or compare them side by side",
 		Long:  reportHelp,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
