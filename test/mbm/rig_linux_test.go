@@ -134,7 +134,7 @@ func (r *rig) serve(k, link int) string {
 		r.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := r.lab.Command(ctx, node, sondeBin, "serve", "--addr", hp, "--db", ":memory:", "--per-ip-rate", "off",
+	cmd := r.lab.Command(ctx, node, sondeBin, "serve", "--addr", hp, "--store", ":memory:", "--per-ip-rate", "off",
 		"--udp-addr", "off", "--webrtc-port", "off", "--server-records=false")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
