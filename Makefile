@@ -61,11 +61,17 @@ test: build deps cross
 	$(GO) test -count=1 -p 1 -timeout 15m ./...
 
 # Compile (no link, nothing written) for the other systems and arm64, so a
-# Linux-only call outside a _linux.go file fails here, not on a user's Mac.
+# Linux-only call outside a _linux.go file fails here, not on a user's Mac;
+# vet there too, which also compiles the test files (a test of Linux-only
+# code is a _linux_test.go file).
 cross:
 	@for t in $(CROSS_TARGETS); do \
 		echo "go build ./... for $$t"; \
 		CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./... || exit 1; \
+	done
+	@for os in darwin windows; do \
+		echo "go vet ./... for $$os"; \
+		CGO_ENABLED=0 GOOS=$$os $(GO) vet ./... || exit 1; \
 	done
 
 # Static binaries for every release target in dist/ (gitignored), named

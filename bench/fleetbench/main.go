@@ -34,6 +34,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 const (
@@ -91,7 +92,7 @@ func run(url string, nMon, nTgt int, days float64, hourDays, batchMin, writers i
 	end := time.Now().UTC().Truncate(time.Hour).UnixNano()
 	minutes := int(days * 24 * 60)
 	start := end - int64(minutes)*minuteNs
-	hourStart := floorTo(start, hourNs) - int64(hourDays)*dayNs
+	hourStart := units.FloorTo(start, hourNs) - int64(hourDays)*dayNs
 	fmt.Printf("fleet bench: %d monitors × %d targets, %d minutes (%.2f days) of 1-minute rollups from %s to %s",
 		nMon, nTgt, minutes, days, iso(start), iso(end))
 	if hourDays > 0 {
@@ -257,7 +258,7 @@ func run(url string, nMon, nTgt int, days float64, hourDays, batchMin, writers i
 		if db == nil {
 			return fmt.Errorf("-hour-days needs PostgreSQL")
 		}
-		if err := writeHours(ctx, db, ids, nTgt, hourStart, floorTo(start, hourNs), pool, seed); err != nil {
+		if err := writeHours(ctx, db, ids, nTgt, hourStart, units.FloorTo(start, hourNs), pool, seed); err != nil {
 			return err
 		}
 		if _, err := db.ExecContext(ctx, "VACUUM ANALYZE rollup_hours"); err != nil {
@@ -380,7 +381,7 @@ func outages(m int, from, to int64, rng *rand.Rand) []model.MonitorEvent {
 		s := from + rng.Int64N(max(to-from, 1))
 		evs = append(evs, model.MonitorEvent{Kind: model.EventOutage, StartNs: s, EndNs: s + int64(1+rng.IntN(10))*minuteNs, Stream: -1, Text: "outage of the link", Flags: []string{"link"}})
 	}
-	for h := floorTo(from, 6*hourNs); h < to; h += 6 * hourNs {
+	for h := units.FloorTo(from, 6*hourNs); h < to; h += 6 * hourNs {
 		if h < from || int(h/(6*hourNs))%len(isps) != m%len(isps) {
 			continue
 		}
@@ -464,14 +465,6 @@ func writeHours(ctx context.Context, db *sql.DB, ids []int64, nTgt int, from, to
 	el := time.Since(t0)
 	fmt.Printf("HOURS: wrote %d hourly aggregate rows directly (%d days before the minutes) in %s\n", n, (to-from)/dayNs, el.Round(time.Millisecond))
 	return nil
-}
-
-func floorTo(t, span int64) int64 {
-	f := t / span
-	if t%span < 0 {
-		f--
-	}
-	return f * span
 }
 
 func iso(ns int64) string { return time.Unix(0, ns).UTC().Format("2006-01-02T15:04Z") }

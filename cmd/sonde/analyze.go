@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -218,11 +217,7 @@ func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, re
 		if af.samples {
 			res.Samples = a.Samples(tr)
 		}
-		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
-		}))
+		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }))
 	}
 	if w := af.out.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil {
 		errs = append(errs, report.WriteAnalyzeText(w, res))

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -59,7 +57,7 @@ upstream's.
 --label KEY=VALUE chooses monitors (repeat it: different keys must all
 match, one key given twice matches either value). --since takes a duration
 up to days (7d, 36h); --from and --to RFC 3339 times or dates; --to
-defaults to now. --profile reads requirement profiles from a JSON file
+defaults to now. --profiles reads requirement profiles from a JSON file
 (default: seed 001's smart-grid table). The report reads the store's
 hourly aggregate where ` + "`sonde fleet aggregate`" + ` has merged it and minute
 rollups elsewhere, so it is exact either way, only faster with it.`,
@@ -83,7 +81,7 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 			req := fleet.Request{FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Filter: filter, UpstreamMin: upMin, UpstreamShare: upShare}
 			if profile != "" {
 				if req.Profiles, err = readProfiles(profile); err != nil {
-					return usagef("--profile %s: %w", profile, err)
+					return usagef("--profiles %s: %w", profile, err)
 				}
 			}
 			if cmd.Flags().Changed("upstream-min") && upMin == 0 || cmd.Flags().Changed("upstream-share") && upShare == 0 {
@@ -114,7 +112,8 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 	f.DurationVar(&sr.timeout, "timeout", 10*time.Minute, "longest the report may take (reading the store included)")
 	sr.defSince = "7d"
 	f.StringArrayVar(&labels, "label", nil, "only monitors with label `KEY=VALUE` (repeatable; at most 32)")
-	f.StringVar(&profile, "profile", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table)")
+	f.StringVar(&profile, "profiles", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table; the file monitor run --profiles takes)")
+	deprecatedAlias(f, "profile", "profiles")
 	f.IntVar(&upMin, "upstream-min", fleet.DefaultUpstreamMin, "an outage `N` monitors see at once is one upstream event (2 to 100000)")
 	f.Float64Var(&upShare, "upstream-share", fleet.DefaultUpstreamShare, "…or one a `FRACTION` of a label group's monitors (of two or more) see at once, (0, 1]")
 	out.register(cmd, "the report (schema sonde.fleet/v1)", false)
@@ -125,25 +124,10 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 // writeFleetReport writes every output asked for; the text summary goes
 // where outputs say, and to stderr if a file output failed.
 func writeFleetReport(stdout, stderr io.Writer, out *outputs, rep *model.FleetReport) error {
-	var errs []error
-	if out.json != "" {
-		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rep)
-		}))
-	}
-	if out.html != "" {
-		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteFleetHTML(w, rep) }))
-	}
-	if out.csv != "" {
-		errs = append(errs, writeOutput("--csv", out.csv, stdout, func(w io.Writer) error { return report.WriteFleetCSV(w, rep) }))
-	}
-	err := errors.Join(errs...)
-	if w := out.textTo(stdout, stderr, err != nil); w != nil {
-		err = errors.Join(err, report.WriteFleetText(w, rep))
-	}
-	return err
+	return out.write(stdout, stderr, forms{json: rep,
+		html: func(w io.Writer) error { return report.WriteFleetHTML(w, rep) },
+		csv:  func(w io.Writer) error { return report.WriteFleetCSV(w, rep) },
+		text: func(w io.Writer) error { return report.WriteFleetText(w, rep) }})
 }
 
 func newFleetAggregateCmd() *cobra.Command {

@@ -36,11 +36,14 @@ func main() {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sonde",
-		Short: "Network path measurement: throughput, latency under load, RFC 6349, ndt7",
+		Short: "Network path measurement: active tests, MBM (RFC 8337), passive analysis, monitoring, emulation, fleets",
 		Long: `sonde measures a network path between a client and a sonde server:
 throughput (multi-stream, both directions), baseline RTT, latency under load
 and responsiveness (RPM), and an RFC 6349 report built from TCP_INFO; UDP
-delay, jitter and loss; passive RTT from captures; emulated paths.`,
+delay, jitter and loss; Model Based Metrics (RFC 8337, sonde mbm); passive
+RTT from captures; long-term monitoring of a link's reliability, outages and
+bufferbloat (sonde monitor); emulated paths and labs; many monitors and
+servers into one store (sonde store, sonde fleet).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,

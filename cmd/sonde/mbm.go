@@ -2,20 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/mbm"
-	"github.com/sonde-project/sonde/internal/mbm/tcprun"
+	"github.com/sonde-project/sonde/internal/mbm/mbmrun"
 	"github.com/sonde-project/sonde/internal/mbm/udprun"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
@@ -174,46 +170,28 @@ func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	res := mbmResult(plan)
+	res := mbm.Result(plan)
 	res.Plan = true
 	res.Subpath = o.subpath
-	var errs []error
-	if o.out.json != "" {
-		errs = append(errs, writeOutput("--json", o.out.json, stdout, func(w io.Writer) error { return writeMBMJSON(w, res) }))
-	}
-	if o.out.html != "" {
-		errs = append(errs, writeOutput("--html", o.out.html, stdout, func(w io.Writer) error { return report.WriteMBMHTML(w, &res) }))
-	}
-	failed := errors.Join(errs...) != nil
-	if w := o.out.textTo(stdout, os.Stderr, failed); w != nil {
-		errs = append(errs, writeMBMPlanText(w, plan)) // nothing is lost
-	}
-	return errors.Join(errs...)
+	return o.out.write(stdout, os.Stderr, forms{json: res,
+		html: func(w io.Writer) error { return report.WriteMBMHTML(w, &res) },
+		text: func(w io.Writer) error { return report.WriteMBMPlanText(w, plan) }}) // nothing is lost
 }
 
-// runMBM runs the tests against server and writes the result; exit 5 if a
-// test FAILed, 1 if one could not run (what was measured is written).
+// runMBM runs the tests against server (internal/mbm/mbmrun) and writes
+// the result; exit 5 if a test FAILed, 1 if one could not run (what was
+// measured is written).
 func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, rttSet bool) error {
 	in, err := o.inputs(rttSet)
 	if err != nil {
 		return err
 	}
-	if o.mode != "udp" && o.mode != "tcp" && o.mode != "auto" {
+	if o.mode != mbmrun.ModeUDP && o.mode != mbmrun.ModeTCP && o.mode != mbmrun.ModeAuto {
 		return usagef("--mode: want udp, tcp or auto, got %q", o.mode)
 	}
-	tests, err := mbmTests(o.tests, o.mode)
+	tests, err := mbmrun.ParseTests(o.tests, o.mode)
 	if err != nil {
-		return err
-	}
-	switch {
-	case !(o.derate > 0 && o.derate <= 1):
-		return usagef("--derate: want more than 0, at most 1, got %g", o.derate)
-	case !(o.minRate > 0 && o.minRate <= 1):
-		return usagef("--min-rate: want more than 0, at most 1, got %g", o.minRate)
-	case o.burst < 1 || o.burst > 10000:
-		return usagef("--burst: want 1 to 10000 packets, got %d", o.burst)
-	case len(o.subpath) > 64:
-		return usagef("--subpath: at most 64 bytes")
+		return usagef("--tests: %w", err)
 	}
 	plan, err := mbm.NewPlan(in)
 	if err != nil {
@@ -223,225 +201,43 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if err != nil {
 		return usageErr(err)
 	}
-	progress := func(id string) {
-		name, _ := udprun.TestName(id)
-		fmt.Fprintf(os.Stderr, "sonde mbm: %s %s at %s…\n", id, name, units.FormatRate(plan.RateBps))
+	cfg := mbmrun.Config{Plan: plan, Server: server, Token: o.token, Insecure: o.insecure, Software: "sonde/" + version,
+		Mode: o.mode, Tests: tests, Derate: o.derate, MinRate: o.minRate, Burst: o.burst, BurstSet: o.burstSet, ECN: o.ecn,
+		Subpath: o.subpath, Truth: truth,
+		Progress: func(id string) {
+			name, _ := udprun.TestName(id)
+			fmt.Fprintf(os.Stderr, "sonde mbm: %s %s at %s…\n", id, name, units.FormatRate(plan.RateBps))
+		}}
+	if err := mbmrun.Validate(cfg); err != nil {
+		return usageErr(err)
 	}
-	// The tests each transport runs: --mode auto gives TCP the tests it
-	// can produce on Linux and UDP the rest.
-	var tcpTests, udpTests []string
-	for _, id := range tests {
-		if o.mode == "tcp" || o.mode == "auto" && slices.Contains(tcprun.Tests, id) {
-			tcpTests = append(tcpTests, id)
-		} else {
-			udpTests = append(udpTests, id)
-		}
-	}
-	// One runner per transport, each Run(ctx, Config) ([]model.MBMTest, error).
-	type runner func(context.Context) ([]model.MBMTest, error)
-	var runners []runner
-	fillEnv := func(env *model.MBMEnv) { env.Kernel = kernelRelease() }
-	if len(tcpTests) > 0 {
-		cfg := tcprun.Config{Plan: plan, Tests: tcpTests, Derate: o.derate, Precondition: o.minRate}
-		if o.burstSet {
-			cfg.SenderBurst = o.burst // else tcprun's: one 64 KiB TSO segment
-		}
-		var tlsCfg *tls.Config
-		if o.insecure {
-			tlsCfg = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // --insecure asks for it
-		}
-		runners = append(runners, func(ctx context.Context) ([]model.MBMTest, error) {
-			for _, id := range tcpTests {
-				progress(id)
-			}
-			sess, err := tcprun.Dial(ctx, tcprun.Server{URL: server, Token: o.token, TLS: tlsCfg,
-				Software: "sonde/" + version, MSS: plan.MTU - plan.HeaderOverhead})
-			if err != nil {
-				return nil, err
-			}
-			defer sess.Close()
-			cfg.Streams = sess
-			ctx, cancel := context.WithDeadline(ctx, sess.Deadline())
-			defer cancel()
-			return tcprun.Run(ctx, cfg)
-		})
-		fillEnv = func(env *model.MBMEnv) { tcprun.FillEnv(env, cfg) }
-	}
-	if len(udpTests) > 0 {
-		cfg := udprun.Config{Server: server, Token: o.token, Software: "sonde/" + version, Insecure: o.insecure, Plan: plan,
-			Tests: udpTests, Derate: o.derate, BurstPackets: o.burst, MinRateFraction: o.minRate, ECN: o.ecn, Progress: progress}
-		if err := udprun.Validate(cfg); err != nil {
-			return usageErr(err)
-		}
-		runners = append(runners, func(ctx context.Context) ([]model.MBMTest, error) { return udprun.Run(ctx, cfg) })
-	}
-	// The transports run one after the other (together they would load
-	// the path for each other); a transport that fails does not stop the
-	// other, and the tests are reported in the order asked for.
-	runTests := func(ctx context.Context) ([]model.MBMTest, error) {
-		var ran []model.MBMTest
-		var errs []error
-		for _, run := range runners {
-			if ctx.Err() != nil {
-				errs = append(errs, ctx.Err())
-				break
-			}
-			got, err := run(ctx)
-			ran = append(ran, got...)
-			errs = append(errs, err)
-		}
-		slices.SortStableFunc(ran, func(a, b model.MBMTest) int {
-			return slices.Index(tests, a.ID) - slices.Index(tests, b.ID)
-		})
-		return ran, errors.Join(errs...)
-	}
-	res := mbmResult(plan)
-	res.Subpath = o.subpath
-	res.Start = time.Now().UTC()
-	ran, runErr := runTests(ctx)
-	res.End = time.Now().UTC()
-	if runErr != nil && len(ran) == 0 {
+	res, runErr := mbmrun.Run(ctx, cfg)
+	if res == nil {
 		return runErr // refused, unreachable, no MBM: nothing measured
 	}
-	res.Tests = ran
-	res.Env = &model.MBMEnv{}
-	fillEnv(res.Env)
-	recordLab(&res, truth)
 	if runErr != nil {
-		res.Errors = append(res.Errors, runErr.Error())
 		runErr = measuredErr(runErr) // tests ran: not a refused run
 	}
-	var errs []error
-	if o.out.json != "" {
-		errs = append(errs, writeOutput("--json", o.out.json, stdout, func(w io.Writer) error { return writeMBMJSON(w, res) }))
-	}
-	if o.out.html != "" {
-		errs = append(errs, writeOutput("--html", o.out.html, stdout, func(w io.Writer) error { return report.WriteMBMHTML(w, &res) }))
-	}
-	if o.out.csv != "" {
-		errs = append(errs, writeOutput("--csv", o.out.csv, stdout, func(w io.Writer) error { return report.WriteMBMCSV(w, &res) }))
-	}
-	if w := o.out.textTo(stdout, os.Stderr, errors.Join(errs...) != nil); w != nil {
-		errs = append(errs, report.WriteMBMText(w, &res))
-	}
-	if err := errors.Join(runErr, errors.Join(errs...)); err != nil {
+	outErr := o.out.write(stdout, os.Stderr, forms{json: res,
+		html: func(w io.Writer) error { return report.WriteMBMHTML(w, res) },
+		csv:  func(w io.Writer) error { return report.WriteMBMCSV(w, res) },
+		text: func(w io.Writer) error { return report.WriteMBMText(w, res) }})
+	if err := errors.Join(runErr, outErr); err != nil {
 		return err
 	}
-	for _, t := range res.Tests {
-		if t.Verdict == "ERROR" {
-			return &exitError{code: exitFailure, err: fmt.Errorf("test %s: %s", t.ID, t.Reason)}
-		}
-	}
-	for _, t := range res.Tests {
-		if t.Verdict == mbm.Fail.String() {
-			return &exitError{code: exitVerdict, err: errSilent}
-		}
+	return mbmExit(res.Tests)
+}
+
+// mbmExit is a run's exit: 1 if a test could not run, 5 if one FAILed.
+func mbmExit(tests []model.MBMTest) error {
+	switch v, t := mbmrun.Worst(tests); v {
+	case model.MBMError:
+		return &exitError{code: exitFailure, err: fmt.Errorf("test %s: %s", t.ID, t.Reason)}
+	case model.MBMFail:
+		return &exitError{code: exitVerdict, err: errSilent}
 	}
 	return nil
 }
-
-// mbmTests reads --tests: "all" or a comma-separated list of sections,
-// each one the mode runs.
-func mbmTests(s, mode string) ([]string, error) {
-	known := tcprun.Tests
-	if mode != "tcp" { // udp, and auto: TCP where it can, UDP the rest
-		known = nil
-		for _, t := range udprun.Tests {
-			known = append(known, t.ID)
-		}
-	}
-	if strings.TrimSpace(s) == "all" {
-		return known, nil
-	}
-	var ids []string
-	seen := map[string]bool{}
-	for _, id := range strings.Split(s, ",") {
-		id = strings.TrimSpace(id)
-		if id == "" {
-			continue
-		}
-		if !slices.Contains(known, id) {
-			return nil, usagef("--tests: %q is not a test of the %s mode (%s or all)", clipText(id), mode, strings.Join(known, ", "))
-		}
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, usagef("--tests: no test given")
-	}
-	return ids, nil
-}
-
-// kernelRelease names the sending host's kernel, for the result's record.
-func kernelRelease() string {
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// writeMBMJSON writes an MBM document indented, like every saved result.
-func writeMBMJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// mbmResult is the schema's record of a plan: every parameter.
-func mbmResult(p mbm.Plan) model.MBMResult {
-	r := model.MBMResult{
-		Schema: model.MBMSchemaVersion,
-		Target: model.MBMTarget{RateBps: p.RateBps, RTTMs: float64(p.RTT) / 1e6, MTUBytes: p.MTU, HeaderOverheadBytes: p.HeaderOverhead},
-		Model: model.MBMModel{WindowPackets: p.W, RunLengthModel: p.Model, RunLengthPackets: p.R,
-			P0: p.P0, P1: p.P1, LossBudget: p.Budget, PathP0: 1 / p.R},
-		SPRT: model.MBMSPRT{Alpha: p.Alpha, Beta: p.Beta, K: p.Lines.K, S: p.Lines.S, H1: p.Lines.H1, H2: p.Lines.H2,
-			FloorPackets: p.FloorPackets, TruncFactor: p.TruncFactor, MaxPackets: p.MaxPackets,
-			ASNAtP0: p.ASNAtP0, ASNAtP1: p.ASNAtP1, MaxASN: p.MaxASN, CheapestPass: p.CheapestPass, CheapestFail: p.CheapestFail},
-	}
-	for _, m := range p.Models {
-		r.Model.Models = append(r.Model.Models, model.MBMRunLength{Model: m.Model, Packets: m.Packets, RatioTo3W2: m.Ratio, About: m.About})
-	}
-	return r
-}
-
-func writeMBMPlanText(w io.Writer, p mbm.Plan) error {
-	var b strings.Builder
-	payload := p.MTU - p.HeaderOverhead
-	fmt.Fprintf(&b, "MBM plan (RFC 8337): nothing sent\n")
-	fmt.Fprintf(&b, "target        %s, RTT %s, MTU %d B (%d B headers, %d B payload)\n", units.FormatRate(p.RateBps), p.RTT, p.MTU, p.HeaderOverhead, payload)
-	fmt.Fprintf(&b, "window W      %d packets = ceil(rate × RTT / (8 × %d))\n", p.W, payload)
-	fmt.Fprintf(&b, "run length R  %.6g packets (model %s)\n", p.R, p.Model)
-	for _, m := range p.Models {
-		fmt.Fprintf(&b, "  %-14s %12.6g packets  %.3f × 3W²\n", m.Model, m.Packets, m.Ratio)
-	}
-	if p.Budget != 0 {
-		fmt.Fprintf(&b, "loss budget   b = %.4g of the path's 1/R = %.4g: p0 = b\n", p.Budget, 1/p.R)
-	}
-	fmt.Fprintf(&b, "p0            %.4g (%.4g %%): PASS threshold\n", p.P0, 100*p.P0)
-	fmt.Fprintf(&b, "p1 = 4·p0     %.4g (%.4g %%): FAIL threshold\n", p.P1, 100*p.P1)
-	l := p.Lines
-	fmt.Fprintf(&b, "SPRT          α %g, β %g, per packet, marks m = losses + ECN CE in n packets\n", p.Alpha, p.Beta)
-	fmt.Fprintf(&b, "              k %.6g, s %.6g, h1 %.6g, h2 %.6g\n", l.K, l.S, l.H1, l.H2)
-	fmt.Fprintf(&b, "              PASS if m ≤ −%.6g + %.6g·n; FAIL if m ≥ %.6g + %.6g·n\n", l.H1, l.S, l.H2, l.S)
-	fmt.Fprintf(&b, "to PASS       at least %d packets, none marked (%.3f·R, %s at the target rate); Wald's average at p0: %.0f\n",
-		p.CheapestPass, float64(p.CheapestPass)/p.R, p.Duration(float64(p.CheapestPass)).Round(time.Millisecond), p.ASNAtP0)
-	fmt.Fprintf(&b, "to FAIL       at least %d packets, all marked; Wald's average at p1: %.0f\n", p.CheapestFail, p.ASNAtP1)
-	fmt.Fprintf(&b, "truncation    %d packets (%g × the worst average %.0f, at p = s; %s): INCONCLUSIVE if undecided\n",
-		p.MaxPackets, p.TruncFactor, p.MaxASN, p.Duration(float64(p.MaxPackets)).Round(time.Millisecond))
-	if p.FloorPackets > 0 {
-		fmt.Fprintf(&b, "floor         no FAIL before %d packets\n", p.FloorPackets)
-	} else {
-		b.WriteString("floor         none\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// maxMBMFile bounds a saved result read by compose.
-const maxMBMFile = 16 << 20
 
 func newMBMComposeCmd() *cobra.Command {
 	var jsonOut, e2ePath string
@@ -470,40 +266,17 @@ sonde mbm summary draws as a Q-Q plot.`,
 	return cmd
 }
 
-// loadMBM reads one saved result, bounded in size.
+// loadMBM reads one saved result (not a composition) with report's one
+// reader of saved MBM files.
 func loadMBM(path string) (model.MBMResult, error) {
-	var r model.MBMResult
-	b, err := readBounded(path)
+	r, _, err := report.LoadMBM(path)
 	if err != nil {
-		return r, err
+		return model.MBMResult{}, err
 	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("%s: not a saved MBM result: %w", path, err)
+	if r == nil {
+		return model.MBMResult{}, fmt.Errorf("%s: a composition (%s), not a result", path, model.MBMComposeSchemaVersion)
 	}
-	return r, checkMBM(path, r)
-}
-
-// checkMBM refuses what is not a measured result: another schema, a
-// plan, no tests or too many.
-func checkMBM(path string, r model.MBMResult) error {
-	switch {
-	case r.Schema != model.MBMSchemaVersion:
-		return fmt.Errorf("%s: schema %q, want %s", path, clipText(r.Schema), model.MBMSchemaVersion)
-	case r.Plan:
-		return fmt.Errorf("%s: a plan, not a result: nothing was measured", path)
-	case len(r.Tests) == 0:
-		return fmt.Errorf("%s: no tests", path)
-	case len(r.Tests) > 64:
-		return fmt.Errorf("%s: %d tests, more than 64", path, len(r.Tests))
-	}
-	return nil
-}
-
-func clipText(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
+	return *r, nil
 }
 
 func runMBMCompose(stdout io.Writer, paths []string, e2ePath, jsonOut string, quiet bool) error {
@@ -524,7 +297,7 @@ func runMBMCompose(stdout io.Writer, paths []string, e2ePath, jsonOut string, qu
 		}
 		rs = append(rs, r)
 	}
-	c, err := composeMBM(paths, rs)
+	c, err := mbm.ComposeResults(paths, rs)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -536,118 +309,23 @@ func runMBMCompose(stdout io.Writer, paths []string, e2ePath, jsonOut string, qu
 		if e2e.Target != rs[0].Target || e2e.Model.PathP0 != rs[0].Model.PathP0 {
 			return usagef("--path %s: target or path p0 differs from %s: not the same path's target", e2ePath, paths[0])
 		}
-		addMeasured(&c, e2ePath, e2e)
+		mbm.AddMeasured(&c, e2ePath, e2e)
 	}
 	if jsonOut != "" {
-		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return writeMBMJSON(w, c) }); err != nil {
-			writeMBMComposeText(os.Stderr, c)
+		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return report.WriteJSON(w, c) }); err != nil {
+			report.WriteMBMComposeText(os.Stderr, &c)
 			return err
 		}
 	}
 	if jsonOut != "-" && !quiet {
-		if err := writeMBMComposeText(stdout, c); err != nil {
+		if err := report.WriteMBMComposeText(stdout, &c); err != nil {
 			return err
 		}
 	}
 	for _, t := range c.Tests {
-		if t.Verdict == mbm.Fail.String() {
+		if t.Verdict == model.MBMFail {
 			return &exitError{code: exitVerdict, err: errSilent}
 		}
 	}
 	return nil
-}
-
-// composeMBM composes every test the first result holds; a test missing
-// from another subpath is composed as INCONCLUSIVE.
-func composeMBM(paths []string, rs []model.MBMResult) (model.MBMComposition, error) {
-	c := model.MBMComposition{Schema: model.MBMComposeSchemaVersion, Target: rs[0].Target, PathP0: rs[0].Model.PathP0}
-	for i, r := range rs {
-		name := paths[i]
-		if r.Subpath != "" {
-			name += " (" + r.Subpath + ")"
-		}
-		c.Inputs = append(c.Inputs, name)
-	}
-	for _, t0 := range rs[0].Tests {
-		var subs []mbm.Subpath
-		var budgets []float64
-		missing := ""
-		for i, r := range rs {
-			t, ok := findMBMTest(r, t0.ID)
-			if !ok {
-				missing = paths[i]
-				break
-			}
-			subs = append(subs, mbm.Subpath{Decision: parseVerdict(t.Verdict), Budget: r.Model.P0, Packets: t.Packets, Marks: t.Marks})
-			budgets = append(budgets, r.Model.P0)
-		}
-		if missing != "" {
-			c.Tests = append(c.Tests, model.MBMComposedTest{ID: t0.ID, Verdict: mbm.Inconclusive.String(), Reason: "no result for this test in " + missing})
-			continue
-		}
-		comp, err := mbm.Compose(c.PathP0, subs)
-		if err != nil {
-			return c, fmt.Errorf("test %s: %w", clipText(t0.ID), err)
-		}
-		c.Tests = append(c.Tests, model.MBMComposedTest{ID: t0.ID, Verdict: comp.Decision.String(), Reason: comp.Reason,
-			Loss: comp.Loss, LossLow: comp.LossLow, LossHigh: comp.LossHigh, Budgets: budgets, BudgetsFit: mbm.BudgetsFit(c.PathP0, budgets),
-			SubpathPackets: subpathPackets(subs)})
-	}
-	return c, nil
-}
-
-func subpathPackets(subs []mbm.Subpath) []int64 {
-	n := make([]int64, len(subs))
-	for i, s := range subs {
-		n[i] = s.Packets
-	}
-	return n
-}
-
-// addMeasured records, beside each composed test, the same test measured
-// end to end (e2e, read from path).
-func addMeasured(c *model.MBMComposition, path string, e2e model.MBMResult) {
-	c.Path = path
-	for i := range c.Tests {
-		ct := &c.Tests[i]
-		if t, ok := findMBMTest(e2e, ct.ID); ok {
-			ct.Measured = &model.MBMMeasured{Verdict: t.Verdict, Packets: t.Packets, Marks: t.Marks, Loss: t.Loss, LossLow: t.LossLow, LossHigh: t.LossHigh}
-		}
-	}
-}
-
-func findMBMTest(r model.MBMResult, id string) (model.MBMTest, bool) {
-	for _, t := range r.Tests {
-		if t.ID == id {
-			return t, true
-		}
-	}
-	return model.MBMTest{}, false
-}
-
-// parseVerdict reads a saved verdict; ERROR and anything unknown count
-// as undecided.
-func parseVerdict(s string) mbm.Decision {
-	for _, d := range []mbm.Decision{mbm.Pass, mbm.Fail, mbm.Inconclusive} {
-		if s == d.String() {
-			return d
-		}
-	}
-	return mbm.Continue
-}
-
-func writeMBMComposeText(w io.Writer, c model.MBMComposition) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "MBM composition: %d subpaths, path p0 %.4g (target %s, RTT %g ms)\n", len(c.Inputs), c.PathP0, units.FormatRate(c.Target.RateBps), c.Target.RTTMs)
-	for i, in := range c.Inputs {
-		fmt.Fprintf(&b, "  #%d %s\n", i+1, in)
-	}
-	for _, t := range c.Tests {
-		fmt.Fprintf(&b, "%-8s %-12s loss %.4g (bounds %.4g to %.4g)  %s\n", t.ID, t.Verdict, t.Loss, t.LossLow, t.LossHigh, t.Reason)
-		if m := t.Measured; m != nil {
-			fmt.Fprintf(&b, "%-8s measured end to end: %s, loss %.4g (%d of %d packets; 95 %% %.4g to %.4g)\n", "", m.Verdict, m.Loss, m.Marks, m.Packets, m.LossLow, m.LossHigh)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

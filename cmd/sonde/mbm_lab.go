@@ -16,17 +16,3 @@ func (o *mbmFlags) labTruth() (*model.GroundTruth, error) {
 	}
 	return readTruth(o.truthFile)
 }
-
-// recordLab records the lab a result was measured across: its profile in
-// the environment and its configured path as the ground truth.
-func recordLab(res *model.MBMResult, truth *model.GroundTruth) {
-	if truth == nil {
-		return
-	}
-	if res.Env == nil {
-		res.Env = &model.MBMEnv{}
-	}
-	res.Env.LabProfile = truth.Profile
-	t := *truth
-	res.Truth = &t
-}

@@ -83,7 +83,8 @@ func TestMBMLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		profile, name, mode, rate, rtt, verdict string
+		profile, name, mode, rate, rtt string
+		verdict                        model.MBMVerdict
 	}{
 		{"wire", "wire", "udp", "5M", "20ms", "PASS"},
 		{lossy, "lossy", "udp", "5M", "100ms", "FAIL"},
@@ -114,12 +115,12 @@ func TestMBMLab(t *testing.T) {
 			}
 			// The verdict the configured path calls for, from the recorded
 			// truth and model (the tests' packets go client → server).
-			want := ""
+			var want model.MBMVerdict
 			switch up := res.Truth.UpRateBps; {
 			case res.Truth.UpLoss >= res.Model.P1:
-				want = "FAIL"
+				want = model.MBMFail
 			case res.Truth.UpLoss <= res.Model.P0 && (up == 0 || up >= res.Target.RateBps):
-				want = "PASS"
+				want = model.MBMPass
 			default:
 				t.Fatalf("the profile (loss %g, rate %g) is between p0 %g and p1 %g: no verdict to expect", res.Truth.UpLoss, up, res.Model.P0, res.Model.P1)
 			}
@@ -166,7 +167,7 @@ func mbmLabRun(t *testing.T, dir, profile string, args ...string) (model.MBMResu
 		t.Fatalf("%s: %v, %d tests", out, err, len(res.Tests))
 	}
 	x := res.Tests[0]
-	want := map[string]int{"PASS": 0, "INCONCLUSIVE": 0, "FAIL": exitVerdict, "ERROR": exitFailure}[x.Verdict]
+	want := map[model.MBMVerdict]int{"PASS": 0, "INCONCLUSIVE": 0, "FAIL": exitVerdict, "ERROR": exitFailure}[x.Verdict]
 	if code != want {
 		t.Errorf("exit %d for %s, want %d", code, x.Verdict, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sonde-project/sonde/internal/mbm/mbmrun"
 	"github.com/sonde-project/sonde/internal/model"
 )
 
@@ -15,7 +16,7 @@ import (
 // without one records neither; a bad file is refused.
 func TestMBMLabTruth(t *testing.T) {
 	var res model.MBMResult
-	recordLab(&res, nil)
+	mbmrun.RecordLab(&res, nil)
 	if res.Env != nil || res.Truth != nil {
 		t.Fatalf("no lab, but recorded %+v %+v", res.Env, res.Truth)
 	}
@@ -32,7 +33,7 @@ func TestMBMLabTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Env = &model.MBMEnv{Kernel: "6.1"}
-	recordLab(&res, got)
+	mbmrun.RecordLab(&res, got)
 	if res.Env.LabProfile != "adsl" || res.Env.Kernel != "6.1" || res.Truth == nil || *res.Truth != want {
 		t.Fatalf("recorded %+v, truth %+v; want profile adsl, truth %+v", res.Env, res.Truth, want)
 	}

@@ -1,24 +1,19 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-project/sonde/internal/mbm"
-	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 )
 
 // maxSummaryFiles bounds the files one summary reads (each at most
-// maxMBMFile bytes, read one at a time).
+// report.MaxMBMBytes, read one at a time).
 const maxSummaryFiles = 10000
 
 const mbmSummaryHelp = `Aggregate saved MBM results (sonde mbm --json, schema sonde.mbm/v1) and
@@ -66,11 +61,7 @@ func runMBMSummary(stdout, stderr io.Writer, out *outputs, args []string) error 
 	}
 	sum := report.NewMBMSummarizer()
 	for _, f := range files {
-		b, err := readBounded(f)
-		if err != nil {
-			return usageErr(err)
-		}
-		r, c, err := parseMBMSummaryInput(f, b)
+		r, c, err := report.LoadMBM(f)
 		if err != nil {
 			return usageErr(err)
 		}
@@ -81,20 +72,10 @@ func runMBMSummary(stdout, stderr io.Writer, out *outputs, args []string) error 
 		}
 	}
 	s := sum.Summary()
-	var errs []error
-	if out.json != "" {
-		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return writeMBMJSON(w, s) }))
-	}
-	if out.html != "" {
-		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteMBMSummaryHTML(w, &s) }))
-	}
-	if out.csv != "" {
-		errs = append(errs, writeOutput("--csv", out.csv, stdout, func(w io.Writer) error { return report.WriteMBMSummaryCSV(w, &s) }))
-	}
-	if w := out.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil {
-		errs = append(errs, report.WriteMBMSummaryText(w, &s))
-	}
-	return errors.Join(errs...)
+	return out.write(stdout, stderr, forms{json: s,
+		html: func(w io.Writer) error { return report.WriteMBMSummaryHTML(w, &s) },
+		csv:  func(w io.Writer) error { return report.WriteMBMSummaryCSV(w, &s) },
+		text: func(w io.Writer) error { return report.WriteMBMSummaryText(w, &s) }})
 }
 
 // summaryFiles lists the files of args: files as given, directories'
@@ -130,84 +111,4 @@ func summaryFiles(args []string) ([]string, error) {
 		}
 	}
 	return files, nil
-}
-
-// readBounded reads a saved file of at most maxMBMFile bytes.
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxMBMFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxMBMFile {
-		return nil, fmt.Errorf("%s: larger than %d MiB", path, maxMBMFile>>20)
-	}
-	return b, nil
-}
-
-// Bounds of the strings a summary keys its groups on.
-const (
-	maxTestIDLen    = 16
-	maxTransportLen = 8
-	maxSubpathLen   = 64
-)
-
-var mbmVerdicts = []string{mbm.Pass.String(), mbm.Fail.String(), mbm.Inconclusive.String(), "ERROR"}
-
-// parseMBMSummaryInput reads one saved file: a result (r) or a
-// composition (c), checked field by field; the error names the file in
-// one line.
-func parseMBMSummaryInput(name string, b []byte) (r *model.MBMResult, c *model.MBMComposition, err error) {
-	var head struct {
-		Schema string `json:"schema"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return nil, nil, fmt.Errorf("%s: not a saved MBM result: %s", name, oneLine(err))
-	}
-	switch head.Schema {
-	case model.MBMSchemaVersion:
-		var res model.MBMResult
-		if err := json.Unmarshal(b, &res); err != nil {
-			return nil, nil, fmt.Errorf("%s: %s: %s", name, head.Schema, oneLine(err))
-		}
-		if err := checkMBM(name, res); err != nil {
-			return nil, nil, err
-		}
-		if len(res.Subpath) > maxSubpathLen {
-			return nil, nil, fmt.Errorf("%s: subpath longer than %d bytes", name, maxSubpathLen)
-		}
-		for i, t := range res.Tests {
-			switch {
-			case len(t.ID) > maxTestIDLen || len(t.Transport) > maxTransportLen:
-				return nil, nil, fmt.Errorf("%s: test %d: id or transport too long (%q, %q)", name, i+1, clipText(t.ID), clipText(t.Transport))
-			case !slices.Contains(mbmVerdicts, t.Verdict):
-				return nil, nil, fmt.Errorf("%s: test %s: verdict %q, want one of %s", name, clipText(t.ID), clipText(t.Verdict), strings.Join(mbmVerdicts, ", "))
-			case t.Packets < 0 || t.Marks < 0:
-				return nil, nil, fmt.Errorf("%s: test %s: negative counts", name, clipText(t.ID))
-			}
-			res.Tests[i].Name = clipText(t.Name)
-		}
-		return &res, nil, nil
-	case model.MBMComposeSchemaVersion:
-		var comp model.MBMComposition
-		if err := json.Unmarshal(b, &comp); err != nil {
-			return nil, nil, fmt.Errorf("%s: %s: %s", name, head.Schema, oneLine(err))
-		}
-		if len(comp.Tests) > 64 {
-			return nil, nil, fmt.Errorf("%s: %d tests, more than 64", name, len(comp.Tests))
-		}
-		for _, t := range comp.Tests {
-			if len(t.ID) > maxTestIDLen || len(t.SubpathPackets) > mbm.MaxSubpaths {
-				return nil, nil, fmt.Errorf("%s: test %q: id longer than %d bytes or more than %d subpaths", name, clipText(t.ID), maxTestIDLen, mbm.MaxSubpaths)
-			}
-		}
-		return nil, &comp, nil
-	case "":
-		return nil, nil, fmt.Errorf("%s: no \"schema\" field: not a saved MBM result", name)
-	}
-	return nil, nil, fmt.Errorf("%s: schema %q, want %s or %s", name, clipText(head.Schema), model.MBMSchemaVersion, model.MBMComposeSchemaVersion)
 }

@@ -163,8 +163,13 @@ func FuzzMBMSummaryInput(f *testing.F) {
 	f.Add([]byte(`{"schema":"sonde.mbm/v1","tests":[{"id":"x","verdict":"ERROR","packets":9223372036854775807,"udp":{"decision_packets":-4}}]}`))
 	f.Add([]byte(`{"schema":"sonde.mbm/v1","plan":true}`))
 	f.Add([]byte(`[]`))
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, c, err := parseMBMSummaryInput("f.json", b)
+		path := filepath.Join(dir, "f.json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, c, err := report.LoadMBM(path)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error %q", err)

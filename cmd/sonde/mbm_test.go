@@ -73,13 +73,13 @@ func TestMBMBadInput(t *testing.T) {
 
 // subpathResult builds a saved subpath result as a run would: the plan
 // for the target with the subpath's budget, and one test's counts.
-func subpathResult(t *testing.T, dir, name string, budget float64, verdict string, n, m int64) string {
+func subpathResult(t *testing.T, dir, name string, budget float64, verdict model.MBMVerdict, n, m int64) string {
 	t.Helper()
 	p, err := mbm.NewPlan(mbm.Inputs{Target: mbm.Target{RateBps: 10e6, RTT: 50e6, MTU: 1500, HeaderOverhead: 52}, Alpha: 0.05, Beta: 0.05, Budget: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := mbmResult(p)
+	r := mbm.Result(p)
 	r.Subpath = name
 	lo, hi := mbm.Wilson(m, n)
 	r.Tests = []model.MBMTest{{ID: "8.1.1", Name: "paced full data rate", Transport: "udp", Verdict: verdict, Packets: n, Marks: m, Losses: m, Loss: float64(m) / float64(n), LossLow: lo, LossHigh: hi}}
@@ -154,7 +154,7 @@ func FuzzMBMCompose(f *testing.F) {
 			}
 			return
 		}
-		c, err := composeMBM([]string{path, path}, []model.MBMResult{r, r})
+		c, err := mbm.ComposeResults([]string{path, path}, []model.MBMResult{r, r})
 		if err == nil && len(c.Tests) != len(r.Tests) {
 			t.Fatalf("%d tests composed from %d", len(c.Tests), len(r.Tests))
 		}

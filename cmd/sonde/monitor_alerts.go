@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor"
+	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 )
 
@@ -103,17 +102,8 @@ RFC 3339 times or dates; a range is at most 366 days.`,
 // writeReplay prints the changes as text, or as JSON to a file or stdout.
 func writeReplay(stdout io.Writer, jsonOut string, res *monitor.ReplayResult) error {
 	if jsonOut != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
+		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }); err != nil {
 			return err
-		}
-		b = append(b, '\n')
-		if jsonOut == "-" {
-			_, err = stdout.Write(b)
-			return err
-		}
-		if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
-			return fmt.Errorf("--json: %w", err)
 		}
 	}
 	if jsonOut == "-" {

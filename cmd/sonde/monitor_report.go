@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -50,7 +48,7 @@ report reads per-minute rollups and says so (docs/monitor.md, "Reports").
 --to take RFC 3339 times (2026-05-16T00:00:00Z) or dates (2026-05-16,
 midnight UTC); --to defaults to now. A range is at most 10 years.
 --threshold lists the requirements L (e.g. 30ms,100ms,200ms,1.2s);
---profile reads requirement profiles from a JSON file (default: seed
+--profiles reads requirement profiles from a JSON file (default: seed
 001's smart-grid table).
 Loaded episodes get an inferred buffer (B = C × added delay), BDP and
 oversizing from the link capacity the daemon recorded while it ran
@@ -73,7 +71,7 @@ oversizing from the link capacity the daemon recorded while it ran
 			}
 			if profile != "" {
 				if cfg.Profiles, err = readProfiles(profile); err != nil {
-					return usagef("--profile %s: %w", profile, err)
+					return usagef("--profiles %s: %w", profile, err)
 				}
 			}
 			if _, err := reliability.New(cfg, nil); err != nil {
@@ -115,7 +113,8 @@ oversizing from the link capacity the daemon recorded while it ran
 	f := cmd.Flags()
 	sr.register(cmd, "report", "24h")
 	f.StringVar(&thresholds, "threshold", "", "latency requirements L of R(L), a comma-separated `LIST` of durations (default 50ms,100ms,200ms,500ms,1s,5s)")
-	f.StringVar(&profile, "profile", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table)")
+	f.StringVar(&profile, "profiles", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table; the file monitor run --profiles takes)")
+	deprecatedAlias(f, "profile", "profiles")
 	f.StringVar(&up, "up", "", "uplink capacity `RATE` for the inferred buffers, e.g. 700k (default: what the monitor recorded)")
 	f.StringVar(&down, "down", "", "downlink capacity `RATE` for the inferred buffers, e.g. 8M (default: what the monitor recorded)")
 	f.StringVar(&csvSeries, "csv-series", "", "write the delay and loss time series as CSV to `FILE`, - for stdout")
@@ -130,7 +129,7 @@ oversizing from the link capacity the daemon recorded while it ran
 func writeMonitorReport(stdout, stderr io.Writer, out *outputs, csvSeries string, rep *model.MonitorReport) error {
 	var errs []error
 	if out.json != "" {
-		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return writeMonitorJSON(w, rep) }))
+		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, rep) }))
 	}
 	if out.html != "" {
 		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteMonitorHTML(w, rep) }))
@@ -159,12 +158,6 @@ func writeMonitorReport(stdout, stderr io.Writer, out *outputs, csvSeries string
 	return err
 }
 
-func writeMonitorJSON(w io.Writer, rep *model.MonitorReport) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
-}
-
 // reportRate reads an optional capacity flag: "" is 0 (the recorded one).
 func reportRate(flag, s string) (float64, error) {
 	if s == "" {
@@ -181,94 +174,15 @@ func reportRate(flag, s string) (float64, error) {
 }
 
 // reportRange resolves --since, --from and --to against now into a range
-// of at most 10 years with from < to. Every error is a usage error.
+// of at most maxReportRange with from < to (units.Range: the one time-range
+// grammar); --since is a day without --since or --from. Every error is a
+// usage error.
 func reportRange(since, from, to string, now time.Time) (time.Time, time.Time, error) {
-	if since != "" && from != "" {
-		return time.Time{}, time.Time{}, usagef("--since and --from: give one (--since counts back from --to or now)")
-	}
-	end := now
-	if to != "" {
-		t, err := parseTimeFlag(to)
-		if err != nil {
-			return time.Time{}, time.Time{}, usagef("--to: %w", err)
-		}
-		end = t
-	}
-	var start time.Time
-	switch {
-	case from != "":
-		t, err := parseTimeFlag(from)
-		if err != nil {
-			return time.Time{}, time.Time{}, usagef("--from: %w", err)
-		}
-		start = t
-	default:
-		d := 24 * time.Hour
-		if since != "" {
-			var err error
-			if d, err = parseSince(since); err != nil {
-				return time.Time{}, time.Time{}, usagef("--since: %w", err)
-			}
-		}
-		start = end.Add(-d)
-	}
-	if !start.Before(end) {
-		return time.Time{}, time.Time{}, usagef("the range is empty: it starts at %s, not before its end %s", start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
-	}
-	if end.Sub(start) > maxReportRange || end.Sub(start) < 0 {
-		return time.Time{}, time.Time{}, usagef("a range of %s: at most 10 years", end.Sub(start).Round(time.Hour))
+	start, end, err := units.Range{Since: since, From: from, To: to}.Resolve(now, units.Day, maxReportRange)
+	if err != nil {
+		return start, end, usageErr(err)
 	}
 	return start, end, nil
-}
-
-// parseSince reads a positive duration of at most 10 years; besides Go's
-// units it takes whole or decimal days ("7d", "1.5d") and combinations
-// ("1d12h").
-func parseSince(s string) (time.Duration, error) {
-	if len(s) > 64 {
-		return 0, fmt.Errorf("%.20q…: too long for a duration", s)
-	}
-	var days float64
-	rest := s
-	if i := strings.IndexByte(s, 'd'); i >= 0 {
-		v, err := strconv.ParseFloat(s[:i], 64)
-		if err != nil || v < 0 || v > 3660 || v != v {
-			return 0, fmt.Errorf("%q: want a duration like 24h, 7d or 1d12h", s)
-		}
-		days, rest = v, s[i+1:]
-	}
-	var d time.Duration
-	if rest != "" {
-		var err error
-		if d, err = time.ParseDuration(rest); err != nil || d < 0 {
-			return 0, fmt.Errorf("%q: want a duration like 24h, 7d or 1d12h", s)
-		}
-	}
-	total := float64(d) + days*24*float64(time.Hour)
-	if total <= 0 {
-		return 0, fmt.Errorf("%q: want a positive duration", s)
-	}
-	if total > float64(maxReportRange) {
-		return 0, fmt.Errorf("%q: at most 10 years", s)
-	}
-	return time.Duration(total), nil
-}
-
-// parseTimeFlag reads an RFC 3339 time, or a date (midnight UTC), or a
-// date and minute without zone (UTC).
-func parseTimeFlag(s string) (time.Time, error) {
-	if len(s) > 64 {
-		return time.Time{}, fmt.Errorf("%.20q…: too long for a time", s)
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02", "2006-01-02T15:04", "2006-01-02 15:04"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			if t.Year() < 1970 || t.Year() > 2200 {
-				return time.Time{}, fmt.Errorf("%q: want a year from 1970 to 2200", s)
-			}
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time (2026-05-16T08:00:00Z) or a date (2026-05-16)", s)
 }
 
 // parseThresholds reads a comma-separated list of durations; the analysis

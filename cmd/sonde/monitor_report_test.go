@@ -17,6 +17,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 const mrT0 = int64(1_767_225_600_000_000_000) // 2026-01-01 00:00 UTC
@@ -196,14 +197,6 @@ func TestMonitorReportErrors(t *testing.T) {
 	}
 }
 
-func TestParseSince(t *testing.T) {
-	for in, want := range map[string]time.Duration{"24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, "1.5d": 36 * time.Hour, "90m": 90 * time.Minute} {
-		if got, err := parseSince(in); err != nil || got != want {
-			t.Errorf("parseSince(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-}
-
 // FuzzMonitorReportFlags checks the time and threshold parsers never
 // panic and never return a range the report refuses.
 func FuzzMonitorReportFlags(f *testing.F) {
@@ -212,11 +205,11 @@ func FuzzMonitorReportFlags(f *testing.F) {
 	}
 	now := time.Unix(0, mrT0)
 	f.Fuzz(func(t *testing.T, s string) {
-		if d, err := parseSince(s); err == nil && (d <= 0 || d > maxReportRange) {
-			t.Fatalf("parseSince(%q) = %v", s, d)
+		if d, err := units.ParseDuration(s, maxReportRange); err == nil && (d < 0 || d > maxReportRange) {
+			t.Fatalf("ParseDuration(%q) = %v", s, d)
 		}
-		if tm, err := parseTimeFlag(s); err == nil && (tm.Year() < 1970 || tm.Year() > 2200) {
-			t.Fatalf("parseTimeFlag(%q) = %v", s, tm)
+		if tm, err := units.ParseTime(s); err == nil && (tm.Year() < 1970 || tm.Year() > 2200) {
+			t.Fatalf("ParseTime(%q) = %v", s, tm)
 		}
 		if ls, err := parseThresholds(s); err == nil {
 			for _, l := range ls {
@@ -287,6 +280,24 @@ func TestMonitorReportCapacity(t *testing.T) {
 		}
 		if want := fmt.Sprintf("buffer ≈ %.0f kbit", bits/1e3); !strings.Contains(text, want) {
 			t.Errorf("%q: text lacks %q:\n%s", c.args, want, text)
+		}
+	}
+}
+
+// TestProfileFlagAlias: --profile, the old spelling of --profiles in
+// monitor report and fleet report, still works for one release and says
+// what to use.
+func TestProfileFlagAlias(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "none.json")
+	for _, args := range [][]string{
+		{"monitor", "report", "--store", filepath.Join(t.TempDir(), "m.db"), "--profile", bad},
+		{"fleet", "report", "--store", filepath.Join(t.TempDir(), "f.db"), "--profile", bad},
+	} {
+		// cobra prints the deprecation where it prints usage (stderr
+		// when the command's output is not set, as in main).
+		stdout, stderr, code := run(t, args...)
+		if code != exitUsage || !strings.Contains(stdout+stderr, "use --profiles instead") || !strings.Contains(stderr, "--profiles "+bad) {
+			t.Errorf("%v: exit %d, %q %q; want 2, the file read as --profiles and the replacement named", args, code, stdout, stderr)
 		}
 	}
 }

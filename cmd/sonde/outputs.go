@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sonde-project/sonde/internal/apiclient"
+	"github.com/sonde-project/sonde/internal/report"
 )
 
 // Exit codes of every command. exitCodes documents them, in `sonde
@@ -241,6 +243,34 @@ func (o *outputs) textTo(stdout, stderr io.Writer, failed bool) io.Writer {
 	return stdout
 }
 
+// forms are a result's renderings: the value written as JSON, and the
+// HTML, CSV and text writers; nil for a form the command has not.
+type forms struct {
+	json            any
+	html, csv, text func(io.Writer) error
+}
+
+// write is the one output writer of the commands: every output o names
+// (JSON, HTML, CSV), then the text summary where textTo says. An output
+// that fails stops neither the others nor the text, which then goes where
+// it is seen, so that nothing measured is lost.
+func (o *outputs) write(stdout, stderr io.Writer, f forms) error {
+	var errs []error
+	if o.json != "" && f.json != nil {
+		errs = append(errs, writeOutput("--json", o.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, f.json) }))
+	}
+	if o.html != "" && f.html != nil {
+		errs = append(errs, writeOutput("--html", o.html, stdout, f.html))
+	}
+	if o.csv != "" && f.csv != nil {
+		errs = append(errs, writeOutput("--csv", o.csv, stdout, f.csv))
+	}
+	if w := o.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil && f.text != nil {
+		errs = append(errs, f.text(w))
+	}
+	return errors.Join(errs...)
+}
+
 // write writes one output to name ("-": stdout).
 func writeOutput(flag, name string, stdout io.Writer, write func(io.Writer) error) error {
 	if name == "-" {
@@ -262,3 +292,13 @@ func writeOutput(flag, name string, stdout io.Writer, write func(io.Writer) erro
 
 // errSilent marks an error already reported to the user.
 var errSilent = errors.New("")
+
+// deprecatedAlias makes old a spelling of the flag name in fs, kept for
+// one release: it sets the same value, is hidden from the help, and
+// cobra prints "Flag --old has been deprecated, use --name instead" when
+// it is given. One flag name has one meaning across commands.
+func deprecatedAlias(fs *pflag.FlagSet, old, name string) {
+	f := fs.Lookup(name)
+	fs.Var(f.Value, old, f.Usage)
+	_ = fs.MarkDeprecated(old, "use --"+name+" instead")
+}

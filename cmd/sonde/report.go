@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"io"
 	"strings"
 
@@ -35,7 +34,7 @@ func newReportCmd() *cobra.Command {
 	var out outputs
 	cmd := &cobra.Command{
 		Use:   "report FILE...",
-		Short: "Re-render saved results (--json of test, udp, analyze) or compare them side by side",
+		Short: "Re-render saved results (--json of test, udp, analyze, mbm, monitor report, fleet report) or compare them side by side",
 		Long:  reportHelp,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -76,15 +75,5 @@ func runReport(stdout, stderr io.Writer, out *outputs, paths []string) error {
 		write.text = func(w io.Writer) error { return report.WriteCompareText(w, saved) }
 		write.html = func(w io.Writer) error { return report.WriteCompareHTML(w, saved) }
 	}
-	var errs []error
-	if out.html != "" {
-		errs = append(errs, writeOutput("--html", out.html, stdout, write.html))
-	}
-	if out.csv != "" {
-		errs = append(errs, writeOutput("--csv", out.csv, stdout, write.csv))
-	}
-	if w := out.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil {
-		errs = append(errs, write.text(w))
-	}
-	return errors.Join(errs...)
+	return out.write(stdout, stderr, forms{html: write.html, csv: write.csv, text: write.text})
 }

@@ -73,10 +73,12 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 			if err := cfg.Validate(); err != nil {
 				return &exitError{code: 2, err: err}
 			}
+			// --db PATH is the old spelling of --store PATH (a SQLite
+			// path is a store URL).
 			switch {
 			case cmd.Flags().Changed("store") && cmd.Flags().Changed("db"):
 				return usagef("--store and --db both name where past results go: give one")
-			case cmd.Flags().Changed("store"):
+			case cmd.Flags().Changed("store"), cmd.Flags().Changed("db"):
 				// Checked before the server starts: a wrong URL is a
 				// usage error, not a failure after the listeners are up.
 				if _, err := store.ParseURL(storeURL); err != nil {
@@ -84,7 +86,7 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 				}
 				cfg.HistoryDB = storeURL
 			default:
-				if cfg.HistoryDB, err = historyPath(cfg.HistoryDB, cmd.Flags().Changed("db")); err != nil {
+				if cfg.HistoryDB, err = historyPath(); err != nil {
 					return err
 				}
 			}
@@ -143,8 +145,8 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.Float64Var(&cfg.UDPMaxRate, "udp-max-rate", 20000, "probes per second one UDP session may send")
 	f.StringVar(&udpBitrate, "udp-max-bitrate", "200M", "`RATE` in bit/s one UDP session may send, e.g. 200M, 1G")
 	f.StringVar(&webrtcPort, "webrtc-port", "0", "UDP port of the page's WebRTC quality test (docs/browser.md): 0 an ephemeral port per test, N one port for all tests, off no WebRTC test")
-	f.StringVar(&cfg.HistoryDB, "db", "", "SQLite file of past results the page lists (default: sonde/results.db in the user cache dir; :memory: keeps them in memory only)")
-	f.StringVar(&storeURL, "store", "", "`URL` of the store for past results instead of --db: a SQLite path, sqlite:PATH or postgres://… (docs/store.md); its schema is migrated on start")
+	f.StringVar(&storeURL, "store", "", "`URL` of the store of past results the page lists: a SQLite path (default: sonde/results.db in the user cache dir; :memory: keeps them in memory only), sqlite:PATH or postgres://… (docs/store.md); its schema is migrated on start")
+	deprecatedAlias(f, "db", "store")
 	f.IntVar(&cfg.HistoryKeep, "db-keep", 1000, "past results kept of each kind (page, tcp, ndt7, udp, mbm); older ones are deleted")
 	f.BoolVar(&records, "server-records", true, "keep the server's own record of every test it serves (sonde sessions, ndt7, STAMP sessions, MBM runs) in the store beside the page's results (docs/store.md)")
 	f.DurationVar(&cfg.HeaderTimeout, "header-timeout", 10*time.Second, "time a client has to send a request's headers")
@@ -217,16 +219,10 @@ func checkServeLimits(cmd *cobra.Command, cfg server.Config) error {
 	return nil
 }
 
-// historyPath resolves --db: a path given is used as is (its directory must
-// exist); by default the results go to sonde/results.db in the user cache
-// directory, which is created, or stay in memory when there is none.
-func historyPath(path string, given bool) (string, error) {
-	if given {
-		if path == "" {
-			return "", errors.New("--db: empty path (use :memory: to keep results in memory only)")
-		}
-		return path, nil
-	}
+// historyPath is where past results go without --store: sonde/results.db
+// in the user cache directory, which is created, or memory when there is
+// none.
+func historyPath() (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sonde: no user cache directory (%v); past results stay in memory\n", err)
@@ -234,7 +230,7 @@ func historyPath(path string, given bool) (string, error) {
 	}
 	dir = filepath.Join(dir, "sonde")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("--db: default directory: %w", err)
+		return "", fmt.Errorf("--store: default directory: %w", err)
 	}
 	return filepath.Join(dir, "results.db"), nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestServeBadLimits(t *testing.T) {
 		cmd := newServeCmd()
 		cmd.SetOut(&bytes.Buffer{})
 		cmd.SetErr(&bytes.Buffer{})
-		cmd.SetArgs(append(args, "--addr", "127.0.0.1:0", "--udp-addr", "off", "--db", ":memory:"))
+		cmd.SetArgs(append(args, "--addr", "127.0.0.1:0", "--udp-addr", "off", "--store", ":memory:"))
 		// Bounded: a wrongly accepted value would serve until the end.
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		err := cmd.ExecuteContext(ctx)
@@ -124,7 +125,7 @@ func TestServeMBMAddrTaken(t *testing.T) {
 	cmd := newServeCmd()
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetErr(&bytes.Buffer{})
-	cmd.SetArgs([]string{"--addr", "127.0.0.1:0", "--udp-addr", "off", "--webrtc-port", "off", "--db", ":memory:",
+	cmd.SetArgs([]string{"--addr", "127.0.0.1:0", "--udp-addr", "off", "--webrtc-port", "off", "--store", ":memory:",
 		"--mbm-addr", taken.LocalAddr().String()})
 	// Bounded: a server that did not open the sink would serve until the end.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -135,5 +136,18 @@ func TestServeMBMAddrTaken(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("serve ran until the test's timeout: the sink was not opened at start")
+	}
+}
+
+// TestServeDBAlias: --db, the old spelling of --store, still names the
+// store for one release and says what to use; both at once are refused.
+func TestServeDBAlias(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := run(t, "serve", "--db", filepath.Join(dir, "no", "such", "r.db"), "--addr", "127.0.0.1:0", "--udp-addr", "off")
+	if code == 0 || !strings.Contains(stdout+stderr, "use --store instead") {
+		t.Errorf("--db: exit %d, %q %q; want the replacement named and the missing directory refused", code, stdout, stderr)
+	}
+	if _, stderr, code := run(t, "serve", "--db", "a.db", "--store", "b.db"); code != exitUsage || !strings.Contains(stderr, "give one") {
+		t.Errorf("--db and --store: exit %d, %q", code, stderr)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/monitor"
+	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 )
 
@@ -190,14 +190,10 @@ func newStoreMonitorListCmd() *cobra.Command {
 					return err
 				}
 				if jsonOut != "" {
-					return writeOutput("--json", jsonOut, cmd.OutOrStdout(), func(w io.Writer) error {
-						enc := json.NewEncoder(w)
-						enc.SetIndent("", "  ")
-						return enc.Encode(ms)
-					})
+					return writeOutput("--json", jsonOut, cmd.OutOrStdout(), func(w io.Writer) error { return report.WriteJSON(w, ms) })
 				}
-				w := cmd.OutOrStdout()
-				fmt.Fprintf(w, "%-24s %-9s %-6s %-8s %-10s %s\n", "NAME", "ENROLLED", "TOKEN", "REVOKED", "INSTANCE", "LABELS")
+				var t report.Table
+				t.Row("NAME", "ENROLLED", "TOKEN", "REVOKED", "INSTANCE", "LABELS")
 				yes := map[bool]string{true: "yes", false: "no"}
 				for _, m := range ms {
 					keys := make([]string, 0, len(m.Labels))
@@ -213,9 +209,9 @@ func newStoreMonitorListCmd() *cobra.Command {
 					if m.Instance != "" {
 						inst = m.Instance[:min(8, len(m.Instance))]
 					}
-					fmt.Fprintf(w, "%-24s %-9s %-6s %-8s %-10s %s\n", m.Name, yes[m.Enrolled], yes[m.Token], yes[m.Revoked], inst, strings.Join(ls, ","))
+					t.Row(m.Name, yes[m.Enrolled], yes[m.Token], yes[m.Revoked], inst, strings.Join(ls, ","))
 				}
-				return nil
+				return t.Write(cmd.OutOrStdout())
 			})
 		},
 	}

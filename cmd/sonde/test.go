@@ -218,17 +218,9 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 // cannot be written, the text summary is written even with --quiet (to
 // stderr when stdout has a machine output), so the measurement is not lost.
 func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
-	var errs []error
-	if o := tf.out.json; o != "" {
-		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error { return writeJSON(w, res) }))
-	}
-	if o := tf.out.html; o != "" {
-		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error { return report.WriteHTML(w, res) }))
-	}
-	if w := tf.out.textTo(stdout, os.Stderr, errors.Join(errs...) != nil); w != nil {
-		errs = append(errs, report.WriteText(w, res))
-	}
-	return errors.Join(errs...)
+	return tf.out.write(stdout, os.Stderr, forms{json: res,
+		html: func(w io.Writer) error { return report.WriteHTML(w, res) },
+		text: func(w io.Writer) error { return report.WriteText(w, res) }})
 }
 
 // startEmbedded runs a server, with its STAMP reflector, on loopback ports
@@ -262,12 +254,6 @@ func progressLine(w io.Writer) func(tcptest.Progress) {
 		fmt.Fprintf(w, "\r\033[K%-8s %4.1f/%.0fs  %14s  rtt %9s  streams %d",
 			p.Phase, p.Elapsed.Seconds(), p.Duration.Seconds(), units.FormatRate(p.RateBps), rtt, p.Streams)
 	}
-}
-
-func writeJSON(w io.Writer, res *model.Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res)
 }
 
 // maxTruthFile bounds a ground-truth file: its JSON takes a few hundred

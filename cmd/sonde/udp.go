@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -208,23 +207,11 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 	if res == nil {
 		return runErr
 	}
-	var errs []error
-	if o := uf.out.json; o != "" {
-		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
-		}))
-	}
-	if o := uf.out.html; o != "" {
-		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error { return report.WriteUDPHTML(w, res) }))
-	}
 	// An output that could not be written: the summary is written even
 	// with --quiet, so the measurement is not lost.
-	if w := uf.out.textTo(stdout, os.Stderr, errors.Join(errs...) != nil); w != nil {
-		errs = append(errs, report.WriteUDPText(w, res))
-	}
-	return errors.Join(runErr, errors.Join(errs...))
+	return errors.Join(runErr, uf.out.write(stdout, os.Stderr, forms{json: res,
+		html: func(w io.Writer) error { return report.WriteUDPHTML(w, res) },
+		text: func(w io.Writer) error { return report.WriteUDPText(w, res) }}))
 }
 
 func openOutput(name string, stdout io.Writer) (io.Writer, func(), error) {

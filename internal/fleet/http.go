@@ -8,11 +8,11 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // Bounds of the fleet view's query (a browser supplies it).
@@ -58,30 +58,17 @@ func ParseQuery(raw string, now time.Time) (Request, error) {
 	return Request{FromNs: to - d, ToNs: to, Filter: f}, nil
 }
 
-// parseSpan reads "36h" or "7d": a whole number of hours or days, more
-// than zero and at most MaxViewRangeNs.
+// parseSpan reads the view's span: a duration (units.ParseDuration: "36h",
+// "7d"), more than zero and at most MaxViewRangeNs.
 func parseSpan(s string) (int64, error) {
-	bad := fmt.Errorf("since %.20q: want whole hours or days, like 24h or 7d, up to 400d", s)
-	if len(s) < 2 || len(s) > 8 {
-		return 0, bad
+	d, err := units.ParseDuration(s, time.Duration(MaxViewRangeNs))
+	if err != nil {
+		return 0, fmt.Errorf("since: %w", err)
 	}
-	n, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
-	if err != nil || n <= 0 || n > 400*24 {
-		return 0, bad
+	if d <= 0 {
+		return 0, fmt.Errorf("since %.20q: want a positive duration", s)
 	}
-	var d int64
-	switch s[len(s)-1] {
-	case 'h':
-		d = n * store.HourNs
-	case 'd':
-		d = n * 24 * store.HourNs
-	default:
-		return 0, bad
-	}
-	if d > MaxViewRangeNs {
-		return 0, bad
-	}
-	return d, nil
+	return int64(d), nil
 }
 
 // Handler serves the fleet view: the page (fleet.html, fleet.js and the

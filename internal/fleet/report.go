@@ -14,6 +14,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // Bounds and defaults of a request (flags supply them).
@@ -149,12 +150,12 @@ func Report(ctx context.Context, st store.FleetReader, req Request) (*model.Flee
 	// hours would hold too many cells.
 	np := len(req.Profiles)
 	winNs := store.HourNs
-	first := floorTo(req.FromNs, winNs)
+	first := units.FloorTo(req.FromNs, winNs)
 	nwin := int((req.ToNs-1-first)/winNs + 1)
 	cells := func() int64 { return int64(nwin) * int64(len(mons)) * int64(1+np) }
 	if cells() > maxCells {
 		winNs = dayNs
-		first = floorTo(req.FromNs, winNs)
+		first = units.FloorTo(req.FromNs, winNs)
 		nwin = int((req.ToNs-1-first)/winNs + 1)
 	}
 	if cells() > maxCells {
@@ -279,7 +280,7 @@ func Report(ctx context.Context, st store.FleetReader, req Request) (*model.Flee
 						fm.Grades = map[string]int{}
 					}
 					fm.Grades[g]++
-					if gradeRank(g) > gradeRank(fm.Worst) {
+					if reliability.GradeRank(g) > reliability.GradeRank(fm.Worst) {
 						fm.Worst = g
 					}
 				}
@@ -371,18 +372,6 @@ func Report(ctx context.Context, st store.FleetReader, req Request) (*model.Flee
 	return rep, nil
 }
 
-func floorTo(t, span int64) int64 {
-	f := t / span
-	if t%span < 0 {
-		f--
-	}
-	return f * span
-}
-
-var grades = []string{"A+", "A", "B", "C", "D", "F"}
-
-func gradeRank(g string) int { return slices.Index(grades, g) }
-
 // verdicts judges each profile over the whole range and over each window.
 func verdicts(req Request, np int, sent uint64, ok []uint64, approx []bool, cellSent, cellOK []uint64, first, winNs int64) []model.FleetVerdict {
 	out := make([]model.FleetVerdict, np)
@@ -393,15 +382,15 @@ func verdicts(req Request, np int, sent uint64, ok []uint64, approx []bool, cell
 			okp = ok[p]
 			v.Approx = approx[p]
 		}
-		v.Whole = figure(pr.LatencyNs, okp, sent)
-		v.Verdict = judge(v.Whole, pr.Reliability)
+		v.Whole = reliability.Figure(pr.LatencyNs, okp, sent)
+		v.Verdict = reliability.Judge(v.Whole, pr.Reliability)
 		for c, n := range cellSent {
 			if n < req.MinWindowProbes {
 				continue
 			}
-			f := figure(pr.LatencyNs, cellOK[c*np+p], n)
+			f := reliability.Figure(pr.LatencyNs, cellOK[c*np+p], n)
 			v.Hours++
-			if judge(f, pr.Reliability) == model.VerdictFail {
+			if reliability.Judge(f, pr.Reliability) == model.VerdictFail {
 				v.FailHours++
 			}
 			if v.Hours == 1 || f.R < v.WorstHour.R {
@@ -411,28 +400,6 @@ func verdicts(req Request, np int, sent uint64, ok []uint64, approx []bool, cell
 		out[p] = v
 	}
 	return out
-}
-
-// figure is R(L) with its bounds (reliability.Bounds: Wilson, rule of three).
-func figure(l int64, ok, n uint64) model.Reliability {
-	f := model.Reliability{LNs: l, Sent: n, OK: ok}
-	if n > 0 {
-		f.R = float64(ok) / float64(n)
-	}
-	f.Lower, f.Upper = reliability.Bounds(ok, n)
-	return f
-}
-
-// judge is the monitor report's rule: PASS when the lower bound meets the
-// requirement, FAIL when the upper bound misses it, else INSUFFICIENT.
-func judge(f model.Reliability, req float64) string {
-	switch {
-	case f.Sent > 0 && f.Lower >= req:
-		return model.VerdictPass
-	case f.Sent > 0 && f.Upper < req:
-		return model.VerdictFail
-	}
-	return model.VerdictInsufficient
 }
 
 func groupReports(req Request, np int, mons []*monAcc, out []model.FleetMonitor, nwin int, first, winNs int64) []model.FleetGroup {

@@ -3,6 +3,8 @@ package mbm
 import (
 	"fmt"
 	"math"
+
+	"github.com/sonde-project/sonde/internal/model"
 )
 
 // Decision is the state of an SPRT.
@@ -18,15 +20,10 @@ const (
 )
 
 func (d Decision) String() string {
-	switch d {
-	case Pass:
-		return "PASS"
-	case Fail:
-		return "FAIL"
-	case Inconclusive:
-		return "INCONCLUSIVE"
+	if d == Continue {
+		return "CONTINUE"
 	}
-	return "CONTINUE"
+	return string(d.Verdict())
 }
 
 // Lines are Wald's SPRT lines for a Bernoulli mark rate (metrics.md §7):
@@ -128,3 +125,29 @@ func (s *SPRT) Marks() int64 { return s.m }
 
 // Lines are the test's lines.
 func (s *SPRT) Lines() Lines { return s.lines }
+
+// Verdict is the decision as a saved result writes it; Continue, a test
+// that never decided, is INCONCLUSIVE.
+func (d Decision) Verdict() model.MBMVerdict {
+	switch d {
+	case Pass:
+		return model.MBMPass
+	case Fail:
+		return model.MBMFail
+	}
+	return model.MBMInconclusive
+}
+
+// DecisionOf reads a saved verdict back: ERROR and anything unknown are
+// undecided (Continue).
+func DecisionOf(v model.MBMVerdict) Decision {
+	switch v {
+	case model.MBMPass:
+		return Pass
+	case model.MBMFail:
+		return Fail
+	case model.MBMInconclusive:
+		return Inconclusive
+	}
+	return Continue
+}

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/sonde-project/sonde/internal/model"
 )
 
 // Control paths on the server's HTTP port. POST PathSessions opens a
@@ -111,8 +113,8 @@ type EndRequest struct {
 	From int64 `json:"from"`
 	// Verdict and Reason are the client's decision, recorded by the server
 	// with its own counts.
-	Verdict string `json:"verdict,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	Verdict model.MBMVerdict `json:"verdict,omitempty"`
+	Reason  string           `json:"reason,omitempty"`
 }
 
 // Report is the server's record of a session.
@@ -223,8 +225,7 @@ func (e *EndRequest) Validate(granted int64) error {
 	case len(e.Verdict) > MaxTextLen || len(e.Reason) > MaxTextLen:
 		return fmt.Errorf("verdict and reason: at most %d bytes", MaxTextLen)
 	}
-	switch e.Verdict {
-	case "", "PASS", "FAIL", "INCONCLUSIVE", "ERROR":
+	if e.Verdict == "" || e.Verdict.Valid() {
 		return nil
 	}
 	return fmt.Errorf("verdict %q: want PASS, FAIL, INCONCLUSIVE or ERROR", e.Verdict)

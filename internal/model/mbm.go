@@ -93,6 +93,32 @@ type MBMSPRT struct {
 	CheapestFail int64   `json:"cheapest_fail_packets"`
 }
 
+// MBMVerdict is an MBM test's outcome: one of the four constants below,
+// written as the string itself in every saved result.
+type MBMVerdict string
+
+// The verdicts. PASS and FAIL are decisions about the path; INCONCLUSIVE
+// is a test that did not decide (the truncation point, a pattern not
+// produced); ERROR is a test that could not run to its end.
+const (
+	MBMPass         MBMVerdict = "PASS"
+	MBMFail         MBMVerdict = "FAIL"
+	MBMInconclusive MBMVerdict = "INCONCLUSIVE"
+	MBMError        MBMVerdict = "ERROR"
+)
+
+// MBMVerdicts are the verdicts, in the order reports list them.
+var MBMVerdicts = []MBMVerdict{MBMPass, MBMFail, MBMInconclusive, MBMError}
+
+// Valid reports whether v is one of the four verdicts.
+func (v MBMVerdict) Valid() bool {
+	switch v {
+	case MBMPass, MBMFail, MBMInconclusive, MBMError:
+		return true
+	}
+	return false
+}
+
 // MBMTest is one RFC 8337 §8 test's outcome.
 type MBMTest struct {
 	// ID is the RFC 8337 section ("8.1.1"); Name says it in words.
@@ -100,8 +126,8 @@ type MBMTest struct {
 	Name      string `json:"name"`
 	Transport string `json:"transport"` // "tcp" or "udp"
 	// Verdict is PASS, FAIL, INCONCLUSIVE or ERROR; Reason says why.
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason,omitempty"`
+	Verdict MBMVerdict `json:"verdict"`
+	Reason  string     `json:"reason,omitempty"`
 	// Packets is n and Marks m (Losses + CE) when the SPRT stopped.
 	Packets int64 `json:"packets"`
 	Marks   int64 `json:"marks"`
@@ -142,9 +168,9 @@ type MBMComposition struct {
 
 // MBMComposedTest is one test composed over the subpaths.
 type MBMComposedTest struct {
-	ID      string `json:"id"`
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason"`
+	ID      string     `json:"id"`
+	Verdict MBMVerdict `json:"verdict"`
+	Reason  string     `json:"reason"`
 	// Loss = 1 − Π(1 − m_i/n_i); LossLow, LossHigh compose the subpaths'
 	// Wilson bounds the same way (bounds, not a 95 % interval).
 	Loss     float64 `json:"loss"`
@@ -163,10 +189,10 @@ type MBMComposedTest struct {
 // MBMMeasured is a test's outcome measured end to end, for comparison
 // with the composed one.
 type MBMMeasured struct {
-	Verdict  string  `json:"verdict"`
-	Packets  int64   `json:"packets"`
-	Marks    int64   `json:"marks"`
-	Loss     float64 `json:"loss"`
-	LossLow  float64 `json:"loss_low"`
-	LossHigh float64 `json:"loss_high"`
+	Verdict  MBMVerdict `json:"verdict"`
+	Packets  int64      `json:"packets"`
+	Marks    int64      `json:"marks"`
+	Loss     float64    `json:"loss"`
+	LossLow  float64    `json:"loss_low"`
+	LossHigh float64    `json:"loss_high"`
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/reliability"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // Alert rule kinds (docs/monitor.md, "Alerts").
@@ -98,8 +99,6 @@ type AlertRule struct {
 func DefaultRules() []AlertRule {
 	return []AlertRule{{Name: "link-outage", Severity: "critical", Kind: RuleOutage, Scope: "link", For: Duration(10 * time.Second)}}
 }
-
-var grades = []string{"A+", "A", "B", "C", "D", "F"}
 
 // fill sets the defaults of the fields a rule's kind reads.
 func (r *AlertRule) fill() {
@@ -259,8 +258,8 @@ func (r *AlertRule) check(profiles []model.RequirementProfile) error {
 			return fmt.Errorf("min_step %s: want 0 to 1h", t)
 		}
 	case RuleBufferbloat:
-		if !slices.Contains(grades, r.Grade) {
-			return fmt.Errorf("grade %q: want one of %s", r.Grade, strings.Join(grades, " "))
+		if reliability.GradeRank(r.Grade) < 0 {
+			return fmt.Errorf("grade %q: want one of %s", r.Grade, strings.Join(reliability.Grades, " "))
 		}
 	default:
 		return fmt.Errorf("kind %q: want outage, reliability, baseline-step or bufferbloat", r.Kind)
@@ -446,7 +445,7 @@ func (e *Evaluator) Event(ev model.MonitorEvent, atNs int64) {
 					g = v
 				}
 			}
-			if g == "" || slices.Index(grades, g) < slices.Index(grades, r.Grade) {
+			if g == "" || reliability.GradeRank(g) < reliability.GradeRank(r.Grade) {
 				continue
 			}
 			value = ev.Detail["added_median_ms"]
@@ -620,14 +619,6 @@ func newWindow(spanNs, latency int64) *window {
 	return &window{spanNs: spanNs, bucketNs: b, latency: latency, sent: make([]uint32, n), ok: make([]uint32, n)}
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b < 0 {
-		q--
-	}
-	return q
-}
-
 func (w *window) slot(b int64) int {
 	n := int64(len(w.sent))
 	return int(((b % n) + n) % n)
@@ -652,7 +643,7 @@ func (w *window) advance(b int64) {
 }
 
 func (w *window) add(ns int64, ok bool) {
-	b := floorDiv(ns, w.bucketNs)
+	b := units.FloorDiv(ns, w.bucketNs)
 	w.advance(b)
 	if b <= w.head-int64(len(w.sent)) {
 		return // older than the ring
@@ -672,9 +663,9 @@ func (w *window) sum(atNs int64) (sent, ok uint64) {
 	if !w.started {
 		return 0, 0
 	}
-	w.advance(floorDiv(atNs-1, w.bucketNs))
+	w.advance(units.FloorDiv(atNs-1, w.bucketNs))
 	sent, ok = w.tSent, w.tOK
-	lo := floorDiv(atNs-w.spanNs, w.bucketNs)
+	lo := units.FloorDiv(atNs-w.spanNs, w.bucketNs)
 	for x := w.head - int64(len(w.sent)) + 1; x < lo; x++ {
 		i := w.slot(x)
 		sent -= uint64(w.sent[i])

@@ -9,6 +9,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor/query"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // Replay bounds.
@@ -122,10 +123,10 @@ func Replay(ctx context.Context, st store.Monitors, req ReplayRequest) (*ReplayR
 			if next != 0 && s.SentNs >= next {
 				eval(next)
 				// Skip a gap without probes: nothing to evaluate in it.
-				next = max(next+sec, floorDiv(s.SentNs, sec)*sec+sec)
+				next = max(next+sec, units.FloorDiv(s.SentNs, sec)*sec+sec)
 			}
 			if next == 0 {
-				next = floorDiv(s.SentNs, sec)*sec + sec
+				next = units.FloorDiv(s.SentNs, sec)*sec + sec
 			}
 			e.Add(s)
 			res.Probes++

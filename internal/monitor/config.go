@@ -98,21 +98,9 @@ func ParseAge(s string) (time.Duration, error) {
 	case "0", "forever", "off":
 		return time.Duration(Forever), nil
 	}
-	for _, u := range []struct {
-		suffix string
-		unit   time.Duration
-	}{{"d", 24 * time.Hour}, {"y", 365 * 24 * time.Hour}} {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseFloat(n, 64)
-			if err != nil || v < 0 || v > float64(maxAge/u.unit) {
-				return 0, fmt.Errorf("invalid duration %q: want e.g. 30d or 5y, up to 100y", s)
-			}
-			return time.Duration(v * float64(u.unit)), nil
-		}
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 || v > maxAge {
-		return 0, fmt.Errorf("invalid duration %q: want e.g. 2s, 30d or 5y", s)
+	v, err := units.ParseDuration(s, maxAge)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %w", err)
 	}
 	return v, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sonde-project/sonde/internal/monitor/ship"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // core is the daemon's loop state: everything but sockets, so a test can
@@ -205,13 +206,7 @@ func replaceLostRecent(ws []winSample, late model.ProbeSample) {
 	}
 }
 
-func minuteStart(ns int64) int64 {
-	m := ns / reliability.MinuteNs
-	if ns%reliability.MinuteNs < 0 {
-		m--
-	}
-	return m * reliability.MinuteNs
-}
+func minuteStart(ns int64) int64 { return units.FloorTo(ns, reliability.MinuteNs) }
 
 // rollUp rolls up the pending probes sent before cut (a minute start) and
 // keeps the rest pending.

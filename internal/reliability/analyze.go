@@ -280,8 +280,8 @@ func checkRollup(r model.MonitorRollup) error {
 	return nil
 }
 
-// figure is R(L) with its bounds.
-func figure(l int64, ok, n uint64) model.Reliability {
+// Figure is R(L), ok of n probes within l, with its bounds (Bounds).
+func Figure(l int64, ok, n uint64) model.Reliability {
 	f := model.Reliability{LNs: l, Sent: n, OK: ok}
 	if n > 0 {
 		f.R = float64(ok) / float64(n)
@@ -357,7 +357,7 @@ func (a *Analyzer) streamReport(i int32, st *streamAcc) model.StreamReport {
 	}
 	sr.IdleBaselineNs = a.baseline(st)
 	for k, l := range a.th {
-		sr.Reliability = append(sr.Reliability, figure(l, st.within[k], st.sent))
+		sr.Reliability = append(sr.Reliability, Figure(l, st.within[k], st.sent))
 	}
 	for _, ls := range model.LoadStates {
 		lt := st.load[ls]
@@ -366,7 +366,7 @@ func (a *Analyzer) streamReport(i int32, st *streamAcc) model.StreamReport {
 		}
 		lr := model.LoadReliability{Load: ls.String(), Sent: lt.sent}
 		for k, l := range a.th {
-			lr.Reliability = append(lr.Reliability, figure(l, lt.within[k], lt.sent))
+			lr.Reliability = append(lr.Reliability, Figure(l, lt.within[k], lt.sent))
 		}
 		sr.ByLoad = append(sr.ByLoad, lr)
 	}

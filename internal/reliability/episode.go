@@ -83,6 +83,13 @@ func (a *Analyzer) closeEpisode(st *streamAcc) {
 	st.episodes = append(st.episodes, ep)
 }
 
+// Grades is the bufferbloat grade scale, best first (Grade's results).
+var Grades = []string{"A+", "A", "B", "C", "D", "F"}
+
+// GradeRank is g's place on the scale, 0 for the best, −1 for a string
+// that is no grade: a worse grade ranks higher.
+func GradeRank(g string) int { return slices.Index(Grades, g) }
+
 // Grade is the bufferbloat grade of an added delay (Waveform's and
 // Crusader's scale): A+ < 5 ms, A < 30, B < 60, C < 200, D < 400, F.
 func Grade(addedNs int64) string {

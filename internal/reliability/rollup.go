@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // MinuteNs is a rollup's span.
@@ -15,13 +16,7 @@ const MinuteNs = int64(60e9)
 const MaxStreams = 1024
 
 // minuteOf is the start of the minute holding t (floor, also before 1970).
-func minuteOf(t int64) int64 {
-	m := t / MinuteNs
-	if t%MinuteNs < 0 {
-		m--
-	}
-	return m * MinuteNs
-}
+func minuteOf(t int64) int64 { return units.FloorTo(t, MinuteNs) }
 
 // Roller builds per-minute rollups from raw samples given in send order
 // per stream. A probe belongs to the minute of its send time; Lost and Late

@@ -17,7 +17,7 @@ func (a *Analyzer) windows(st *streamAcc, whole []model.Reliability) ([]model.Wi
 		k := slices.Index(a.th, p.LatencyNs)
 		f := whole[k]
 		v := model.ProfileVerdict{Profile: p.Name, WorstR: f.R}
-		v.Verdict = judge(f, p.Reliability)
+		v.Verdict = Judge(f, p.Reliability)
 		count(&v, v.Verdict)
 		verdicts = append(verdicts, v)
 	}
@@ -65,15 +65,15 @@ func (a *Analyzer) windows(st *streamAcc, whole []model.Reliability) ([]model.Wi
 				r := float64(ok[k]) / float64(sent)
 				vals[k] = append(vals[k], r)
 				if wins[k].Windows == 0 || r < wins[k].Worst.R {
-					wins[k].Worst = figure(a.th[k], ok[k], sent)
+					wins[k].Worst = Figure(a.th[k], ok[k], sent)
 					wins[k].WorstStartNs = start
 				}
 				wins[k].Windows++
 			}
 			for j, p := range a.cfg.Profiles {
 				k := slices.Index(a.th, p.LatencyNs)
-				f := figure(p.LatencyNs, ok[k], sent)
-				count(&pv[j], judge(f, p.Reliability))
+				f := Figure(p.LatencyNs, ok[k], sent)
+				count(&pv[j], Judge(f, p.Reliability))
 				pv[j].WorstR = min(pv[j].WorstR, f.R)
 			}
 		}
@@ -101,10 +101,11 @@ func (a *Analyzer) windows(st *streamAcc, whole []model.Reliability) ([]model.Wi
 	return out, verdicts
 }
 
-// judge decides a requirement from one figure's confidence interval:
+// Judge decides a requirement from one figure's confidence interval:
 // PASS when even its lower bound meets it, FAIL when even its upper bound
-// misses it, else too few samples to tell.
-func judge(f model.Reliability, req float64) string {
+// misses it, else too few samples to tell (INSUFFICIENT). The monitor's
+// and the fleet's reports judge by it.
+func Judge(f model.Reliability, req float64) string {
 	switch {
 	case f.Sent > 0 && f.Lower >= req:
 		return model.VerdictPass

@@ -34,7 +34,7 @@ func WriteMBMText(w io.Writer, r *model.MBMResult) error {
 		t := table{right: []bool{false, false, false, true, true, true, false}}
 		t.row("test", "transport", "verdict", "packets", "marks", "loss", "95 % interval")
 		for _, x := range r.Tests {
-			t.row(x.ID, x.Transport, x.Verdict, n64(x.Packets), n64(x.Marks), fmt.Sprintf("%.3g", x.Loss), fmt.Sprintf("%.3g to %.3g", x.LossLow, x.LossHigh))
+			t.row(x.ID, x.Transport, string(x.Verdict), n64(x.Packets), n64(x.Marks), fmt.Sprintf("%.3g", x.Loss), fmt.Sprintf("%.3g to %.3g", x.LossLow, x.LossHigh))
 		}
 		if err := t.write(&b); err != nil {
 			return err
@@ -204,11 +204,11 @@ func mbmTCPRows(tc *model.MBMTCP) []row {
 	return rows
 }
 
-func verdictLevel(v string) string {
+func verdictLevel(v model.MBMVerdict) string {
 	switch v {
-	case "PASS":
+	case model.MBMPass:
 		return levelOK
-	case "FAIL", "ERROR":
+	case model.MBMFail, model.MBMError:
 		return levelBad
 	}
 	return levelWarn
@@ -243,8 +243,8 @@ func WriteMBMHTML(w io.Writer, r *model.MBMResult) error {
 		p.Subtitle += ", subpath " + r.Subpath
 	}
 	for _, x := range r.Tests {
-		p.Cards = append(p.Cards, card{Label: x.ID + " " + x.Name, Value: x.Verdict, Sub: fmt.Sprintf("%d packets, %d marks", x.Packets, x.Marks), Level: verdictLevel(x.Verdict)})
-		p.Tests = append(p.Tests, mbmTestView{Title: x.ID + " " + x.Name + " (" + x.Transport + ")", Verdict: x.Verdict, Level: verdictLevel(x.Verdict), Rows: mbmTestRows(x)})
+		p.Cards = append(p.Cards, card{Label: x.ID + " " + x.Name, Value: string(x.Verdict), Sub: fmt.Sprintf("%d packets, %d marks", x.Packets, x.Marks), Level: verdictLevel(x.Verdict)})
+		p.Tests = append(p.Tests, mbmTestView{Title: x.ID + " " + x.Name + " (" + x.Transport + ")", Verdict: string(x.Verdict), Level: verdictLevel(x.Verdict), Rows: mbmTestRows(x)})
 	}
 	return render(w, mbmTemplate, p, "mbm html")
 }
@@ -262,7 +262,7 @@ func WriteMBMCSV(w io.Writer, r *model.MBMResult) error {
 		if u == nil {
 			u = &model.MBMUDP{}
 		}
-		row := []string{x.ID, x.Name, x.Transport, x.Verdict, x.Reason, n64(x.Packets), n64(x.Marks), n64(x.Losses), n64(x.CE),
+		row := []string{x.ID, x.Name, x.Transport, string(x.Verdict), x.Reason, n64(x.Packets), n64(x.Marks), n64(x.Losses), n64(x.CE),
 			fmt.Sprint(x.Loss), fmt.Sprint(x.LossLow), fmt.Sprint(x.LossHigh), n64(u.DecisionPackets), n64(u.PacketsSent),
 			fmt.Sprint(u.SenderMinRateBps), fmt.Sprint(u.ReceiverMinRateBps), fmt.Sprint(u.ScheduleErrorP50Us), fmt.Sprint(u.ScheduleErrorP99Us),
 			n64(u.MissedDeadlines), n64(u.Reordered)}

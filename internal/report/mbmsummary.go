@@ -78,11 +78,11 @@ func (s *MBMSummarizer) AddResult(r *model.MBMResult) {
 			s.groups[k] = g
 		}
 		switch x.Verdict {
-		case "PASS":
+		case model.MBMPass:
 			g.verdicts.Pass++
-		case "FAIL":
+		case model.MBMFail:
 			g.verdicts.Fail++
-		case "INCONCLUSIVE":
+		case model.MBMInconclusive:
 			g.verdicts.Inconclusive++
 		default:
 			g.verdicts.Error++
@@ -90,7 +90,7 @@ func (s *MBMSummarizer) AddResult(r *model.MBMResult) {
 		if x.Packets > 0 && finite(x.Loss) {
 			g.loss = append(g.loss, x.Loss)
 		}
-		if (x.Verdict == "PASS" || x.Verdict == "FAIL") && decided > 0 {
+		if (x.Verdict == model.MBMPass || x.Verdict == model.MBMFail) && decided > 0 {
 			g.decided = append(g.decided, float64(decided))
 			e := bits.Len64(uint64(decided)) - 1 // 2^e ≤ decided < 2^(e+1)
 			bin := s.decide[e]
@@ -98,7 +98,7 @@ func (s *MBMSummarizer) AddResult(r *model.MBMResult) {
 				bin = decideBin(e)
 				s.decide[e] = bin
 			}
-			if x.Verdict == "PASS" {
+			if x.Verdict == model.MBMPass {
 				bin.Pass++
 			} else {
 				bin.Fail++
@@ -237,7 +237,7 @@ func verdictCounts(v model.MBMVerdictCounts) string {
 	for _, c := range []struct {
 		n    int
 		name string
-	}{{v.Pass, "PASS"}, {v.Fail, "FAIL"}, {v.Inconclusive, "INCONCLUSIVE"}, {v.Error, "ERROR"}} {
+	}{{v.Pass, string(model.MBMPass)}, {v.Fail, string(model.MBMFail)}, {v.Inconclusive, string(model.MBMInconclusive)}, {v.Error, string(model.MBMError)}} {
 		if c.n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", c.name, c.n))
 		}
@@ -438,7 +438,7 @@ func mbmLossCharts(s *model.MBMSummary) []figure {
 // stacked.
 func mbmDecideChart(s *model.MBMSummary) figure {
 	c := barChart{Title: "packets to decide", XLabel: "packets to decide (bins of powers of two)", YLabel: "tests",
-		Stacks: []barStack{{Name: "PASS", Color: colorPass}, {Name: "FAIL", Color: colorFail}}}
+		Stacks: []barStack{{Name: string(model.MBMPass), Color: colorPass}, {Name: string(model.MBMFail), Color: colorFail}}}
 	for _, d := range s.Decide {
 		c.Bins = append(c.Bins, shortCount(d.Low)+"–"+shortCount(d.High))
 		c.Stacks[0].Counts = append(c.Stacks[0].Counts, float64(d.Pass))
@@ -526,8 +526,8 @@ func WriteMBMSummaryHTML(w io.Writer, s *model.MBMSummary) error {
 	}
 	p.Cards = []card{
 		{Label: "groups", Value: strconv.Itoa(len(s.Groups)), Sub: fmt.Sprintf("%d results", s.Results)},
-		{Label: "PASS", Value: strconv.Itoa(v.Pass), Level: levelOK},
-		{Label: "FAIL", Value: strconv.Itoa(v.Fail), Level: levelBad},
+		{Label: string(model.MBMPass), Value: strconv.Itoa(v.Pass), Level: levelOK},
+		{Label: string(model.MBMFail), Value: strconv.Itoa(v.Fail), Level: levelBad},
 		{Label: "INCONCLUSIVE, ERROR", Value: fmt.Sprintf("%d, %d", v.Inconclusive, v.Error), Level: levelWarn},
 	}
 	if c := s.Compose; c != nil {

@@ -59,7 +59,7 @@ func svgCounts(t *testing.T, doc string) (map[string]int, map[string][]float64) 
 // burstFixture is a lab's sustained burst runs: 8.5.1 at derates 0.4,
 // 0.8 and 1 (three runs each), 8.1.1 twice, all with p0 1.5e-3.
 func burstFixture() []*model.MBMResult {
-	mk := func(id string, derate float64, burst int64, verdict string, n, m, decided int64) *model.MBMResult {
+	mk := func(id string, derate float64, burst int64, verdict model.MBMVerdict, n, m, decided int64) *model.MBMResult {
 		return &model.MBMResult{Schema: model.MBMSchemaVersion, Target: model.MBMTarget{RateBps: 10e6, RTTMs: 17, MTUBytes: 1500, HeaderOverheadBytes: 52},
 			Model: model.MBMModel{P0: 0.0015, P1: 0.006, PathP0: 0.0015},
 			Tests: []model.MBMTest{{ID: id, Name: "t" + id, Transport: "udp", Verdict: verdict, Packets: n, Marks: m, Loss: float64(m) / float64(n),

@@ -111,6 +111,16 @@ var kinds = []*kind{
 		headlines: func(v any) []headline { return mbmHeadlines(v.(*model.MBMResult)) },
 	},
 	{
+		schema: model.MBMComposeSchemaVersion,
+		decode: decodeAs[model.MBMComposition],
+		text:   func(w io.Writer, v any) error { return WriteMBMComposeText(w, v.(*model.MBMComposition)) },
+		html:   func(w io.Writer, v any) error { return WriteMBMComposeHTML(w, v.(*model.MBMComposition)) },
+		describe: func(v any) string {
+			return fmt.Sprintf("sonde mbm compose of %d subpaths", len(v.(*model.MBMComposition).Inputs))
+		},
+		headlines: func(v any) []headline { return mbmComposeHeadlines(v.(*model.MBMComposition)) },
+	},
+	{
 		schema: model.MBMSummarySchemaVersion,
 		decode: decodeAs[model.MBMSummary],
 		text:   func(w io.Writer, v any) error { return WriteMBMSummaryText(w, v.(*model.MBMSummary)) },
@@ -181,6 +191,16 @@ func Schemas() []string {
 // Load reads a saved result, refusing a file over MaxSavedBytes before
 // reading it. Every error is an *InputError naming the file.
 func Load(path string) (*Saved, error) {
+	b, err := readSaved(path, MaxSavedBytes)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(path, b)
+}
+
+// readSaved reads a file of at most max bytes, refused by its size before
+// it is read. Every error is an *InputError naming the file.
+func readSaved(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, inputErrorf("%w", err)
@@ -193,16 +213,18 @@ func Load(path string) (*Saved, error) {
 	if fi.IsDir() {
 		return nil, inputErrorf("%s: is a directory", path)
 	}
-	if fi.Size() > MaxSavedBytes {
-		return nil, inputErrorf("%s: %d bytes, more than the %d MiB a saved result may have", path, fi.Size(), MaxSavedBytes>>20)
+	if fi.Size() > max {
+		return nil, inputErrorf("%s: %d bytes, more than the %d MiB a saved result may have", path, fi.Size(), max>>20)
 	}
-	// The file may grow after Stat: read one byte more than allowed, which
-	// Decode refuses.
-	b, err := io.ReadAll(io.LimitReader(f, MaxSavedBytes+1))
+	// The file may grow after Stat: read one byte more than allowed.
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, inputErrorf("%s: %w", path, err)
 	}
-	return Decode(path, b)
+	if int64(len(b)) > max {
+		return nil, inputErrorf("%s: more than the %d MiB a saved result may have", path, max>>20)
+	}
+	return b, nil
 }
 
 // Decode reads a saved result from b, dispatching on its "schema" field.
@@ -351,4 +373,13 @@ func checkContent(name string, k *kind, b []byte) error {
 		return inputErrorf("%s: its schema says %s, but it holds no result (none of %s)", name, k.schema, strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// WriteJSON writes v as a saved result is written (`--json` of every
+// command): indented by two spaces, one trailing newline. It is the one
+// JSON writer of saved results; Load reads them back.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -83,3 +83,13 @@ func num[T int | uint64](v T) string { return strconv.FormatInt(int64(v), 10) }
 
 // fixed formats a float cell with prec decimals.
 func fixed(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+
+// Table is the one text table for the listings of commands (sonde store
+// monitors, sonde lab list): the table of every report, left-aligned.
+type Table struct{ t table }
+
+// Row adds a row; the first is the heading.
+func (t *Table) Row(cells ...string) { t.t.row(cells...) }
+
+// Write writes the rows, columns two spaces apart.
+func (t *Table) Write(w io.Writer) error { return t.t.write(w) }

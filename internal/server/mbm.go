@@ -599,7 +599,7 @@ func (m *mbmService) expire(id string) {
 // result is the server's record of a session as a sonde.mbm/v1 result:
 // its own counts over every packet sent (growth included), with the
 // verdict the client sent.
-func (ses *mbmSession) result(rep mbmwire.Report, verdict, reason string) *model.MBMResult {
+func (ses *mbmSession) result(rep mbmwire.Report, verdict model.MBMVerdict, reason string) *model.MBMResult {
 	q := ses.req
 	if ses.tcp != nil {
 		return ses.tcpResult(rep, verdict, reason)

@@ -324,7 +324,7 @@ var errTCPUnsupported = errors.New("MBM over TCP needs a Linux server (SO_RCVBUF
 
 // tcpResult is a TCP session's record: what bounded the window and what
 // arrived (the sender's counts are the client's).
-func (ses *mbmSession) tcpResult(rep mbmwire.Report, verdict, reason string) *model.MBMResult {
+func (ses *mbmSession) tcpResult(rep mbmwire.Report, verdict model.MBMVerdict, reason string) *model.MBMResult {
 	q := ses.req
 	t := rep.TCP
 	return &model.MBMResult{

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // HourNs is the span of a row of the fleet's hourly aggregate.
@@ -93,20 +94,9 @@ const (
 	MaxMergeStreams = 1000
 )
 
-func floorHour(t int64) int64 {
-	h := t / HourNs
-	if t%HourNs < 0 {
-		h--
-	}
-	return h * HourNs
-}
+func floorHour(t int64) int64 { return units.FloorTo(t, HourNs) }
 
-func ceilHour(t int64) int64 {
-	if f := floorHour(t); f != t {
-		return f + HourNs
-	}
-	return t
-}
+func ceilHour(t int64) int64 { return units.CeilTo(t, HourNs) }
 
 // monitorClause is "AND col IN (…)" for a monitor list (IDs are integers
 // the store itself handed out, formatted here, never a client's text).
@@ -127,24 +117,6 @@ func monitorClause(col string, ids []int64) string {
 	}
 	b.WriteByte(')')
 	return b.String()
-}
-
-// markHours marks the hours of a batch's rollups dirty, in the batch's
-// transaction, so the hourly aggregate is redone for them.
-func markHours(ins *inserter, rollups []Rollup, sids []int32) {
-	seen := map[StreamHour]bool{}
-	for _, r := range rollups {
-		if r.Stream < 0 || int(r.Stream) >= len(sids) {
-			continue // Write has refused the batch already
-		}
-		h := StreamHour{sids[r.Stream], floorHour(r.MinuteNs)}
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
-		ins.add("rollup_hours_dirty (sid, hour_ns)", 2, int64(h.Stream), h.HourNs)
-	}
-	ins.flush()
 }
 
 func (s *sqlStore) HourRows(ctx context.Context, q FleetQuery, fn func(HourRow) error) error {

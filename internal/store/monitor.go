@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -249,7 +250,7 @@ func (s *sqlStore) writeTx(ctx context.Context, monitor int64, sids []int32, b *
 			id, r.MinuteNs, int64(r.Sent), int64(r.Lost), int64(r.Late), r.SumNs, r.SumSqNs, r.MinNs, r.MaxNs, data)
 	}
 	ins.flush()
-	markHours(&ins, b.Rollups, sids) // the fleet's hourly aggregate (fleetquery.go)
+	markHours(&ins, b.Rollups, sids) // the fleet's hourly aggregate (fleetquery.go reads it)
 	if ins.err != nil {
 		return ins.err
 	}
@@ -601,4 +602,39 @@ func (c *stmtCache) close() {
 		_ = st.Close()
 	}
 	c.m, c.closed = nil, true
+}
+
+// markHours marks the hours of a batch's rollups dirty, in the batch's
+// transaction, so the hourly aggregate is redone for them.
+func markHours(ins *inserter, rollups []Rollup, sids []int32) {
+	seen := map[StreamHour]bool{}
+	for _, r := range rollups {
+		if r.Stream < 0 || int(r.Stream) >= len(sids) {
+			continue // Write has refused the batch already
+		}
+		h := StreamHour{sids[r.Stream], floorHour(r.MinuteNs)}
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		ins.add("rollup_hours_dirty (sid, hour_ns)", 2, int64(h.Stream), h.HourNs)
+	}
+	ins.flush()
+}
+
+// OrderStreams lists a monitor's streams (ListStreams) by store ID and
+// gives the index of each store ID in that list: the order in which the
+// analysis indexes streams and shipped rows name them.
+func OrderStreams(byID map[int32]model.MonitorStream) ([]model.MonitorStream, map[int32]int32) {
+	ids := make([]int32, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	list := make([]model.MonitorStream, len(ids))
+	index := make(map[int32]int32, len(ids))
+	for i, id := range ids {
+		list[i], index[id] = byID[id], int32(i)
+	}
+	return list, index
 }

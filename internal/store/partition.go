@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // Day partitions (PostgreSQL only; migration 3): probes, counters, rollups
@@ -37,13 +39,7 @@ const maxKnownDays = 4096
 
 // day is the day number of ns (floor division: days before 1970 are
 // negative).
-func day(ns int64) int64 {
-	d := ns / dayNs
-	if ns%dayNs < 0 {
-		d--
-	}
-	return d
-}
+func day(ns int64) int64 { return units.FloorDiv(ns, dayNs) }
 
 // batchDays returns the distinct days of each partitioned table's rows in
 // b, refusing more than MaxBatchDays per table.

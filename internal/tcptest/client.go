@@ -20,6 +20,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stream"
+	"github.com/sonde-project/sonde/internal/tcpinfo"
 )
 
 // Config is one test run's settings. Zero values take the documented
@@ -336,15 +337,7 @@ func (t *tester) live(ctx context.Context) (protocol.Live, error) {
 
 func localEndpoint(software string) model.Endpoint {
 	h, _ := os.Hostname()
-	return model.Endpoint{Software: software, Hostname: h, Kernel: kernelRelease()}
-}
-
-func kernelRelease() string {
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return ""
-	}
-	return string(b[:len(b)-1])
+	return model.Endpoint{Software: software, Hostname: h, Kernel: tcpinfo.KernelRelease()}
 }
 
 // localAddr returns the client's address of a connection, for the result.

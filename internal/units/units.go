@@ -287,3 +287,26 @@ func formatUnits(v float64, ladder []unit) string {
 	}
 	return sign + strconv.FormatFloat(r, 'f', ladder[i].decimals, 64) + " " + ladder[i].name
 }
+
+// FloorDiv is a/b rounded toward −∞ (b > 0): the number of the grid cell
+// of width b holding a, also for a < 0 (a time before 1970), where Go's
+// division rounds toward 0.
+func FloorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+// FloorTo is the start of the grid cell of width span holding t (a
+// minute, an hour, a day in ns): the one floor-to-grid of every time grid.
+func FloorTo(t, span int64) int64 { return FloorDiv(t, span) * span }
+
+// CeilTo is the end of the cell holding t, t itself on a boundary.
+func CeilTo(t, span int64) int64 {
+	if f := FloorTo(t, span); f != t {
+		return f + span
+	}
+	return t
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 func TestParseRate(t *testing.T) {
@@ -130,6 +131,57 @@ func TestRoundTrip(t *testing.T) {
 	for _, v := range []int64{0, 512, 65536, 3 << 20} {
 		if got, err := ParseBytes(FormatBytes(float64(v))); err != nil || got != v {
 			t.Errorf("ParseBytes(FormatBytes(%d)) = %v, %v", v, got, err)
+		}
+	}
+}
+
+func TestFloorTo(t *testing.T) {
+	const h = int64(3600e9)
+	for _, c := range []struct{ t, floor, ceil, div int64 }{
+		{0, 0, 0, 0}, {1, 0, h, 0}, {h, h, h, 1}, {h + 1, h, 2 * h, 1}, {-1, -h, 0, -1}, {-h, -h, -h, -1}, {-h - 1, -2 * h, -h, -2},
+	} {
+		if f, c2, d := FloorTo(c.t, h), CeilTo(c.t, h), FloorDiv(c.t, h); f != c.floor || c2 != c.ceil || d != c.div {
+			t.Errorf("%d: floor %d ceil %d div %d, want %d %d %d", c.t, f, c2, d, c.floor, c.ceil, c.div)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"24h": 24 * time.Hour, "7d": 7 * Day, "1d12h": 36 * time.Hour, "1.5d": 36 * time.Hour,
+		"90m": 90 * time.Minute, "5y": 5 * Year, "1y30d": Year + 30*Day, "0": 0, " 2s ": 2 * time.Second} {
+		if got, err := ParseDuration(in, 100*Year); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1d", "d", "1e308d", "NaNd", "30d1y", "1x", "101y", "-2s"} {
+		if got, err := ParseDuration(bad, 100*Year); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", bad, got)
+		}
+	}
+	if got, err := ParseDurationLimit("off", Day); err != nil || got != 0 {
+		t.Errorf("off: %v %v", got, err)
+	}
+}
+
+func TestRangeResolve(t *testing.T) {
+	now := time.Date(2026, 5, 16, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		r          Range
+		start, end time.Time
+	}{
+		{Range{}, now.Add(-Day), now},
+		{Range{Since: "7d"}, now.Add(-7 * Day), now},
+		{Range{From: "2026-05-01", To: "2026-05-02T06:00:00Z"}, time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 5, 2, 6, 0, 0, 0, time.UTC)},
+		{Range{Since: "1h", To: "2026-05-16"}, time.Date(2026, 5, 15, 23, 0, 0, 0, time.UTC), time.Date(2026, 5, 16, 0, 0, 0, 0, time.UTC)},
+	} {
+		s, e, err := c.r.Resolve(now, Day, 10*Year)
+		if err != nil || !s.Equal(c.start) || !e.Equal(c.end) {
+			t.Errorf("%+v: %v %v %v", c.r, s, e, err)
+		}
+	}
+	for _, bad := range []Range{{Since: "1d", From: "2026-05-01"}, {Since: "0"}, {From: "2026-05-17"}, {Since: "11y"}, {To: "1969-12-31"}, {From: "x"}} {
+		if _, _, err := bad.Resolve(now, Day, 10*Year); err == nil {
+			t.Errorf("%+v resolved", bad)
 		}
 	}
 }

@@ -164,7 +164,7 @@ type point struct {
 }
 
 func (pt *point) add(x run, tr truth) {
-	pt.verdicts[x.x.Verdict]++
+	pt.verdicts[string(x.x.Verdict)]++
 	pt.loss = append(pt.loss, x.x.Loss)
 	if tr.packets > 0 {
 		pt.drops = append(pt.drops, float64(tr.queueDrops)/float64(tr.packets))

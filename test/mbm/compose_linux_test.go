@@ -141,8 +141,8 @@ func TestComposition(t *testing.T) {
 			if m := ct.Measured; m == nil || m.Loss != rw.ac.x.Loss || m.Packets != rw.ac.x.Packets {
 				t.Errorf("compose --path recorded %+v, the end-to-end run measured %.5f over %d packets", m, rw.ac.x.Loss, rw.ac.x.Packets)
 			}
-			rw.composed, rw.cLow, rw.cHigh, rw.verdict = ct.Loss, ct.LossLow, ct.LossHigh, ct.Verdict
-			wantC := "PASS"
+			rw.composed, rw.cLow, rw.cHigh, rw.verdict = ct.Loss, ct.LossLow, ct.LossHigh, string(ct.Verdict)
+			wantC := model.MBMPass
 			if rw.ab.x.Verdict == "FAIL" || rw.bc.x.Verdict == "FAIL" {
 				wantC = "FAIL"
 			} else if rw.ab.x.Verdict != "PASS" || rw.bc.x.Verdict != "PASS" {

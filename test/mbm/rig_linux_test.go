@@ -134,7 +134,7 @@ func (r *rig) serve(k, link int) string {
 		r.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := r.lab.Command(ctx, node, sondeBin, "serve", "--addr", hp, "--db", ":memory:", "--per-ip-rate", "off",
+	cmd := r.lab.Command(ctx, node, sondeBin, "serve", "--addr", hp, "--store", ":memory:", "--per-ip-rate", "off",
 		"--udp-addr", "off", "--webrtc-port", "off", "--server-records=false")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -350,7 +350,7 @@ func skipIf(t *testing.T, skips []string, total int) {
 func verdictCheck(want string) func(run, truth) string {
 	return func(x run, tr truth) string {
 		switch {
-		case want != "" && x.x.Verdict != want:
+		case want != "" && string(x.x.Verdict) != want:
 			return fmt.Sprintf("verdict %s (%s), want %s from the configured path", x.x.Verdict, x.x.Reason, want)
 		case x.x.Transport == "udp" && x.x.Losses > int64(tr.randomLoss+tr.queueDrops):
 			return fmt.Sprintf("%d losses counted, the emulator dropped %d", x.x.Losses, tr.randomLoss+tr.queueDrops)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/tcpinfo"
 )
 
 // The tests this package runs, by RFC 8337 section.
@@ -206,7 +207,7 @@ func readSysctl(key string) (string, error) {
 // FillEnv records the sending host's kernel and the congestion control
 // the tests ask for (or the system's, for "-") in env.
 func FillEnv(env *model.MBMEnv, c Config) {
-	env.Kernel = kernelRelease()
+	env.Kernel = tcpinfo.KernelRelease()
 	switch c.CongestionControl {
 	case "":
 		env.CongestionControl = DefaultCongestionControl

@@ -168,7 +168,7 @@ func TestLabPaced(t *testing.T) {
 			if cc := cmp.Or(c.cc, DefaultCongestionControl); tc.CongestionControl != cc || tc.SlowStartAfterIdle != 0 {
 				t.Errorf("congestion control %q, slow start after idle %d: want %s, 0", tc.CongestionControl, tc.SlowStartAfterIdle, cc)
 			}
-			if r.Verdict != want {
+			if string(r.Verdict) != want {
 				lp.mismatch(t, "verdict %s, want %s from the configured path", r.Verdict, want)
 			}
 			if c.reason != "" && !strings.Contains(r.Reason, c.reason) {
@@ -331,7 +331,7 @@ func burstRun(t *testing.T, lp *labPath, cfg Config, burst, queue int) string {
 		// TCP's window, not the path, spread some bursts: no verdict
 		// on the path, and never a FAIL of a path that carries them.
 		t.Logf("derate %g: TCP did not send enough bursts whole; INCONCLUSIVE, as it must be", derate)
-	case r.Verdict != want:
+	case string(r.Verdict) != want:
 		return fmt.Sprintf("derate %g: verdict %s, want %s for %d-packet bursts into a %d-packet queue (truth: %d queue drops, largest queue %d)",
 			derate, r.Verdict, want, burst, queue, q.drops, q.maxQueue)
 	case r.Verdict == "PASS" && q.drops > 0:

@@ -17,9 +17,6 @@ import (
 	"github.com/sonde-project/sonde/internal/tcpinfo"
 )
 
-// Verdicts beside the SPRT's decisions.
-const verdictError = "ERROR"
-
 // Run runs the configured tests one after the other, each on a new upload
 // stream, and returns one result per test, in order. A test that cannot
 // run (its stream refused, a socket option missing) is an ERROR with the
@@ -86,7 +83,7 @@ type runner struct {
 
 // result is a test's outcome before it becomes a model.MBMTest.
 type result struct {
-	verdict string
+	verdict model.MBMVerdict
 	reason  string
 }
 
@@ -116,7 +113,7 @@ func (r *runner) run(ctx context.Context) model.MBMTest {
 // returns the verdict and the SPRT (nil if the test period never began).
 func (r *runner) measure(ctx context.Context) (result, *mbm.SPRT) {
 	errorf := func(format string, a ...any) (result, *mbm.SPRT) {
-		return result{verdictError, fmt.Sprintf(format, a...)}, nil
+		return result{model.MBMError, fmt.Sprintf(format, a...)}, nil
 	}
 	var conn net.Conn
 	var err error
@@ -312,15 +309,15 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 	for {
 		select {
 		case <-ctx.Done():
-			return finish(result{verdictError, fmt.Sprintf("interrupted after %.1f s (%v); the counts so far are kept", time.Since(t0).Seconds(), context.Cause(ctx))})
+			return finish(result{model.MBMError, fmt.Sprintf("interrupted after %.1f s (%v); the counts so far are kept", time.Since(t0).Seconds(), context.Cause(ctx))})
 		case <-w.done():
-			return finish(result{verdictError, fmt.Sprintf("the upload stream failed: %v", w.error())})
+			return finish(result{model.MBMError, fmt.Sprintf("the upload stream failed: %v", w.error())})
 		case <-tick.C:
 		}
 		now := time.Since(t0)
 		smp, err := tcpinfo.Read(r.rc, now.Seconds())
 		if err != nil {
-			return finish(result{verdictError, err.Error()})
+			return finish(result{model.MBMError, err.Error()})
 		}
 		c := CountersOf(smp, now)
 		c.Writes, c.WholeWrites, c.Missed = w.nWrites.Load(), w.nWhole.Load(), w.nMissed.Load()
@@ -400,11 +397,11 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 		}
 		switch Feed(sprt, st) {
 		case mbm.Pass:
-			return finish(result{"PASS", fmt.Sprintf("%d packets delivered with %d marks: the mark rate is at most p0 = %.4g (SPRT)", sprt.Packets(), sprt.Marks(), cfg.Plan.P0)})
+			return finish(result{model.MBMPass, fmt.Sprintf("%d packets delivered with %d marks: the mark rate is at most p0 = %.4g (SPRT)", sprt.Packets(), sprt.Marks(), cfg.Plan.P0)})
 		case mbm.Fail:
-			return finish(result{"FAIL", fmt.Sprintf("%d marks in %d packets (%d retransmissions − %d DSACK duplicates, %d CE): the mark rate is at least p1 = %.4g (SPRT)", sprt.Marks(), sprt.Packets(), acc.Retrans, acc.DSACK, acc.CE, cfg.Plan.P1)})
+			return finish(result{model.MBMFail, fmt.Sprintf("%d marks in %d packets (%d retransmissions − %d DSACK duplicates, %d CE): the mark rate is at least p1 = %.4g (SPRT)", sprt.Marks(), sprt.Packets(), acc.Retrans, acc.DSACK, acc.CE, cfg.Plan.P1)})
 		case mbm.Inconclusive:
-			return finish(result{mbm.Inconclusive.String(), fmt.Sprintf("no decision after %d packets (%d marks), the truncation point", sprt.Packets(), sprt.Marks())})
+			return finish(result{model.MBMInconclusive, fmt.Sprintf("no decision after %d packets (%d marks), the truncation point", sprt.Packets(), sprt.Marks())})
 		}
 		if full && rate < need {
 			if res, stop := r.shortfall(win, rate, true, "in the test period"); stop {
@@ -418,7 +415,7 @@ func (r *runner) sample(ctx context.Context, w *writer, first Counters) (result,
 			r.tcp.DipSamples++
 		}
 		if now-testStart.T >= cfg.MaxTest {
-			return finish(result{mbm.Inconclusive.String(), fmt.Sprintf("no decision after %d packets (%d marks) in the test period's limit of %s", sprt.Packets(), sprt.Marks(), cfg.MaxTest)})
+			return finish(result{model.MBMInconclusive, fmt.Sprintf("no decision after %d packets (%d marks) in the test period's limit of %s", sprt.Packets(), sprt.Marks(), cfg.MaxTest)})
 		}
 	}
 }
@@ -437,7 +434,7 @@ func (r *runner) shortfall(win *RateWindow, rate float64, full bool, when string
 	cfg := r.cfg
 	target := cfg.Plan.RateBps
 	if !full {
-		return result{verdictError, fmt.Sprintf("no whole %s window of samples %s: the host's sampling stalled", cfg.RateWindow, when)}, true
+		return result{model.MBMError, fmt.Sprintf("no whole %s window of samples %s: the host's sampling stalled", cfg.RateWindow, when)}, true
 	}
 	rwnd, sndbuf, empty := win.Limits()
 	cwndLim := win.CwndLimited()
@@ -448,33 +445,33 @@ func (r *runner) shortfall(win *RateWindow, rate float64, full bool, when string
 		// sender's buffer or an idle writer are the host's.
 		switch {
 		case sndbuf >= 50:
-			return result{verdictError, fmt.Sprintf("%s: the sender's buffer limited the flow in %.0f %% of busy time, not the path", head, sndbuf)}, true
+			return result{model.MBMError, fmt.Sprintf("%s: the sender's buffer limited the flow in %.0f %% of busy time, not the path", head, sndbuf)}, true
 		case empty >= 50:
-			return result{verdictError, fmt.Sprintf("%s: the sender did not keep data queued in %.0f %% of samples (the host could not produce the pattern)", head, empty)}, true
+			return result{model.MBMError, fmt.Sprintf("%s: the sender did not keep data queued in %.0f %% of samples (the host could not produce the pattern)", head, empty)}, true
 		}
 		if cwndLim >= 50 {
-			return result{"FAIL", fmt.Sprintf("%s: the congestion window held the flow below the window of %d packets in %.0f %% of samples (%d retransmissions from the start): the path's losses keep it from carrying the target rate",
+			return result{model.MBMFail, fmt.Sprintf("%s: the congestion window held the flow below the window of %d packets in %.0f %% of samples (%d retransmissions from the start): the path's losses keep it from carrying the target rate",
 				head, cfg.Plan.W, cwndLim, r.growthRetrans)}, true
 		}
 		if fit, why := fitWindow(max(r.growthSndWnd, r.tcp.MaxSndWndBytes), max(r.growthInFlight, r.tcp.MaxInFlight), cfg.Plan.W, r.tcp.MSS); fit == windowSmall {
-			return result{verdictError, fmt.Sprintf("%s: %s, and the congestion window did not hold the flow (%.0f %% of samples): the pattern was not produced", head, why, cwndLim)}, true
+			return result{model.MBMError, fmt.Sprintf("%s: %s, and the congestion window did not hold the flow (%.0f %% of samples): the pattern was not produced", head, why, cwndLim)}, true
 		}
-		return result{"FAIL", fmt.Sprintf("%s: the window of %d packets at the path's smoothed RTT of %.1f ms (target %.1f ms) cannot carry the target rate: the path's round trip, with its queue, is too long for the target",
+		return result{model.MBMFail, fmt.Sprintf("%s: the window of %d packets at the path's smoothed RTT of %.1f ms (target %.1f ms) cannot carry the target rate: the path's round trip, with its queue, is too long for the target",
 			head, cfg.Plan.W, ms(r.srtt), ms(cfg.Plan.RTT))}, true
 	}
 	switch {
 	case rwnd+sndbuf >= 50:
-		return result{verdictError, fmt.Sprintf("%s: the hosts limited the flow, not the path (receiver's window %.0f %%, sender's buffer %.0f %% of busy time)", head, rwnd, sndbuf)}, true
+		return result{model.MBMError, fmt.Sprintf("%s: the hosts limited the flow, not the path (receiver's window %.0f %%, sender's buffer %.0f %% of busy time)", head, rwnd, sndbuf)}, true
 	case empty >= 50:
-		return result{verdictError, fmt.Sprintf("%s: the sender did not keep data queued in %.0f %% of samples (the host could not produce the pattern)", head, empty)}, true
+		return result{model.MBMError, fmt.Sprintf("%s: the sender did not keep data queued in %.0f %% of samples (the host could not produce the pattern)", head, empty)}, true
 	case r.tcp.BurstPackets == 0 && cwndLim < 50:
-		return result{mbm.Inconclusive.String(), fmt.Sprintf("%s, but the congestion window held the flow back in only %.0f %% of samples: the sending host's pacing or stalled acknowledgements, not the path's capacity", head, cwndLim)}, false
+		return result{model.MBMInconclusive, fmt.Sprintf("%s, but the congestion window held the flow back in only %.0f %% of samples: the sending host's pacing or stalled acknowledgements, not the path's capacity", head, cwndLim)}, false
 	}
 	lost := ""
 	if r.growthRetrans > 0 {
 		lost = fmt.Sprintf(" (%d retransmissions from the start)", r.growthRetrans)
 	}
-	return result{"FAIL", fmt.Sprintf("%s: the path cannot carry the target rate (window-limited in %.0f %% of samples)%s", head, cwndLim, lost)}, true
+	return result{model.MBMFail, fmt.Sprintf("%s: the path cannot carry the target rate (window-limited in %.0f %% of samples)%s", head, cwndLim, lost)}, true
 }
 
 // minWhole is the share of bursts that must leave whole (cwnd − in
@@ -491,9 +488,9 @@ func (r *runner) heldBursts(whole float64) result {
 	head := fmt.Sprintf("only %.0f %% of the %d-packet bursts in the last %s could leave whole (cwnd − in flight < burst) by the end of the growth period (%s)",
 		100*whole, r.tcp.BurstPackets, r.cfg.RateWindow, r.cfg.MaxGrowth)
 	if r.growthRetrans > 0 {
-		return result{"FAIL", fmt.Sprintf("%s, and the path dropped packets (%d retransmissions): its losses keep TCP's window below the bursts, the path cannot carry them", head, r.growthRetrans)}
+		return result{model.MBMFail, fmt.Sprintf("%s, and the path dropped packets (%d retransmissions): its losses keep TCP's window below the bursts, the path cannot carry them", head, r.growthRetrans)}
 	}
-	return result{verdictError, head + ", without a loss: TCP on this host did not open its window to the bursts (a larger initcwnd on the route lets it start there); the pattern was not produced"}
+	return result{model.MBMError, head + ", without a loss: TCP on this host did not open its window to the bursts (a larger initcwnd on the route lets it start there); the pattern was not produced"}
 }
 
 // conform checks the pattern the sender produced: a verdict on a pattern
@@ -503,25 +500,25 @@ func (r *runner) conform(res result, sprt *mbm.SPRT) result {
 	var notes []string
 	if tc.BurstPackets > 0 {
 		if tc.Writes > 0 && float64(tc.MissedHeadways) > 0.05*float64(tc.Writes+tc.MissedHeadways) {
-			return result{mbm.Inconclusive.String(), fmt.Sprintf("the sender missed %d of %d burst headways (host timing, largest lateness %.1f ms): the pattern was not produced (the measurement: %s, %s)",
+			return result{model.MBMInconclusive, fmt.Sprintf("the sender missed %d of %d burst headways (host timing, largest lateness %.1f ms): the pattern was not produced (the measurement: %s, %s)",
 				tc.MissedHeadways, tc.Writes+tc.MissedHeadways, tc.MaxLatenessMs, res.verdict, res.reason)}
 		}
-		if res.verdict == "PASS" && tc.CwndBelowBurstPct > 10 {
-			return result{mbm.Inconclusive.String(), fmt.Sprintf("cwnd was below the burst of %d packets in %.0f %% of samples: the bursts did not leave whole, so the PASS is not one for this burst size", tc.BurstPackets, tc.CwndBelowBurstPct)}
+		if res.verdict == model.MBMPass && tc.CwndBelowBurstPct > 10 {
+			return result{model.MBMInconclusive, fmt.Sprintf("cwnd was below the burst of %d packets in %.0f %% of samples: the bursts did not leave whole, so the PASS is not one for this burst size", tc.BurstPackets, tc.CwndBelowBurstPct)}
 		}
 		if tc.SlowStartAfterIdle == 1 {
 			notes = append(notes, "tcp_slow_start_after_idle is 1 on the sender: cwnd may collapse after an idle RTO between bursts")
 		}
 	}
-	if res.verdict == "PASS" && tc.DipSamples > 0 && tc.GoodputBps < r.cfg.Precondition*r.cfg.Plan.RateBps {
-		return result{mbm.Inconclusive.String(), fmt.Sprintf("the test period's goodput %.4g Mbit/s is below %.2g × the target, with the congestion window not holding the flow back (the sending host's pacing or stalled acknowledgements): the pattern was not sustained (the SPRT had PASS)",
+	if res.verdict == model.MBMPass && tc.DipSamples > 0 && tc.GoodputBps < r.cfg.Precondition*r.cfg.Plan.RateBps {
+		return result{model.MBMInconclusive, fmt.Sprintf("the test period's goodput %.4g Mbit/s is below %.2g × the target, with the congestion window not holding the flow back (the sending host's pacing or stalled acknowledgements): the pattern was not sustained (the SPRT had PASS)",
 			tc.GoodputBps/1e6, r.cfg.Precondition)}
 	}
 	if tc.DipSamples > 0 {
 		notes = append(notes, fmt.Sprintf("the window rate dipped below %.2g × the target in %d samples without the congestion window holding the flow back (host or acknowledgement stalls)", r.cfg.Precondition, tc.DipSamples))
 	}
-	if tc.BurstPackets > 0 && res.verdict == "PASS" && tc.WholeBurstsPct < 100*minWhole {
-		return result{mbm.Inconclusive.String(), fmt.Sprintf("only %.0f %% of the bursts could leave whole in the test period: the PASS is not one for this burst size", tc.WholeBurstsPct)}
+	if tc.BurstPackets > 0 && res.verdict == model.MBMPass && tc.WholeBurstsPct < 100*minWhole {
+		return result{model.MBMInconclusive, fmt.Sprintf("only %.0f %% of the bursts could leave whole in the test period: the PASS is not one for this burst size", tc.WholeBurstsPct)}
 	}
 	if tc.BurstPackets > 0 && tc.Writes > 0 && tc.WholeBurstsPct >= 100*minWhole {
 		// The check passed, but it is of the writes and the window when
@@ -532,8 +529,8 @@ func (r *runner) conform(res result, sprt *mbm.SPRT) result {
 	}
 	// Between bursts the socket is empty by design: only a paced test
 	// must keep data queued.
-	if tc.BurstPackets == 0 && res.verdict == "PASS" && tc.NotsentEmptyPct > 50 {
-		return result{mbm.Inconclusive.String(), fmt.Sprintf("the sender had no data queued in %.0f %% of samples: the pattern was not sustained by the host", tc.NotsentEmptyPct)}
+	if tc.BurstPackets == 0 && res.verdict == model.MBMPass && tc.NotsentEmptyPct > 50 {
+		return result{model.MBMInconclusive, fmt.Sprintf("the sender had no data queued in %.0f %% of samples: the pattern was not sustained by the host", tc.NotsentEmptyPct)}
 	}
 	if tc.CongestionControl == "bbr" && tc.PacingRateBps > 0 {
 		notes = append(notes, "BBR's own pacing gains move a paced flow below its rate at times")

@@ -65,15 +65,6 @@ func setNotsentLowat(rc syscall.RawConn, n int) error {
 	return nil
 }
 
-// kernelRelease is uname -r.
-func kernelRelease() string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Release[:])
-}
-
 // setMaxSeg sets TCP_MAXSEG (before connect: it clamps the MSS both ends
 // use).
 func setMaxSeg(rc syscall.RawConn, mss int) error {

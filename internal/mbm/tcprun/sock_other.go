@@ -14,4 +14,3 @@ func setPacing(syscall.RawConn, uint32) (uint32, error)     { return 0, errOS }
 func setCongestion(syscall.RawConn, string) (string, error) { return "", errOS }
 func setNotsentLowat(syscall.RawConn, int) error            { return errOS }
 func setMaxSeg(syscall.RawConn, int) error                  { return errOS }
-func kernelRelease() string                                 { return "" }

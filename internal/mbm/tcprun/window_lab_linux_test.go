@@ -68,7 +68,7 @@ func TestLabWindowed(t *testing.T) {
 			if tc.WindowPackets != plan.W || tc.ReceiveWindowBytes != int(plan.W)*1448 || tc.ReceiveBufferBytes < 2*tc.ReceiveBufferSetBytes {
 				t.Errorf("window %d packets, %d bytes, buffer set %d held %d: want W = %d, %d bytes, held ≥ 2 × set", tc.WindowPackets, tc.ReceiveWindowBytes, tc.ReceiveBufferSetBytes, tc.ReceiveBufferBytes, plan.W, plan.W*1448)
 			}
-			if r.Verdict != want {
+			if string(r.Verdict) != want {
 				lp.mismatch(t, "verdict %s, want %s from the configured path", r.Verdict, want)
 			}
 			if r.Verdict == "FAIL" && strings.Contains(r.Reason, "SPRT") && r.Marks < plan.CheapestFail {

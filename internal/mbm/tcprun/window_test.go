@@ -170,13 +170,13 @@ func TestWindowVerdict(t *testing.T) {
 	} {
 		r := windowRunner(t, c.wnd, c.inflight, c.perRTT)
 		got := r.windowVerdict(c.in)
-		if got.verdict != c.verdict || !strings.Contains(got.reason, c.reasons) {
+		if string(got.verdict) != c.verdict || !strings.Contains(got.reason, c.reasons) {
 			t.Errorf("%s: %s (%s), want %s saying %q", c.name, got.verdict, got.reason, c.verdict, c.reasons)
 		}
 	}
 	// An ERROR (the pattern not produced before) stands as it is.
 	r := windowRunner(t, 25*mss, 25, w)
-	if got := r.windowVerdict(result{verdictError, "x"}); got.verdict != verdictError || got.reason != "x" {
+	if got := r.windowVerdict(result{model.MBMError, "x"}); got.verdict != model.MBMError || got.reason != "x" {
 		t.Errorf("an ERROR became %+v", got)
 	}
 }

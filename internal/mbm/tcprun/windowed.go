@@ -14,6 +14,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/apiclient"
 	"github.com/sonde-project/sonde/internal/mbmwire"
+	"github.com/sonde-project/sonde/internal/model"
 )
 
 // WindowedStreams opens 8.1.2's connections: a TCP session of the
@@ -45,12 +46,12 @@ type WindowRequest struct {
 type WindowedStream struct {
 	net.Conn
 	Reply mbmwire.SessionReply
-	end   func(ctx context.Context, verdict, reason string) (mbmwire.Report, error)
+	end   func(ctx context.Context, verdict model.MBMVerdict, reason string) (mbmwire.Report, error)
 }
 
 // End closes the connection (if still open) and ends the session with
 // the client's verdict, returning the server's report.
-func (w *WindowedStream) End(ctx context.Context, verdict, reason string) (mbmwire.Report, error) {
+func (w *WindowedStream) End(ctx context.Context, verdict model.MBMVerdict, reason string) (mbmwire.Report, error) {
 	_ = w.Conn.Close()
 	return w.end(ctx, verdict, reason)
 }
@@ -85,7 +86,7 @@ func (s *Session) OpenWindowed(ctx context.Context, wr WindowRequest) (*Windowed
 		// at once rather than leave it to expire.
 		if rep.ID != "" && len(rep.ID) <= mbmwire.MaxTextLen && !strings.ContainsAny(rep.ID, "/?#") {
 			ectx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			_ = s.api.Call(ectx, http.MethodPost, mbmwire.PathSessions+"/"+rep.ID+"/end", mbmwire.EndRequest{Verdict: "ERROR", Reason: "the client wanted a TCP session"}, nil)
+			_ = s.api.Call(ectx, http.MethodPost, mbmwire.PathSessions+"/"+rep.ID+"/end", mbmwire.EndRequest{Verdict: model.MBMError, Reason: "the client wanted a TCP session"}, nil)
 			cancel()
 		}
 		return nil, fmt.Errorf("%s: %w", s.api.Base.Host, ErrNoTCPMBM)
@@ -93,7 +94,7 @@ func (s *Session) OpenWindowed(ctx context.Context, wr WindowRequest) (*Windowed
 	if rep.TCPPort < 1 || rep.TCPPort > 65535 || rep.ID == "" || len(rep.ID) > mbmwire.MaxTextLen || !(rep.DurationS > 0) {
 		return nil, fmt.Errorf("%s granted port %d, session %.40q for %g s: not a valid grant", s.api.Base.Host, rep.TCPPort, rep.ID, rep.DurationS)
 	}
-	end := func(ctx context.Context, verdict, reason string) (mbmwire.Report, error) {
+	end := func(ctx context.Context, verdict model.MBMVerdict, reason string) (mbmwire.Report, error) {
 		var r mbmwire.Report
 		if len(reason) > mbmwire.MaxTextLen {
 			reason = reason[:mbmwire.MaxTextLen-3] + "..."
@@ -109,7 +110,7 @@ func (s *Session) OpenWindowed(ctx context.Context, wr WindowRequest) (*Windowed
 	if err != nil {
 		ectx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		_, _ = end(ectx, "ERROR", "the client could not connect")
+		_, _ = end(ectx, model.MBMError, "the client could not connect")
 		return nil, fmt.Errorf("windowed session: connect to %s: %w", addr, err)
 	}
 	var tok [mbmwire.TCPTokenLen]byte

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/mbmwire"
+	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
 )
 
@@ -80,7 +80,7 @@ func (r *runner) growthWindow(atMax bool) (result, bool) {
 	}
 	r.retry(fit)
 	r.tcp.MaxSndWndBytes, r.tcp.MaxInFlight = r.growthSndWnd, r.growthInFlight
-	return result{verdictError, fmt.Sprintf("by the end of the growth period %s (receive buffer %d, held %d, attempt %d of %d): the pattern was not produced",
+	return result{model.MBMError, fmt.Sprintf("by the end of the growth period %s (receive buffer %d, held %d, attempt %d of %d): the pattern was not produced",
 		why, r.tcp.ReceiveBufferSetBytes, r.tcp.ReceiveBufferBytes, r.attempt, maxWindowAttempts)}, true
 }
 
@@ -102,7 +102,7 @@ func (r *runner) retry(fit windowFit) {
 // congestion window below it: a FAIL stands (the path's losses), a PASS
 // or an undecided test is INCONCLUSIVE (the pattern was not sustained).
 func (r *runner) windowVerdict(res result) result {
-	if r.id != TestWindowed || res.verdict == verdictError || r.tcp.Samples == 0 {
+	if r.id != TestWindowed || res.verdict == model.MBMError || r.tcp.Samples == 0 {
 		return res
 	}
 	tc := &r.tcp
@@ -110,15 +110,15 @@ func (r *runner) windowVerdict(res result) result {
 	tc.DeliveredPerRTT, tc.RTTSpans, tc.ShortRTTPct = r.perRTT.Mean(), r.perRTT.Spans, r.perRTT.ShortPct()
 	if fit, why := fitWindow(tc.MaxSndWndBytes, tc.MaxInFlight, p.W, tc.MSS); fit != windowOK {
 		r.retry(fit)
-		return result{verdictError, fmt.Sprintf("in the test period %s: the pattern was not produced (the measurement: %s, %s)", why, res.verdict, res.reason)}
+		return result{model.MBMError, fmt.Sprintf("in the test period %s: the pattern was not produced (the measurement: %s, %s)", why, res.verdict, res.reason)}
 	}
 	perRTT := fmt.Sprintf("%.1f packets delivered per RTT over %d spans (W = %d, %.0f %% of spans below W − %d)", tc.DeliveredPerRTT, tc.RTTSpans, p.W, tc.ShortRTTPct, tc.WindowSlackPackets)
 	if !r.perRTT.Reached() {
-		if res.verdict == "FAIL" {
+		if res.verdict == model.MBMFail {
 			res.reason += "; " + perRTT + ": the congestion window stayed below the window"
 			return res
 		}
-		return result{mbm.Inconclusive.String(), fmt.Sprintf("%s: the window was not filled, the pattern was not sustained (the SPRT had %s: %s)", perRTT, res.verdict, res.reason)}
+		return result{model.MBMInconclusive, fmt.Sprintf("%s: the window was not filled, the pattern was not sustained (the SPRT had %s: %s)", perRTT, res.verdict, res.reason)}
 	}
 	res.reason += fmt.Sprintf("; window read back: up to %d bytes advertised, %d packets in flight; %s", tc.MaxSndWndBytes, tc.MaxInFlight, perRTT)
 	return res
@@ -144,7 +144,7 @@ func (r *runner) endWindowed(res result) result {
 	tc.ServerMaxRcvWndBytes, tc.ServerRcvSpaceBytes, tc.ServerWindowClampBytes, tc.ServerBytes = int64(t.MaxRcvWndBytes), int64(t.RcvSpaceBytes), int64(t.WindowClampBytes), t.Bytes
 	// The two ends' readbacks must agree: the window the sender saw is
 	// the one the receiver advertised.
-	if res.verdict != verdictError && t.MaxRcvWndBytes > 0 && tc.MaxSndWndBytes > 0 && int64(t.MaxRcvWndBytes) > tc.MaxSndWndBytes+int64(tc.MSS) {
+	if res.verdict != model.MBMError && t.MaxRcvWndBytes > 0 && tc.MaxSndWndBytes > 0 && int64(t.MaxRcvWndBytes) > tc.MaxSndWndBytes+int64(tc.MSS) {
 		res.reason += fmt.Sprintf("; the server advertised up to %d bytes, more than the %d the sender saw in the test period", t.MaxRcvWndBytes, tc.MaxSndWndBytes)
 	}
 	return res

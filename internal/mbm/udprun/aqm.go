@@ -89,13 +89,13 @@ func runAQM(ctx context.Context, api *apiclient.Client, cfg Config) ([]model.MBM
 	t.LossLow, t.LossHigh = mbm.Wilson(t.Marks, t.Packets)
 	switch {
 	case sendErr != nil && !errors.Is(sendErr, errGrantOver):
-		t.Verdict, t.Reason = "ERROR", fmt.Sprintf("stopped after %d packets: %v", sent, sendErr)
+		t.Verdict, t.Reason = model.MBMError, fmt.Sprintf("stopped after %d packets: %v", sent, sendErr)
 		return []model.MBMTest{t}, fmt.Errorf("test %s: %w", TestAQM, sendErr)
 	case endErr != nil:
-		t.Verdict, t.Reason = "ERROR", fmt.Sprintf("server gone after %d packets (partial result): %v", sent, endErr)
+		t.Verdict, t.Reason = model.MBMError, fmt.Sprintf("server gone after %d packets (partial result): %v", sent, endErr)
 		return []model.MBMTest{t}, fmt.Errorf("test %s: %w", TestAQM, endErr)
 	case sendErrs > 0:
-		t.Verdict, t.Reason = "INCONCLUSIVE", fmt.Sprintf("pattern not produced: this host refused to send %d packets", sendErrs)
+		t.Verdict, t.Reason = model.MBMInconclusive, fmt.Sprintf("pattern not produced: this host refused to send %d packets", sendErrs)
 	default:
 		t.Verdict, t.Reason = v.verdict, v.reason
 	}
@@ -196,11 +196,11 @@ func analyzeAQM(d *aqmData) (*model.MBMAQM, scanVerdict) {
 	half := d.targetRTT / 2
 	switch {
 	case len(a.Rounds) == 0:
-		return a, scanVerdict{"ERROR", "no round sent"}
+		return a, scanVerdict{model.MBMError, "no round sent"}
 	case slow > 0:
-		return a, scanVerdict{"INCONCLUSIVE", fmt.Sprintf("pattern not produced: in %d of %d rounds the sender stayed below %.2g × twice the target rate", slow, len(a.Rounds), d.minRateFraction)}
+		return a, scanVerdict{model.MBMInconclusive, fmt.Sprintf("pattern not produced: in %d of %d rounds the sender stayed below %.2g × twice the target rate", slow, len(a.Rounds), d.minRateFraction)}
 	case len(sojourns) == 0:
-		return a, scanVerdict{"INCONCLUSIVE", fmt.Sprintf("no loss or CE mark in %d rounds of up to %d packets at twice the target rate: no AQM or queue limit reached", len(a.Rounds), a.Rounds[0].Packets)}
+		return a, scanVerdict{model.MBMInconclusive, fmt.Sprintf("no loss or CE mark in %d rounds of up to %d packets at twice the target rate: no AQM or queue limit reached", len(a.Rounds), a.Rounds[0].Packets)}
 	}
 	slices.Sort(sojourns)
 	med := sojourns[len(sojourns)/2]
@@ -211,7 +211,7 @@ func analyzeAQM(d *aqmData) (*model.MBMAQM, scanVerdict) {
 	}
 	what := fmt.Sprintf("%d losses and %d CE marks in %d rounds (%d with a mark)", lost, ce, len(a.Rounds), len(sojourns))
 	if med >= half {
-		return a, scanVerdict{"PASS", fmt.Sprintf("the first packet after the first loss or mark had queued %s (median round), at least half the target RTT (%s: sonde's criterion, RFC 8337 sets none); %s", med.Round(100*time.Microsecond), half, what)}
+		return a, scanVerdict{model.MBMPass, fmt.Sprintf("the first packet after the first loss or mark had queued %s (median round), at least half the target RTT (%s: sonde's criterion, RFC 8337 sets none); %s", med.Round(100*time.Microsecond), half, what)}
 	}
-	return a, scanVerdict{"FAIL", fmt.Sprintf("early signal: the first packet after the first loss or mark had queued only %s (median round), less than half the target RTT (%s: sonde's criterion, RFC 8337 sets none); %s", med.Round(100*time.Microsecond), half, what)}
+	return a, scanVerdict{model.MBMFail, fmt.Sprintf("early signal: the first packet after the first loss or mark had queued only %s (median round), less than half the target RTT (%s: sonde's criterion, RFC 8337 sets none); %s", med.Round(100*time.Microsecond), half, what)}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/apiclient"
 	"github.com/sonde-project/sonde/internal/mbmwire"
+	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/stamp"
 )
 
@@ -292,7 +293,7 @@ func (l *loop) baseRTT(ctx context.Context, n int, wait time.Duration) (time.Dur
 
 // finish ends the session and completes the record with the server's
 // exact fates (feedback lost on the way is made up here).
-func (l *loop) finish(ctx context.Context, api *apiclient.Client, rep *mbmwire.SessionReply, verdict, reason string) (mbmwire.Report, error) {
+func (l *loop) finish(ctx context.Context, api *apiclient.Client, rep *mbmwire.SessionReply, verdict model.MBMVerdict, reason string) (mbmwire.Report, error) {
 	l.mu.Lock()
 	sent := l.sent
 	l.mu.Unlock()

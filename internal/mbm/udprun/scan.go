@@ -160,12 +160,12 @@ func runScan(ctx context.Context, api *apiclient.Client, cfg Config) ([]model.MB
 		v := sc.verdicts[id]
 		switch {
 		case sendErr != nil && !errors.Is(sendErr, errGrantOver):
-			t.Verdict, t.Reason = "ERROR", fmt.Sprintf("the scan stopped after %d packets: %v", sent, sendErr)
+			t.Verdict, t.Reason = model.MBMError, fmt.Sprintf("the scan stopped after %d packets: %v", sent, sendErr)
 		case endErr != nil:
-			t.Verdict, t.Reason = "ERROR", fmt.Sprintf("server gone after %d packets (partial result): %v", sent, endErr)
+			t.Verdict, t.Reason = model.MBMError, fmt.Sprintf("server gone after %d packets (partial result): %v", sent, endErr)
 		case hostReason != "":
-			t.Verdict, t.Reason = "INCONCLUSIVE", hostReason
-			if v.verdict == "PASS" || v.verdict == "FAIL" {
+			t.Verdict, t.Reason = model.MBMInconclusive, hostReason
+			if v.verdict == model.MBMPass || v.verdict == model.MBMFail {
 				t.Reason += fmt.Sprintf(" (the scan alone: %s, %s)", v.verdict, v.reason)
 			}
 		default:
@@ -347,7 +347,10 @@ type scanOutcome struct {
 	verdicts            map[string]scanVerdict
 }
 
-type scanVerdict struct{ verdict, reason string }
+type scanVerdict struct {
+	verdict model.MBMVerdict
+	reason  string
+}
 
 // queueThreshold is the RTT rise that counts as a standing queue: 1 ms
 // (a host's scheduling noise stays below it) or 5 % of the base RTT.
@@ -470,11 +473,11 @@ func analyzeScan(d *scanData) scanOutcome {
 	var v scanVerdict
 	switch {
 	case onset < 0 && sc.FirstMarkPacket >= 0:
-		v = scanVerdict{"FAIL", fmt.Sprintf("a mark (packet %d, window %d) with no standing queue: the RTT never rose %s above the base %s", sc.FirstMarkPacket, sc.FirstMarkWindow, thr, d.base.Round(time.Microsecond))}
+		v = scanVerdict{model.MBMFail, fmt.Sprintf("a mark (packet %d, window %d) with no standing queue: the RTT never rose %s above the base %s", sc.FirstMarkPacket, sc.FirstMarkWindow, thr, d.base.Round(time.Microsecond))}
 	case onset < 0:
-		v = scanVerdict{"INCONCLUSIVE", fmt.Sprintf("no standing queue up to window %d: the RTT never rose %s above the base %s (at most %s sent: a faster bottleneck does not queue)", lastW, thr, d.base.Round(time.Microsecond), rate(d.ceiling))}
+		v = scanVerdict{model.MBMInconclusive, fmt.Sprintf("no standing queue up to window %d: the RTT never rose %s above the base %s (at most %s sent: a faster bottleneck does not queue)", lastW, thr, d.base.Round(time.Microsecond), rate(d.ceiling))}
 	case sc.FirstMarkPacket >= 0 && sc.FirstMarkPacket < sc.OnsetPacket:
-		v = scanVerdict{"FAIL", fmt.Sprintf("the first mark (packet %d, window %d) came before the queue stood (onset at window %d)", sc.FirstMarkPacket, sc.FirstMarkWindow, sc.OnsetWindow)}
+		v = scanVerdict{model.MBMFail, fmt.Sprintf("the first mark (packet %d, window %d) came before the queue stood (onset at window %d)", sc.FirstMarkPacket, sc.FirstMarkWindow, sc.OnsetWindow)}
 	default:
 		end := n
 		if sc.FirstMarkPacket >= 0 {
@@ -487,11 +490,11 @@ func analyzeScan(d *scanData) scanOutcome {
 		}
 		switch {
 		case float64(sc.StandingPackets) > d.runLength:
-			v = scanVerdict{"PASS", fmt.Sprintf("%d packets delivered with a standing queue before the first mark, more than the run length R = %.0f (onset at window %d)", sc.StandingPackets, d.runLength, sc.OnsetWindow)}
+			v = scanVerdict{model.MBMPass, fmt.Sprintf("%d packets delivered with a standing queue before the first mark, more than the run length R = %.0f (onset at window %d)", sc.StandingPackets, d.runLength, sc.OnsetWindow)}
 		case sc.FirstMarkPacket >= 0:
-			v = scanVerdict{"FAIL", fmt.Sprintf("the first mark came after %d packets with a standing queue, not more than R = %.0f (onset at window %d, mark at %d)", sc.StandingPackets, d.runLength, sc.OnsetWindow, sc.FirstMarkWindow)}
+			v = scanVerdict{model.MBMFail, fmt.Sprintf("the first mark came after %d packets with a standing queue, not more than R = %.0f (onset at window %d, mark at %d)", sc.StandingPackets, d.runLength, sc.OnsetWindow, sc.FirstMarkWindow)}
 		default:
-			v = scanVerdict{"INCONCLUSIVE", fmt.Sprintf("the scan ended (%s) after %d packets with a standing queue, no mark, not more than R = %.0f", d.stop, sc.StandingPackets, d.runLength)}
+			v = scanVerdict{model.MBMInconclusive, fmt.Sprintf("the scan ended (%s) after %d packets with a standing queue, no mark, not more than R = %.0f", d.stop, sc.StandingPackets, d.runLength)}
 		}
 	}
 	out.verdicts[TestScanCA] = v
@@ -504,24 +507,24 @@ func analyzeScan(d *scanData) scanOutcome {
 	}
 	switch {
 	case len(d.steps) == 0 || d.base == 0:
-		v = scanVerdict{"ERROR", "no scan: " + d.stop}
+		v = scanVerdict{model.MBMError, "no scan: " + d.stop}
 	case sc.FirstMarkPacket >= 0 && queue <= bound:
-		v = scanVerdict{"PASS", fmt.Sprintf("the first loss or mark came with %s queued%s, within twice the target RTT (%s)", queue.Round(100*time.Microsecond), inPackets, bound)}
+		v = scanVerdict{model.MBMPass, fmt.Sprintf("the first loss or mark came with %s queued%s, within twice the target RTT (%s)", queue.Round(100*time.Microsecond), inPackets, bound)}
 	case sc.FirstMarkPacket >= 0:
-		v = scanVerdict{"FAIL", fmt.Sprintf("bufferbloat: the first loss or mark came only with %s queued%s, more than twice the target RTT (%s)", queue.Round(100*time.Microsecond), inPackets, bound)}
+		v = scanVerdict{model.MBMFail, fmt.Sprintf("bufferbloat: the first loss or mark came only with %s queued%s, more than twice the target RTT (%s)", queue.Round(100*time.Microsecond), inPackets, bound)}
 	case queue > bound:
-		v = scanVerdict{"FAIL", fmt.Sprintf("bufferbloat: no loss or mark with %s queued%s, more than twice the target RTT (%s)", queue.Round(100*time.Microsecond), inPackets, bound)}
+		v = scanVerdict{model.MBMFail, fmt.Sprintf("bufferbloat: no loss or mark with %s queued%s, more than twice the target RTT (%s)", queue.Round(100*time.Microsecond), inPackets, bound)}
 	default:
-		v = scanVerdict{"INCONCLUSIVE", fmt.Sprintf("no loss or mark up to window %d (%s queued, the bound is %s): %s", lastW, queue.Round(100*time.Microsecond), bound, d.stop)}
+		v = scanVerdict{model.MBMInconclusive, fmt.Sprintf("no loss or mark up to window %d (%s queued, the bound is %s): %s", lastW, queue.Round(100*time.Microsecond), bound, d.stop)}
 	}
 	out.verdicts[TestScanBloat] = v
 
 	// 8.2.3
 	switch {
 	case sc.FirstLossPacket < 0 && out.ce > 0:
-		v = scanVerdict{"PASS", fmt.Sprintf("no loss: the onset of congestion was signalled by %d CE marks", out.ce)}
+		v = scanVerdict{model.MBMPass, fmt.Sprintf("no loss: the onset of congestion was signalled by %d CE marks", out.ce)}
 	case sc.FirstLossPacket < 0:
-		v = scanVerdict{"INCONCLUSIVE", fmt.Sprintf("no loss in the scan (%s)", d.stop)}
+		v = scanVerdict{model.MBMInconclusive, fmt.Sprintf("no loss in the scan (%s)", d.stop)}
 	default:
 		li := -1
 		for i, s := range d.steps {
@@ -549,11 +552,11 @@ func analyzeScan(d *scanData) scanOutcome {
 		}
 		switch {
 		case end > n:
-			v = scanVerdict{"INCONCLUSIVE", fmt.Sprintf("the scan ended %d packets after the first loss, before two round trips (%d packets) at its window", n-sc.FirstLossPacket, end-sc.FirstLossPacket)}
+			v = scanVerdict{model.MBMInconclusive, fmt.Sprintf("the scan ended %d packets after the first loss, before two round trips (%d packets) at its window", n-sc.FirstLossPacket, end-sc.FirstLossPacket)}
 		case sc.LossesAtOnset <= sc.AllowedLosses:
-			v = scanVerdict{"PASS", fmt.Sprintf("%d losses in the two round trips from the first loss (window %d), at most %d: the window's growth over the last loss-free window (%d)", sc.LossesAtOnset, wl, sc.AllowedLosses, lossless)}
+			v = scanVerdict{model.MBMPass, fmt.Sprintf("%d losses in the two round trips from the first loss (window %d), at most %d: the window's growth over the last loss-free window (%d)", sc.LossesAtOnset, wl, sc.AllowedLosses, lossless)}
 		default:
-			v = scanVerdict{"FAIL", fmt.Sprintf("excessive loss: %d losses in the two round trips from the first loss (window %d), more than %d, the window's growth over the last loss-free window (%d)", sc.LossesAtOnset, wl, sc.AllowedLosses, lossless)}
+			v = scanVerdict{model.MBMFail, fmt.Sprintf("excessive loss: %d losses in the two round trips from the first loss (window %d), more than %d, the window's growth over the last loss-free window (%d)", sc.LossesAtOnset, wl, sc.AllowedLosses, lossless)}
 		}
 	}
 	out.verdicts[TestScanLoss] = v
@@ -562,7 +565,7 @@ func analyzeScan(d *scanData) scanOutcome {
 	duplexBound := d.targetRTT / 4
 	switch {
 	case onset < 0 || sc.CapacityBps == 0:
-		v = scanVerdict{"INCONCLUSIVE", fmt.Sprintf("no standing queue to measure (up to window %d, RTT within %s of the base)", lastW, thr)}
+		v = scanVerdict{model.MBMInconclusive, fmt.Sprintf("no standing queue to measure (up to window %d, RTT within %s of the base)", lastW, thr)}
 	default:
 		hi := len(d.steps)
 		if mark >= 0 {
@@ -589,13 +592,13 @@ func analyzeScan(d *scanData) scanOutcome {
 		sc.MaxExcessMs = ms(float64(worst))
 		switch {
 		case worstW == 0:
-			v = scanVerdict{"INCONCLUSIVE", "no step with a standing queue before the first mark"}
+			v = scanVerdict{model.MBMInconclusive, "no step with a standing queue before the first mark"}
 		case worst <= duplexBound:
-			v = scanVerdict{"PASS", fmt.Sprintf("with a standing queue the RTT stayed within %s of the window's queueing time at %s (at most %s above, window %d; the return path carried an ACK per arrival)", duplexBound, at, worst.Round(100*time.Microsecond), worstW)}
+			v = scanVerdict{model.MBMPass, fmt.Sprintf("with a standing queue the RTT stayed within %s of the window's queueing time at %s (at most %s above, window %d; the return path carried an ACK per arrival)", duplexBound, at, worst.Round(100*time.Microsecond), worstW)}
 		case sc.CapacityBps/d.packetBit < pps:
-			v = scanVerdict{"FAIL", fmt.Sprintf("self-interference, or a subpath slower than the target: at window %d the RTT was %s above the window's queueing time at %s, more than target_RTT/4 (%s)", worstW, worst.Round(100*time.Microsecond), at, duplexBound)}
+			v = scanVerdict{model.MBMFail, fmt.Sprintf("self-interference, or a subpath slower than the target: at window %d the RTT was %s above the window's queueing time at %s, more than target_RTT/4 (%s)", worstW, worst.Round(100*time.Microsecond), at, duplexBound)}
 		default:
-			v = scanVerdict{"FAIL", fmt.Sprintf("self-interference: at window %d the RTT was %s above the window's queueing time at %s, more than target_RTT/4 (%s)", worstW, worst.Round(100*time.Microsecond), at, duplexBound)}
+			v = scanVerdict{model.MBMFail, fmt.Sprintf("self-interference: at window %d the RTT was %s above the window's queueing time at %s, more than target_RTT/4 (%s)", worstW, worst.Round(100*time.Microsecond), at, duplexBound)}
 		}
 	}
 	out.verdicts[TestScanDuplex] = v

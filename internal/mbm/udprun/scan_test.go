@@ -103,7 +103,7 @@ func TestAnalyzeScan(t *testing.T) {
 		}
 		out := analyzeScan(d)
 		for i, id := range []string{TestScanCA, TestScanBloat, TestScanLoss, TestScanDuplex} {
-			if v := out.verdicts[id]; v.verdict != c.want[i] {
+			if v := out.verdicts[id]; string(v.verdict) != c.want[i] {
 				t.Errorf("%s: %s %s (%s), want %s", c.name, id, v.verdict, v.reason, c.want[i])
 			}
 		}
@@ -150,7 +150,7 @@ func TestAnalyzeAQM(t *testing.T) {
 		want    string
 	}{{15 * time.Millisecond, true, "PASS"}, {5 * time.Millisecond, true, "FAIL"}, {5 * time.Millisecond, false, "INCONCLUSIVE"}} {
 		a, v := analyzeAQM(mk(c.sojourn, c.mark))
-		if v.verdict != c.want || len(a.Rounds) != 3 {
+		if string(v.verdict) != c.want || len(a.Rounds) != 3 {
 			t.Errorf("sojourn %s, mark %v: %s (%s), want %s", c.sojourn, c.mark, v.verdict, v.reason, c.want)
 		}
 	}

@@ -291,7 +291,7 @@ func runTest(ctx context.Context, api *apiclient.Client, cfg Config, pt pattern)
 	var final mbmwire.Report
 	end := mbmwire.EndRequest{Sent: sent, From: from}
 	if d := t.sprt.Decision(); d != mbm.Continue {
-		end.Verdict, end.Reason = d.String(), "the client's SPRT, before its conformance checks"
+		end.Verdict, end.Reason = d.Verdict(), "the client's SPRT, before its conformance checks"
 	}
 	endErr := api.Call(endCtx, http.MethodPost, mbmwire.PathSessions+"/"+rep.ID+"/end", end, &final)
 	uc.Close()
@@ -486,48 +486,48 @@ func verdict(res *model.MBMTest, t *test, p mbm.Plan, truncated bool) {
 		float64(res.UDP.MissedDeadlines) <= missedShare*float64(res.UDP.Deadlines):
 		// The sender kept its schedule but for the window: the path's
 		// round trip is too long for W packets to carry the target.
-		res.Verdict = "FAIL"
+		res.Verdict = model.MBMFail
 		res.Reason = fmt.Sprintf("window-limited: %d packets in flight carried %s over %.0f ms, below %.2g × the target %s (the path's round trip is longer than the target's)",
 			res.UDP.WindowPackets, rate(res.UDP.SenderMinRateBps), res.UDP.RateWindowMs, res.UDP.MinRateFraction, rate(p.RateBps))
 	case res.UDP.SenderMinRateBps < need && d != mbm.Fail:
-		res.Verdict = "ERROR"
+		res.Verdict = model.MBMError
 		res.Reason = fmt.Sprintf("the sender could not produce the pattern: %s sustained over %.0f ms, below %.2g × the target %s", rate(res.UDP.SenderMinRateBps), res.UDP.RateWindowMs, res.UDP.MinRateFraction, rate(t.pt.Rate))
 	case res.UDP.SendErrors > 0:
-		res.Verdict = "INCONCLUSIVE"
+		res.Verdict = model.MBMInconclusive
 		res.Reason = fmt.Sprintf("pattern not produced: this host refused to send %d packets", res.UDP.SendErrors)
 	case res.UDP.Deadlines > 0 && float64(res.UDP.MissedDeadlines) > missedShare*float64(res.UDP.Deadlines):
-		res.Verdict = "INCONCLUSIVE"
+		res.Verdict = model.MBMInconclusive
 		res.Reason = fmt.Sprintf("pattern not produced: %d of %d deadlines missed (schedule error p99 %.0f µs)", res.UDP.MissedDeadlines, res.UDP.Deadlines, res.UDP.ScheduleErrorP99Us)
 	case d == mbm.Fail:
-		res.Verdict = "FAIL"
+		res.Verdict = model.MBMFail
 		res.Reason = fmt.Sprintf("%d marks in %d packets crossed the FAIL line (p1 = %.4g)", res.Marks, res.Packets, p.P1)
 		if res.UDP.ReceiverMinRateBps > 0 && res.UDP.ReceiverMinRateBps < need {
 			res.Reason += fmt.Sprintf("; the path carried %s, below %.2g × the target", rate(res.UDP.ReceiverMinRateBps), res.UDP.MinRateFraction)
 		}
 	case res.UDP.ReceiverMinRateBps > 0 && res.UDP.ReceiverMinRateBps < need:
-		res.Verdict = "FAIL"
+		res.Verdict = model.MBMFail
 		res.Reason = fmt.Sprintf("the path carried %s, below %.2g × the pattern's %s", rate(res.UDP.ReceiverMinRateBps), res.UDP.MinRateFraction, rate(t.pt.Rate))
 	case d == mbm.Pass:
-		res.Verdict = "PASS"
+		res.Verdict = model.MBMPass
 		res.Reason = fmt.Sprintf("%d marks in %d packets reached the PASS line (p0 = %.4g)", res.Marks, res.Packets, p.P0)
 	case d == mbm.Inconclusive:
-		res.Verdict = "INCONCLUSIVE"
+		res.Verdict = model.MBMInconclusive
 		res.Reason = fmt.Sprintf("no decision at the truncation point (%d packets)", res.Packets)
 	case truncated:
-		res.Verdict = "INCONCLUSIVE"
+		res.Verdict = model.MBMInconclusive
 		res.Reason = fmt.Sprintf("no decision within the server's grant (%d packets counted)", res.Packets)
 	default:
-		res.Verdict = "INCONCLUSIVE"
+		res.Verdict = model.MBMInconclusive
 		res.Reason = fmt.Sprintf("no decision after %d packets", res.Packets)
 	}
-	if (res.Verdict == "ERROR" || res.Verdict == "INCONCLUSIVE") && (d == mbm.Pass || d == mbm.Fail) {
+	if (res.Verdict == model.MBMError || res.Verdict == model.MBMInconclusive) && (d == mbm.Pass || d == mbm.Fail) {
 		// Not a verdict on the path, but what the statistics said.
 		res.Reason += fmt.Sprintf(" (the SPRT alone: %s at %d packets)", d, res.Packets)
 	}
 }
 
 func errorResult(res *model.MBMTest, t *test, reason string) *model.MBMTest {
-	res.Verdict, res.Reason = "ERROR", reason
+	res.Verdict, res.Reason = model.MBMError, reason
 	return res
 }
 

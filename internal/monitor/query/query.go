@@ -281,16 +281,7 @@ func Streams(ctx context.Context, st store.Monitors, name string, mid int64) ([]
 	if len(byID) > reliability.MaxStreams {
 		return nil, nil, fmt.Errorf("query: monitor %q has %d streams, more than the %d a report covers", name, len(byID), reliability.MaxStreams)
 	}
-	ids := make([]int32, 0, len(byID))
-	for id := range byID {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	streams := make([]model.MonitorStream, len(ids))
-	index := make(map[int32]int32, len(ids))
-	for i, id := range ids {
-		streams[i], index[id] = byID[id], int32(i)
-	}
+	streams, index := store.OrderStreams(byID)
 	return streams, index, nil
 }
 
@@ -382,18 +373,6 @@ func storedEvents(ctx context.Context, st store.Monitors, mid int64, req Request
 	return out, nil
 }
 
-func floorMinute(t int64) int64 {
-	m := t / minuteNs
-	if t%minuteNs < 0 {
-		m--
-	}
-	return m * minuteNs
-}
+func floorMinute(t int64) int64 { return units.FloorTo(t, minuteNs) }
 
-func ceilMinute(t int64) int64 {
-	f := floorMinute(t)
-	if f == t {
-		return t
-	}
-	return f + minuteNs
-}
+func ceilMinute(t int64) int64 { return units.CeilTo(t, minuteNs) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/reliability"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // side builds what the analysis does not: seed 001's table per day, the
@@ -294,12 +295,6 @@ func binEdge(b int) int64 {
 	return reliability.BinUpperNs(b)
 }
 
-func floorDay(t int64) int64 {
-	d := t / dayNs
-	if t%dayNs < 0 {
-		d--
-	}
-	return d * dayNs
-}
+func floorDay(t int64) int64 { return units.FloorTo(t, dayNs) }
 
 func isoNs(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339) }

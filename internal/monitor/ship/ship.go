@@ -276,16 +276,7 @@ func (s *Shipper) streams(ctx context.Context) ([]model.MonitorStream, map[int32
 	if err != nil {
 		return nil, nil, err
 	}
-	ids := make([]int32, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	list := make([]model.MonitorStream, len(ids))
-	index := make(map[int32]int32, len(ids))
-	for i, id := range ids {
-		list[i], index[id] = m[id], int32(i)
-	}
+	list, index := store.OrderStreams(m)
 	return list, index, nil
 }
 

@@ -10,14 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/lab"
+	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/units"
 )
 
@@ -327,17 +328,16 @@ func newLabListCmd(stateDir *string) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			states, err := lab.ListStates(*stateDir)
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tPROFILE\tPID\tSTATE\tSTARTED\tCLIENT\tSERVER")
+			var t report.Table
+			t.Row("ID", "PROFILE", "PID", "STATE", "STARTED", "CLIENT", "SERVER")
 			for _, s := range states {
 				st := s.Status()
 				if st != "running" {
 					st += " (sonde lab clean)"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Profile, s.PID, st, s.Started.Format(time.RFC3339), s.Client, s.Server)
+				t.Row(s.ID, s.Profile, strconv.Itoa(s.PID), st, s.Started.Format(time.RFC3339), s.Client, s.Server)
 			}
-			w.Flush()
-			return err
+			return errors.Join(err, t.Write(cmd.OutOrStdout()))
 		},
 	}
 }
