@@ -98,23 +98,38 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, erro
 	// default summaries need memory per live flow only.
 	cfg.KeepSamples = af.samples || af.out.csv != "" || af.truth != "" || af.out.html != ""
 	cfg.TimeSequence = af.out.html != ""
+	// --observer is checked whether or not --truth reads it: a typo is
+	// a usage error, not a flag silently ignored.
+	link, end, err := parseObserver(af.observer)
+	if err != nil {
+		return cfg, nil, err
+	}
 	if af.truth == "" {
 		return cfg, nil, nil
 	}
-	obs := strings.ToUpper(af.observer)
-	if len(obs) < 2 {
-		return cfg, nil, fmt.Errorf("--observer %q: want LINK and END, e.g. 1A", af.observer)
-	}
-	link, err := strconv.Atoi(obs[:len(obs)-1])
-	if end := obs[len(obs)-1]; err != nil || link < 1 || (end != 'A' && end != 'B') {
-		return cfg, nil, fmt.Errorf("--observer %q: want a link number from 1 and an end A or B, e.g. 1A", af.observer)
-	}
-	tr, err := passive.LoadTruth(af.truth, link, obs[len(obs)-1])
+	tr, err := passive.LoadTruth(af.truth, link, end)
 	if err != nil {
 		return cfg, nil, fmt.Errorf("--truth: %w", err)
 	}
 	cfg.Identity = true
 	return cfg, tr, nil
+}
+
+// maxObserverLink bounds --observer's link number (a lab has a few links).
+const maxObserverLink = 1 << 10
+
+// parseObserver reads --observer: a link number from 1 and an end, A
+// (client side) or B (server side), e.g. 1A.
+func parseObserver(s string) (int, byte, error) {
+	obs := strings.ToUpper(s)
+	if len(obs) < 2 {
+		return 0, 0, fmt.Errorf("--observer %q: want LINK and END, e.g. 1A", s)
+	}
+	link, err := strconv.Atoi(obs[:len(obs)-1])
+	if end := obs[len(obs)-1]; err != nil || link < 1 || link > maxObserverLink || (end != 'A' && end != 'B') {
+		return 0, 0, fmt.Errorf("--observer %q: want a link number from 1 to %d and an end A or B, e.g. 1A", s, maxObserverLink)
+	}
+	return link, obs[len(obs)-1], nil
 }
 
 func newAnalyzeCmd() *cobra.Command {
