@@ -112,6 +112,7 @@ type Analyzer struct {
 	skip     skips
 	dups     dupFilter
 	closed   closedKeys // TCP connections evicted after they closed
+	cands    quicCands  // UDP flows that may be QUIC of an unknown version
 }
 
 // skips counts the packets that were not analysed, by reason, for the
@@ -126,6 +127,9 @@ type skips struct {
 	udp       uint64           // UDP packets not taken as QUIC
 	udpPorts  map[uint16]int64 // ... by their flow's lower port
 	quic      map[string]*quicSkip
+	// invariant counts the flows of unknown QUIC versions found by the
+	// invariants, per version.
+	invariant map[string]*quicSkip
 }
 
 // quicSkip counts the flows and packets of a QUIC version sonde does not
@@ -159,7 +163,7 @@ func New(cfg Config) *Analyzer {
 		cfg.QUICPorts = []uint16{443}
 	}
 	return &Analyzer{cfg: cfg, flows: newFlowTable(), res: model.Analysis{Schema: model.AnalyzeSchema, Filter: cfg.Filter.String()},
-		skip: skips{link: map[pcap.LinkType]uint64{}, udpPorts: map[uint16]int64{}, quic: map[string]*quicSkip{}}}
+		skip: skips{link: map[pcap.LinkType]uint64{}, udpPorts: map[uint16]int64{}, quic: map[string]*quicSkip{}, invariant: map[string]*quicSkip{}}}
 }
 
 // ReadFile analyses one capture file. A damaged file is analysed up to the
@@ -566,6 +570,10 @@ func (s *skips) notes() []string {
 	for _, v := range names {
 		q := s.quic[v]
 		out = append(out, fmt.Sprintf("QUIC %s: %d flows, %d packets not analysed for RTT: %s", v, q.flows, q.packets, q.why))
+	}
+	for _, v := range slices.Sorted(maps.Keys(s.invariant)) {
+		q := s.invariant[v]
+		out = append(out, fmt.Sprintf("QUIC %s: %d flows, %d packets of a version sonde does not know, found by the version-independent invariants (RFC 8999); the spin bit is read where QUIC v1 has it (0x20 of the short header's first byte)", v, q.flows, q.packets))
 	}
 	if s.udp > 0 {
 		type pn struct {
