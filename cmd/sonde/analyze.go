@@ -35,6 +35,8 @@ type analyzeFlags struct {
 	idle      time.Duration
 	quicPorts []uint
 	filter    string
+	ndjson    string
+	workers   int
 }
 
 // register adds the flags of sonde analyze, or of sonde capture (live):
@@ -54,6 +56,63 @@ func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
 	f.DurationVar(&af.idle, "idle-timeout", 120*time.Second, "finish flows idle this long (capture time); bounds memory to live flows")
 	f.UintSliceVar(&af.quicPorts, "quic-port", []uint{443}, "UDP ports taken as QUIC when the handshake is not in the capture")
 	f.StringVar(&af.filter, "filter", "", "capture filter `EXPR`"+` in tcpdump's language on IP packets, e.g. "tcp port 5201 and host 198.18.1.1" (docs/analyze.md)`)
+	f.StringVar(&af.ndjson, "ndjson", "", "stream one JSON line per connection to `FILE` (- for stdout: no text summary then) as it finishes, "+
+		`{"tcp":{…}} or {"quic":{…}} as in --json; without --json, --csv or --html the records are not kept, so memory follows the live flows and the text summary has the totals only`)
+}
+
+// ndjsonWriter streams finished records, one JSON object a line. The first
+// error stops it; err reports it.
+type ndjsonWriter struct {
+	bw  *bufio.Writer
+	enc *json.Encoder
+	n   int
+	err error
+}
+
+func newNDJSONWriter(w io.Writer) *ndjsonWriter {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	return &ndjsonWriter{bw: bw, enc: json.NewEncoder(bw)}
+}
+
+func (nw *ndjsonWriter) record(r passive.Record) {
+	if nw.err == nil {
+		nw.err = nw.enc.Encode(r)
+		nw.n++
+	}
+}
+
+func (nw *ndjsonWriter) flush() error {
+	if nw.err == nil {
+		nw.err = nw.bw.Flush()
+	}
+	return nw.err
+}
+
+// openNDJSON opens --ndjson's file (stdout for -) and sets cfg to stream
+// to it; close flushes and closes it. Without --ndjson it does nothing.
+func (af *analyzeFlags) openNDJSON(cfg *passive.Config, stdout io.Writer) (nw *ndjsonWriter, closeFn func() error, err error) {
+	if af.ndjson == "" {
+		return nil, func() error { return nil }, nil
+	}
+	w, closeFile := stdout, func() error { return nil }
+	if af.ndjson != "-" {
+		f, err := os.Create(af.ndjson)
+		if err != nil {
+			return nil, nil, usageErr(fmt.Errorf("--ndjson: %w", err))
+		}
+		w, closeFile = f, f.Close
+	}
+	nw = newNDJSONWriter(w)
+	cfg.OnRecord = nw.record
+	// Nothing else reads the records: keep none.
+	cfg.DropRecords = af.out.json == "" && af.out.csv == "" && af.out.html == ""
+	return nw, func() error {
+		err := errors.Join(nw.flush(), closeFile())
+		if err != nil {
+			return fmt.Errorf("--ndjson %s: %w", af.ndjson, err)
+		}
+		return nil
+	}, nil
 }
 
 // Bounds of --interval: one goodput bin per interval per connection, so a
@@ -83,6 +142,12 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, erro
 	}
 	if err := af.out.check(); err != nil {
 		return passive.Config{}, nil, err
+	}
+	if err := checkOutput("--ndjson", af.ndjson); err != nil {
+		return passive.Config{}, nil, err
+	}
+	if af.ndjson == "-" && af.out.toStdout() {
+		return passive.Config{}, nil, errors.New("only one output (--json, --html, --csv, --ndjson) can go to stdout (-)")
 	}
 	cfg := passive.Config{Interval: af.interval, IdleTimeout: af.idle, Interface: af.iface, QUICPorts: []uint16{}}
 	for _, p := range af.quicPorts {
@@ -168,6 +233,10 @@ docs/analyze.md); it gives the same packets as tcpdump's filter would.`,
 				}
 				f.Close()
 			}
+			nw, closeND, err := af.openNDJSON(&cfg, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
 			a := passive.New(cfg)
 			var readErrs []error
 			for _, path := range args {
@@ -177,8 +246,9 @@ docs/analyze.md); it gives the same packets as tcpdump's filter would.`,
 				}
 			}
 			res := a.Finish(tr)
-			werr := af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr)
-			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(append(readErrs, werr)...))
+			nerr := closeND()
+			werr := af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr, nw)
+			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(append(readErrs, nerr, werr)...))
 		},
 	}
 	af.register(cmd, false)
@@ -208,11 +278,21 @@ func analyzeStatus(stderr io.Writer, res *model.Analysis, err error) error {
 
 // write reports res, the finished analysis of a (whose samples the
 // per-sample outputs read).
-func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.TruthIndex) error {
+func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.TruthIndex, nw *ndjsonWriter) error {
+	if af.ndjson == "-" {
+		// The records went to stdout: the summary to stderr.
+		stdout = stderr
+	}
 	// A capture of many connections makes many small writes (tabwriter
 	// pads cell by cell): unbuffered, they took a quarter of the run.
 	bw := bufio.NewWriterSize(stdout, 1<<16)
 	err := af.report(bw, stderr, a, res, tr)
+	if nw != nil && af.out.textTo(bw, stderr, err != nil) != nil {
+		nt, nq := a.Records()
+		if len(res.TCP) != nt || len(res.QUIC) != nq {
+			fmt.Fprintf(bw, "%d TCP connections and %d QUIC flows: one line each in %s (--ndjson)\n", nt, nq, af.ndjson)
+		}
+	}
 	return errors.Join(err, bw.Flush())
 }
 
@@ -297,15 +377,20 @@ behind.`,
 				defer cancel()
 			}
 			cfg.Filter = filter
+			nw, closeND, err := af.openNDJSON(&cfg, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
 			a := passive.New(cfg)
 			live, err := captureLive(ctx, cmd.ErrOrStderr(), ifname, filter, out, int(maxCount), a)
 			if live == nil {
-				return err // nothing was captured
+				return errors.Join(err, closeND()) // nothing was captured
 			}
 			res := a.Finish(tr)
 			res.Live = live
+			nerr := closeND()
 			// What was captured is reported even when capturing failed.
-			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(err, af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr)))
+			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(err, nerr, af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr, nw)))
 		},
 	}
 	af.register(cmd, true)

@@ -58,6 +58,20 @@ type Config struct {
 	// Filter selects the packets of files that are analysed (nil: all).
 	// Packets that are not IP never match.
 	Filter *capfilter.Filter
+	// OnRecord, if set, receives each flow's record as the flow finishes
+	// (closed and lingered, idle, or at the end of the analysis), in the
+	// order they finish: a streaming output (sonde analyze --ndjson).
+	OnRecord func(Record)
+	// DropRecords keeps no finished record (Analysis.TCP, QUIC and
+	// HTTPPages stay empty; Records counts them): with OnRecord, memory
+	// then follows the live flows only, whatever the capture's length.
+	DropRecords bool
+}
+
+// Record is one finished flow: a TCP connection or a QUIC flow.
+type Record struct {
+	TCP  *model.TCPConn  `json:"tcp,omitempty"`
+	QUIC *model.QUICConn `json:"quic,omitempty"`
 }
 
 // flowKey identifies a flow whichever way its packets travel: the lower
@@ -111,6 +125,8 @@ type Analyzer struct {
 	wall     time.Duration
 	skip     skips
 	dups     dupFilter
+	nTCP     int // records finished, kept or not
+	nQUIC    int
 	closed   closedKeys // TCP connections evicted after they closed
 	cands    quicCands  // UDP flows that may be QUIC of an unknown version
 }
@@ -402,9 +418,23 @@ func (a *Analyzer) finish(f *flow) {
 	A, B := f.ends()
 	switch {
 	case f.tcp != nil:
-		a.res.TCP = append(a.res.TCP, f.tcp.result(a, f, A, B))
+		r := f.tcp.result(a, f, A, B)
+		a.nTCP++
+		if a.cfg.OnRecord != nil {
+			a.cfg.OnRecord(Record{TCP: &r})
+		}
+		if !a.cfg.DropRecords {
+			a.res.TCP = append(a.res.TCP, r)
+		}
 	case f.quic != nil:
-		a.res.QUIC = append(a.res.QUIC, f.quic.result(a, f, A, B))
+		r := f.quic.result(a, f, A, B)
+		a.nQUIC++
+		if a.cfg.OnRecord != nil {
+			a.cfg.OnRecord(Record{QUIC: &r})
+		}
+		if !a.cfg.DropRecords {
+			a.res.QUIC = append(a.res.QUIC, r)
+		}
 	}
 	if a.cfg.KeepSamples {
 		a.names[f.index] = A + " > " + B
@@ -465,6 +495,10 @@ func byStart[T any](recs []T, key func(*T) (float64, string)) []T {
 	}
 	return out
 }
+
+// Records returns how many TCP connections and QUIC flows finished,
+// including those not kept (Config.DropRecords).
+func (a *Analyzer) Records() (tcp, quic int) { return a.nTCP, a.nQUIC }
 
 // Samples returns every RTT sample as model records (for --samples, CSV
 // and plots), with ground truth when truth is not nil.

@@ -1,0 +1,155 @@
+package passive
+
+import (
+	"cmp"
+	"encoding/json"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// timedPacket is one IP packet of a generated capture.
+type timedPacket struct {
+	t    int64
+	data []byte
+}
+
+// manyFlows generates n interleaved flows over a few minutes of capture
+// time: TCP exchanges with timestamps that close with FINs, with a RST, or
+// not at all (evicted idle), some reusing a 4-tuple, and spinning QUIC
+// flows; in time order.
+func manyFlows(seed uint64, n int) []timedPacket {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var out []timedPacket
+	add := func(t int64, b []byte) { out = append(out, timedPacket{t, b}) }
+	for i := range n {
+		cli := [4]byte{198, 18, byte(2 + i/250), byte(i % 250)}
+		srv := [4]byte{198, 19, 0, byte(1 + rng.IntN(4))}
+		cport := uint16(30000 + rng.IntN(30000))
+		rtt := int64(1e6 + rng.IntN(80e6))
+		t := int64(rng.IntN(300e9))
+		if i%10 == 9 {
+			// QUIC: an Initial, the server's answer, spinning short headers.
+			dcid := []byte{byte(i), 1, 2, 3, 4, 5, 6, 7}
+			add(t, udpPacket(cli, srv, cport, 443, longHeader([]byte{0, 0, 0, 1}, 1200)))
+			spin := false
+			for k := range 20 + rng.IntN(200) {
+				t += rtt / 2
+				if k%4 == 0 {
+					spin = !spin
+				}
+				b := append([]byte{0x40}, dcid[:4]...)
+				if spin {
+					b[0] |= 0x20
+				}
+				b = append(b, make([]byte, 30)...)
+				add(t, udpPacket(srv, cli, 443, cport, b))
+				add(t+rtt/4, udpPacket(cli, srv, cport, 443, append([]byte{b[0]}, dcid...)))
+			}
+			continue
+		}
+		for reuse := range 1 + rng.IntN(2)*(i%7/6) {
+			cs, ss := rng.Uint32(), rng.Uint32()
+			ts := func() uint32 { return uint32(t / 1e6) }
+			up := func(seq, ack uint32, fl uint8, n int) {
+				add(t, ipHeader(cli, srv, 6, uint16(reuse), tcpSeg(cport, 80, seq, ack, fl, ts(), ts()-1, n)))
+			}
+			down := func(seq, ack uint32, fl uint8, n int) {
+				add(t, ipHeader(srv, cli, 6, uint16(reuse), tcpSeg(80, cport, seq, ack, fl, ts(), ts()-1, n)))
+			}
+			up(cs, 0, flagSYN, 0)
+			t += rtt
+			down(ss, cs+1, flagSYN|flagACK, 0)
+			cs, ss = cs+1, ss+1
+			t += 1e5
+			for range 1 + rng.IntN(60) {
+				up(cs, ss, flagACK, 0)
+				sz := 100 + rng.IntN(1400)
+				down(ss, cs, flagACK|flagPSH, sz)
+				if rng.IntN(30) == 0 {
+					t += 2 * rtt
+					down(ss, cs, flagACK|flagPSH, sz) // a retransmission
+				}
+				ss += uint32(sz)
+				t += rtt
+				up(cs, ss, flagACK, 0)
+				t += int64(rng.IntN(20e6))
+			}
+			switch rng.IntN(3) {
+			case 0:
+				down(ss, cs, flagFIN|flagACK, 0)
+				t += rtt
+				up(cs, ss+1, flagFIN|flagACK, 0)
+				down(ss+1, cs+1, flagACK, 0)
+			case 1:
+				up(cs, ss, flagRST, 0)
+			}
+			t += 1e9
+		}
+	}
+	slices.SortStableFunc(out, func(a, b timedPacket) int { return cmp.Compare(a.t, b.t) })
+	return out
+}
+
+func analyseAll(cfg Config, pkts []timedPacket) (*model.Analysis, *Analyzer) {
+	a := New(cfg)
+	for _, p := range pkts {
+		a.Packet(p.t+1700000000e9, p.data)
+	}
+	return a.Finish(nil), a
+}
+
+// figures is an analysis without its runtime figures (wall time, rate),
+// as JSON: what must not depend on how the analysis ran.
+func figures(t *testing.T, r *model.Analysis) string {
+	t.Helper()
+	c := *r
+	c.Stats = model.AnalyzeRuntime{}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRecordsStreamed: every finished flow is handed to OnRecord once, as
+// it finishes; with DropRecords none is kept, the counts say how many
+// there were, and the streamed records are the kept ones.
+func TestRecordsStreamed(t *testing.T) {
+	pkts := manyFlows(1, 600)
+	kept, _ := analyseAll(Config{Interface: -1, IdleTimeout: 20 * time.Second}, pkts)
+	if len(kept.TCP) < 500 || len(kept.QUIC) < 50 || kept.Stats.EvictedFlows == 0 {
+		t.Fatalf("%d TCP, %d QUIC, %d evicted: the generator should give hundreds, with evictions", len(kept.TCP), len(kept.QUIC), kept.Stats.EvictedFlows)
+	}
+	var got model.Analysis
+	var order []float64
+	r, a := analyseAll(Config{Interface: -1, IdleTimeout: 20 * time.Second, DropRecords: true, OnRecord: func(rec Record) {
+		switch {
+		case rec.TCP != nil:
+			got.TCP = append(got.TCP, *rec.TCP)
+			order = append(order, rec.TCP.StartS+rec.TCP.DurationS)
+		case rec.QUIC != nil:
+			got.QUIC = append(got.QUIC, *rec.QUIC)
+		}
+	}}, pkts)
+	if len(r.TCP) != 0 || len(r.QUIC) != 0 {
+		t.Fatalf("DropRecords kept %d TCP and %d QUIC records", len(r.TCP), len(r.QUIC))
+	}
+	if nt, nq := a.Records(); nt != len(kept.TCP) || nq != len(kept.QUIC) {
+		t.Errorf("Records() = %d, %d; want %d, %d", nt, nq, len(kept.TCP), len(kept.QUIC))
+	}
+	// Streamed as they finish: a record streamed early ended early (an
+	// eviction comes within the idle timeout and a scan of the end).
+	if order[0] > order[len(order)-1] {
+		t.Errorf("the first record streamed ended at %.1f s, after the last one (%.1f s)", order[0], order[len(order)-1])
+	}
+	got.TCP = byStart(got.TCP, func(c *model.TCPConn) (float64, string) { return c.StartS, c.A })
+	got.QUIC = byStart(got.QUIC, func(c *model.QUICConn) (float64, string) { return c.StartS, c.Client })
+	want := model.Analysis{TCP: kept.TCP, QUIC: kept.QUIC}
+	if g, w := figures(t, &got), figures(t, &want); g != w {
+		t.Errorf("streamed records differ from the kept ones")
+	}
+}
