@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +52,7 @@ func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
 	f.StringVar(&af.observer, "observer", "1A", "where the capture was taken, for --truth: link number and end (A client side, B server side)")
 	if !live {
 		f.IntVar(&af.iface, "if-index", -1, "analyse only this pcapng interface index (a lab capture has each packet at both link ends: use 0 or 1); -1: all")
+		f.IntVar(&af.workers, "workers", 0, "analyse with `N` workers, packets split by flow, 0: one per core (GOMAXPROCS); the figures are one worker's (--csv, --html, --samples and --truth use one)")
 	}
 	f.DurationVar(&af.interval, "interval", time.Second, "bin of the goodput series")
 	f.DurationVar(&af.idle, "idle-timeout", 120*time.Second, "finish flows idle this long (capture time); bounds memory to live flows")
@@ -121,6 +123,7 @@ func (af *analyzeFlags) openNDJSON(cfg *passive.Config, stdout io.Writer) (nw *n
 const (
 	minAnalyzeInterval = time.Millisecond
 	maxAnalyzeInterval = time.Hour
+	maxAnalyzeWorkers  = 256
 )
 
 // config checks the flags (usage errors) and builds the analyser's
@@ -140,6 +143,9 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, erro
 	if err := checkCount("--if-index", af.iface, -1, 1<<16-1); err != nil {
 		return passive.Config{}, nil, err
 	}
+	if err := checkCount("--workers", af.workers, 0, maxAnalyzeWorkers); err != nil {
+		return passive.Config{}, nil, err
+	}
 	if err := af.out.check(); err != nil {
 		return passive.Config{}, nil, err
 	}
@@ -149,7 +155,10 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, erro
 	if af.ndjson == "-" && af.out.toStdout() {
 		return passive.Config{}, nil, errors.New("only one output (--json, --html, --csv, --ndjson) can go to stdout (-)")
 	}
-	cfg := passive.Config{Interval: af.interval, IdleTimeout: af.idle, Interface: af.iface, QUICPorts: []uint16{}}
+	cfg := passive.Config{Interval: af.interval, IdleTimeout: af.idle, Interface: af.iface, QUICPorts: []uint16{}, Workers: af.workers}
+	if cfg.Workers == 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
 	for _, p := range af.quicPorts {
 		if p == 0 || p > 65535 {
 			return cfg, nil, fmt.Errorf("--quic-port %d: not a port", p)

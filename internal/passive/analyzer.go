@@ -62,6 +62,12 @@ type Config struct {
 	// (closed and lingered, idle, or at the end of the analysis), in the
 	// order they finish: a streaming output (sonde analyze --ndjson).
 	OnRecord func(Record)
+	// Workers analyse the packets of files in parallel, split by a
+	// symmetric hash of their flow (both directions to the same worker);
+	// the figures are those of one worker (shard.go). 0 or 1: one, in the
+	// caller's goroutine. Per-sample outputs (KeepSamples, Identity) use
+	// one.
+	Workers int
 	// DropRecords keeps no finished record (Analysis.TCP, QUIC and
 	// HTTPPages stay empty; Records counts them): with OnRecord, memory
 	// then follows the live flows only, whatever the capture's length.
@@ -129,6 +135,10 @@ type Analyzer struct {
 	nQUIC    int
 	closed   closedKeys // TCP connections evicted after they closed
 	cands    quicCands  // UDP flows that may be QUIC of an unknown version
+	// shards analyse the packets when Config.Workers > 1 (shard.go);
+	// shard marks an Analyzer that is one of them.
+	shards []*shard
+	shard  bool
 }
 
 // skips counts the packets that were not analysed, by reason, for the
@@ -178,8 +188,12 @@ func New(cfg Config) *Analyzer {
 	if cfg.QUICPorts == nil {
 		cfg.QUICPorts = []uint16{443}
 	}
-	return &Analyzer{cfg: cfg, flows: newFlowTable(), res: model.Analysis{Schema: model.AnalyzeSchema, Filter: cfg.Filter.String()},
+	a := &Analyzer{cfg: cfg, flows: newFlowTable(), res: model.Analysis{Schema: model.AnalyzeSchema, Filter: cfg.Filter.String()},
 		skip: skips{link: map[pcap.LinkType]uint64{}, udpPorts: map[uint16]int64{}, quic: map[string]*quicSkip{}, invariant: map[string]*quicSkip{}}}
+	if cfg.Workers > 1 && !cfg.KeepSamples && !cfg.Identity {
+		a.startShards(cfg.Workers)
+	}
+	return a
 }
 
 // ReadFile analyses one capture file. A damaged file is analysed up to the
@@ -239,6 +253,10 @@ func (a *Analyzer) Read(r io.Reader, cf model.CaptureFile) (model.CaptureFile, e
 			a.res.Filtered++
 			continue
 		}
+		if a.shards != nil {
+			a.dispatch(p.TimeNs, ip)
+			continue
+		}
 		a.Packet(p.TimeNs, ip)
 	}
 	for _, n := range rd.Notes() {
@@ -270,14 +288,8 @@ func (a *Analyzer) Packet(t int64, ip []byte) {
 		return
 	}
 	a.res.Bytes += uint64(p.length)
-	if !a.started {
-		a.first, a.started = t, true
-		a.nextScan = t + a.scanEvery()
-	}
-	a.last = max(a.last, t)
-	if t >= a.nextScan {
+	if !a.shard && a.tick(t) {
 		a.evict(t)
-		a.nextScan = t + a.scanEvery()
 	}
 	var id uint64
 	if a.cfg.Identity {
@@ -292,6 +304,23 @@ func (a *Analyzer) Packet(t int64, ip []byte) {
 		a.skip.proto[p.proto]++
 		a.res.Skipped++
 	}
+}
+
+// tick advances the capture clock to t (a packet's time) and reports
+// whether idle flows are due to be looked for. A shard's clock is its
+// dispatcher's (shard.go): every shard scans at the same capture times
+// as one analyser would.
+func (a *Analyzer) tick(t int64) bool {
+	if !a.started {
+		a.first, a.started = t, true
+		a.nextScan = t + a.scanEvery()
+	}
+	a.last = max(a.last, t)
+	if t >= a.nextScan {
+		a.nextScan = t + a.scanEvery()
+		return true
+	}
+	return false
 }
 
 // lookup finds or creates the flow of a packet and returns it with the
@@ -448,6 +477,9 @@ func (a *Analyzer) finish(f *flow) {
 func (a *Analyzer) Finish(truth *TruthIndex) *model.Analysis {
 	a.lastFlow = nil
 	a.finishAll(a.flows.flows())
+	if a.shards != nil {
+		a.mergeShards()
+	}
 	r := &a.res
 	if a.started {
 		r.StartUnix = float64(a.first) / 1e9
@@ -455,8 +487,8 @@ func (a *Analyzer) Finish(truth *TruthIndex) *model.Analysis {
 	}
 	// Flows finish in eviction order, partly the map's (random) order:
 	// report them by start.
-	r.TCP = byStart(r.TCP, func(c *model.TCPConn) (float64, string) { return c.StartS, c.A })
-	r.QUIC = byStart(r.QUIC, func(c *model.QUICConn) (float64, string) { return c.StartS, c.Client })
+	r.TCP = byStart(r.TCP, func(c *model.TCPConn) (float64, string, string) { return c.StartS, c.A, c.B })
+	r.QUIC = byStart(r.QUIC, func(c *model.QUICConn) (float64, string, string) { return c.StartS, c.Client, c.Server })
 	r.Stats.PeakLiveFlows = a.peak
 	r.Stats.WallS = a.wall.Seconds()
 	if a.wall > 0 {
@@ -477,17 +509,19 @@ func (a *Analyzer) Finish(truth *TruthIndex) *model.Analysis {
 	return r
 }
 
-// byStart orders records by start time and then name. The records are
-// large: an order of indexes is sorted, and the records moved once.
-func byStart[T any](recs []T, key func(*T) (float64, string)) []T {
+// byStart orders records by start time and then their ends' names (a
+// stable sort: a 4-tuple reused within a nanosecond keeps its order).
+// The records are large: an order of indexes is sorted, and the records
+// moved once.
+func byStart[T any](recs []T, key func(*T) (float64, string, string)) []T {
 	idx := make([]int32, len(recs))
 	for i := range idx {
 		idx[i] = int32(i)
 	}
 	slices.SortFunc(idx, func(i, j int32) int {
-		ti, ni := key(&recs[i])
-		tj, nj := key(&recs[j])
-		return cmp.Or(cmp.Compare(ti, tj), strings.Compare(ni, nj), cmp.Compare(i, j))
+		ti, ai, bi := key(&recs[i])
+		tj, aj, bj := key(&recs[j])
+		return cmp.Or(cmp.Compare(ti, tj), strings.Compare(ai, aj), strings.Compare(bi, bj), cmp.Compare(i, j))
 	})
 	out := make([]T, len(recs))
 	for k, i := range idx {

@@ -1,6 +1,7 @@
 package passive
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/pcap"
 )
 
 // timedPacket is one IP packet of a generated capture.
@@ -77,6 +79,11 @@ func manyFlows(seed uint64, n int) []timedPacket {
 				t += rtt
 				up(cs, ss, flagACK, 0)
 				t += int64(rng.IntN(20e6))
+				if rng.IntN(200) == 0 {
+					// A pause near the idle timeout (20 s in the tests):
+					// whether the flow is split depends on when scans run.
+					t += 19e9 + int64(rng.IntN(5e9))
+				}
 			}
 			switch rng.IntN(3) {
 			case 0:
@@ -146,10 +153,65 @@ func TestRecordsStreamed(t *testing.T) {
 	if order[0] > order[len(order)-1] {
 		t.Errorf("the first record streamed ended at %.1f s, after the last one (%.1f s)", order[0], order[len(order)-1])
 	}
-	got.TCP = byStart(got.TCP, func(c *model.TCPConn) (float64, string) { return c.StartS, c.A })
-	got.QUIC = byStart(got.QUIC, func(c *model.QUICConn) (float64, string) { return c.StartS, c.Client })
+	got.TCP = byStart(got.TCP, func(c *model.TCPConn) (float64, string, string) { return c.StartS, c.A, c.B })
+	got.QUIC = byStart(got.QUIC, func(c *model.QUICConn) (float64, string, string) { return c.StartS, c.Client, c.Server })
 	want := model.Analysis{TCP: kept.TCP, QUIC: kept.QUIC}
 	if g, w := figures(t, &got), figures(t, &want); g != w {
 		t.Errorf("streamed records differ from the kept ones")
+	}
+}
+
+// pcapOf writes packets as a raw-IP pcap.
+func pcapOf(t *testing.T, pkts []timedPacket) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := pcap.NewWriter(&b, pcap.LinkRaw, 65535)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkts {
+		if err := w.Write(p.t+1700000000e9, p.data, len(p.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestWorkersSameFigures: 1, 2 and 3 workers give the same analysis
+// (every record, counter and note; not the runtime figures), with flows
+// evicted idle, closed, and reused, and a few packets that are not IP or
+// malformed.
+func TestWorkersSameFigures(t *testing.T) {
+	pkts := manyFlows(2, 800)
+	pkts = append(pkts[:100:100], append([]timedPacket{{pkts[100].t, []byte{0x45, 0, 0}}, {pkts[100].t, []byte{0x60}}}, pkts[100:]...)...)
+	file := pcapOf(t, pkts)
+	var want string
+	for _, n := range []int{1, 2, 3} {
+		a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second, Workers: n})
+		if n > 1 && len(a.shards) != n {
+			t.Fatalf("%d workers: %d shards", n, len(a.shards))
+		}
+		if _, err := a.Read(bytes.NewReader(file), model.CaptureFile{Path: "many", DamageOffset: -1}); err != nil {
+			t.Fatal(err)
+		}
+		r := a.Finish(nil)
+		if n == 1 {
+			if len(r.TCP) < 600 || r.Stats.EvictedFlows == 0 || r.Skipped == 0 {
+				t.Fatalf("%d TCP, %d evicted, %d skipped: want hundreds, evictions, skips", len(r.TCP), r.Stats.EvictedFlows, r.Skipped)
+			}
+			want = figures(t, r)
+			continue
+		}
+		if got := figures(t, r); got != want {
+			for i := 0; i < min(len(got), len(want)); i++ {
+				if got[i] != want[i] {
+					t.Fatalf("%d workers: analysis differs from one worker's at byte %d: %.200q, want %.200q", n, i, got[i:], want[i:])
+				}
+			}
+			t.Fatalf("%d workers: analysis length %d, one worker's %d", n, len(got), len(want))
+		}
 	}
 }
