@@ -1,7 +1,9 @@
 package passive
 
 import (
+	"cmp"
 	"math/bits"
+	"slices"
 	"sync"
 	"time"
 )
@@ -180,11 +182,25 @@ func (a *Analyzer) mergeShards() {
 		}
 	}
 	a.wall += time.Since(start)
+	// The flows still live finish in one order across the shards, the
+	// one a single analyser gives them (--ndjson's last lines).
+	type owned struct {
+		f *flow
+		a *Analyzer
+	}
+	var live []owned
+	for _, s := range a.shards {
+		for _, f := range s.a.flows.flows() {
+			live = append(live, owned{f, s.a})
+		}
+	}
+	slices.SortFunc(live, func(x, y owned) int { return cmp.Or(cmp.Compare(x.f.first, y.f.first), x.f.key.compare(&y.f.key)) })
+	for _, o := range live {
+		o.a.finish(o.f)
+	}
 	r := &a.res
 	for _, s := range a.shards {
 		w := s.a
-		w.lastFlow = nil
-		w.finishAll(w.flows.flows())
 		wr := &w.res
 		r.Packets += wr.Packets
 		r.Bytes += wr.Bytes
