@@ -209,7 +209,7 @@ func parseObserver(s string) (int, byte, error) {
 func newAnalyzeCmd() *cobra.Command {
 	var af analyzeFlags
 	cmd := &cobra.Command{
-		Use:   "analyze FILE...",
+		Use:   "analyze FILE|DIR...",
 		Short: "Passive RTT, throughput and connection analysis of pcap/pcapng captures",
 		Long: `Read pcap or pcapng captures (Ethernet, raw IP, Linux SLL/SLL2, loopback;
 IPv4/IPv6; VLAN) and report per TCP connection the tcptrace-like counters and
@@ -223,7 +223,11 @@ writes to stdout (-); damage, errors and notes go to stderr.
 With --truth (a lab ground-truth file), every RTT method's error is reported.
 --filter takes tcpdump's filter language on IP packets (host, net, port,
 portrange, tcp/udp/sctp/icmp, ip/ip6, proto, less/greater, and/or/not;
-docs/analyze.md); it gives the same packets as tcpdump's filter would.`,
+docs/analyze.md); it gives the same packets as tcpdump's filter would.
+Several files, or a directory of them (rotated by tcpdump -G or -C), are
+one capture: their packets are merged in time order (pcap and pcapng
+mixed), and overlaps and gaps between files are noted. Files compressed
+with gzip or zstd are read as they are (found by their magic number).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, tr, err := af.config()
@@ -235,7 +239,11 @@ docs/analyze.md); it gives the same packets as tcpdump's filter would.`,
 			}
 			// Every input must open before any is read: a mistyped
 			// name is a usage error, not a partial analysis.
-			for _, path := range args {
+			paths, err := passive.ExpandPaths(args)
+			if err != nil {
+				return usageErr(err)
+			}
+			for _, path := range paths {
 				f, err := os.Open(path)
 				if err != nil {
 					return usageErr(err)
@@ -247,13 +255,9 @@ docs/analyze.md); it gives the same packets as tcpdump's filter would.`,
 				return err
 			}
 			a := passive.New(cfg)
-			var readErrs []error
-			for _, path := range args {
-				if _, err := a.ReadFile(path); err != nil {
-					// The files read so far are still reported.
-					readErrs = append(readErrs, fmt.Errorf("%s: %w", path, err))
-				}
-			}
+			// The files are one capture, merged in time order; a file
+			// that cannot be read leaves the others' analysis reported.
+			_, readErrs := a.ReadFiles(paths)
 			res := a.Finish(tr)
 			nerr := closeND()
 			werr := af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr, nw)

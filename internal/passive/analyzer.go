@@ -10,12 +10,10 @@ package passive
 import (
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -196,80 +194,80 @@ func New(cfg Config) *Analyzer {
 	return a
 }
 
-// ReadFile analyses one capture file. A damaged file is analysed up to the
-// damage, which is recorded in the returned CaptureFile (and not returned
-// as an error); err is for files that cannot be read at all.
+// ReadFile analyses one capture file (plain, gzip or zstd). A damaged
+// file is analysed up to the damage, which is recorded in the returned
+// CaptureFile (and not returned as an error); err is for files that
+// cannot be read at all.
 func (a *Analyzer) ReadFile(path string) (model.CaptureFile, error) {
-	cf := model.CaptureFile{Path: path, DamageOffset: -1}
-	f, err := os.Open(path)
-	if err != nil {
-		return cf, err
-	}
-	defer f.Close()
-	return a.Read(f, cf)
+	cfs, errs := a.ReadFiles([]string{path})
+	return cfs[0], errs[0]
 }
 
 // Read analyses a capture from r; cf names it.
 func (a *Analyzer) Read(r io.Reader, cf model.CaptureFile) (model.CaptureFile, error) {
 	start := time.Now()
 	defer func() { a.wall += time.Since(start) }()
-	rd, err := pcap.NewReader(r)
+	src, err := newSource(r, nil, cf)
 	if err != nil {
 		return cf, err
 	}
-	cf.Format = rd.Format().String()
-	var p pcap.Packet
-	seen := -1 // highest interface with a packet
-	var all uint64
-	for {
-		err := rd.Next(&p)
-		if err != nil {
-			if d, ok := pcap.IsDamage(err); ok {
-				cf.DamageOffset, cf.Damage = d.Offset, d.Reason
-				a.res.Errors = append(a.res.Errors, fmt.Sprintf("%s: %v", cf.Path, err))
-			} else if !errors.Is(err, io.EOF) {
-				return cf, err
-			}
-			break
-		}
-		all++
-		seen = max(seen, p.Interface)
-		if a.cfg.Interface >= 0 && p.Interface != a.cfg.Interface {
-			continue
-		}
-		cf.Packets++
-		ip := pcap.Network(p.LinkType, p.Data)
-		if ip == nil {
-			if pcap.Supported(p.LinkType) {
-				a.skip.notIP++
-			} else {
-				bump(a.skip.link, p.LinkType, 1)
-			}
-		}
-		if ip != nil && a.dups.copyOf(p.LinkType, p.Data, ip, p.TimeNs) {
-			continue
-		}
-		if a.cfg.Filter != nil && !a.cfg.Filter.Match(ip) {
-			a.res.Filtered++
-			continue
-		}
-		if a.shards != nil {
-			a.dispatch(p.TimeNs, ip)
-			continue
-		}
-		a.Packet(p.TimeNs, ip)
+	for src.next() {
+		a.frame(src)
 	}
-	for _, n := range rd.Notes() {
-		a.res.Notes = append(a.res.Notes, cf.Path+": "+n)
+	a.endSource(src)
+	return src.cf, src.err
+}
+
+// frame analyses the source's current packet.
+func (a *Analyzer) frame(s *source) {
+	p := &s.p
+	s.all++
+	s.seen = max(s.seen, p.Interface)
+	if a.cfg.Interface >= 0 && p.Interface != a.cfg.Interface {
+		return
 	}
-	if a.cfg.Interface >= 0 && cf.Packets == 0 && all > 0 {
+	s.cf.Packets++
+	ip := pcap.Network(p.LinkType, p.Data)
+	if ip == nil {
+		if pcap.Supported(p.LinkType) {
+			a.skip.notIP++
+		} else {
+			bump(a.skip.link, p.LinkType, 1)
+		}
+	}
+	if ip != nil && a.dups.copyOf(p.LinkType, p.Data, ip, p.TimeNs) {
+		return
+	}
+	if a.cfg.Filter != nil && !a.cfg.Filter.Match(ip) {
+		a.res.Filtered++
+		return
+	}
+	if a.shards != nil {
+		a.dispatch(p.TimeNs, ip)
+		return
+	}
+	a.Packet(p.TimeNs, ip)
+}
+
+// endSource records a source read to its end (or its damage).
+func (a *Analyzer) endSource(s *source) {
+	cf := &s.cf
+	if s.damage != nil {
+		cf.DamageOffset, cf.Damage = s.damage.Offset, s.damage.Reason
+		a.res.Errors = append(a.res.Errors, fmt.Sprintf("%s: %v", cf.Path, s.damage))
+	}
+	if s.rd != nil {
+		for _, n := range s.rd.Notes() {
+			a.res.Notes = append(a.res.Notes, cf.Path+": "+n)
+		}
+	}
+	if a.cfg.Interface >= 0 && cf.Packets == 0 && s.all > 0 {
 		// A wrong index selects nothing: say so rather than report an
 		// empty analysis.
 		a.res.Errors = append(a.res.Errors, fmt.Sprintf("%s: no packet on interface %d (--interface): the file's %d packets are on interfaces 0-%d",
-			cf.Path, a.cfg.Interface, all, seen))
+			cf.Path, a.cfg.Interface, s.all, s.seen))
 	}
-	a.res.Files = append(a.res.Files, cf)
-	return cf, nil
+	a.res.Files = append(a.res.Files, *cf)
 }
 
 // Packet analyses one IP packet (nil: not IP) captured at t (Unix ns).
