@@ -34,6 +34,9 @@ type rttStats struct {
 // those of the samples).
 const exactMax = 64
 
+// foldBatch is the buffer once the histogram exists.
+const foldBatch = 16
+
 // Histogram: log-linear buckets from the float64 representation, histSub
 // per power of two (bucket width ≤ 1/64 = 1.6 %, so a quantile is within
 // 0.8 % of a sample, and clamped to min and max), from 2^histMinExp ns
@@ -73,8 +76,13 @@ func (s *rttStats) add(rtt int64, valid bool) {
 	}
 	s.n++
 	s.sum += rtt
-	if len(s.exact) == exactMax {
+	if len(s.exact) == exactMax || s.counts != nil && len(s.exact) == foldBatch {
 		s.fold()
+		if cap(s.exact) > foldBatch {
+			// Past the exact values the buffer only batches folds: a
+			// quarter of the size (a long flow's summaries held 2.5 KB).
+			s.exact = make([]int64, 0, foldBatch)
+		}
 	}
 	if s.exact == nil {
 		s.exact = make([]int64, 0, 16) // then one step to exactMax
