@@ -403,6 +403,7 @@ behind.`,
 				defer cancel()
 			}
 			cfg.Filter = filter
+			cfg.Workers = 1 // packets come one at a time from the socket
 			nw, closeND, err := af.openNDJSON(&cfg, cmd.OutOrStdout())
 			if err != nil {
 				return err
