@@ -3,7 +3,10 @@ package passive
 import (
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"encoding/json"
+	"io"
+	"os"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -212,6 +215,47 @@ func TestWorkersSameFigures(t *testing.T) {
 				}
 			}
 			t.Fatalf("%d workers: analysis length %d, one worker's %d", n, len(got), len(want))
+		}
+	}
+}
+
+// TestSameAsBefore: the analysis of 400 generated flows (manyFlows(4,
+// 400): evictions, closes, reuse, QUIC) is byte for byte the one sonde
+// gave before records were streamed and packets split across workers
+// (testdata/analyze-c33b3ed.json.gz, written by this test's generator on
+// main at c33b3ed), with one worker and with two.
+func TestSameAsBefore(t *testing.T) {
+	f, err := os.Open("testdata/analyze-c33b3ed.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkts := manyFlows(4, 400)
+	file := pcapOf(t, pkts)
+	for _, workers := range []int{1, 2} {
+		a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second, Workers: workers})
+		for _, p := range pkts {
+			a.Packet(p.t+1700000000e9, p.data)
+		}
+		if workers > 1 {
+			// Packet analyses in the caller; files are split.
+			a = New(Config{Interface: -1, IdleTimeout: 20 * time.Second, Workers: workers})
+			if _, err := a.Read(bytes.NewReader(file), model.CaptureFile{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := a.Finish(nil)
+		r.Files = nil
+		if got := figures(t, r); got != string(want) {
+			t.Errorf("%d workers: the analysis differs from c33b3ed's (%d and %d bytes of JSON)", workers, len(got), len(want))
 		}
 	}
 }
