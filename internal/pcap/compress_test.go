@@ -147,3 +147,38 @@ func TestGzipBombBounded(t *testing.T) {
 		t.Errorf("heap grew by %d MiB reading a %d KB gzip of 38 MB", grew>>20, len(compressed)>>10)
 	}
 }
+
+// FuzzDecompress: any bytes, compressed or not, are read to an end or an
+// error, never a panic, and a stream yields at most what its packets
+// allow (the reader's buffer bounds what a record may claim).
+func FuzzDecompress(f *testing.F) {
+	plain := smallCapture(f, 20)
+	var gz, zs bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(plain)
+	zw.Close()
+	enc, _ := zstd.NewWriter(&zs)
+	enc.Write(plain)
+	enc.Close()
+	f.Add(plain)
+	f.Add(gz.Bytes())
+	f.Add(zs.Bytes())
+	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 18 << 3, 4<<3 | 1, 0, 0, 'a', 'b', 'c', 'd'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, d, err := Decompress(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		defer d.Close()
+		rd, err := NewReader(r)
+		if err != nil {
+			return
+		}
+		var p Packet
+		for range 100000 {
+			if rd.Next(&p) != nil {
+				return
+			}
+		}
+	})
+}
