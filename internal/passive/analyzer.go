@@ -443,23 +443,22 @@ func (a *Analyzer) finishAll(fs []*flow) {
 
 func (a *Analyzer) finish(f *flow) {
 	A, B := f.ends()
+	// A record goes to OnRecord as the flow leaves, and is kept for the
+	// summary unless DropRecords.
+	keep := !a.cfg.DropRecords
 	switch {
 	case f.tcp != nil:
 		r := f.tcp.result(a, f, A, B)
 		a.nTCP++
-		if a.cfg.OnRecord != nil {
-			a.cfg.OnRecord(Record{TCP: &r})
-		}
-		if !a.cfg.DropRecords {
+		a.emit(Record{TCP: &r})
+		if keep {
 			a.res.TCP = append(a.res.TCP, r)
 		}
 	case f.quic != nil:
 		r := f.quic.result(a, f, A, B)
 		a.nQUIC++
-		if a.cfg.OnRecord != nil {
-			a.cfg.OnRecord(Record{QUIC: &r})
-		}
-		if !a.cfg.DropRecords {
+		a.emit(Record{QUIC: &r})
+		if keep {
 			a.res.QUIC = append(a.res.QUIC, r)
 		}
 	}
@@ -468,6 +467,12 @@ func (a *Analyzer) finish(f *flow) {
 		a.samples = append(a.samples, f.samples...)
 	}
 	f.samples = nil
+}
+
+func (a *Analyzer) emit(r Record) {
+	if a.cfg.OnRecord != nil {
+		a.cfg.OnRecord(r)
+	}
 }
 
 // Finish ends the analysis: every live flow is finished. truth, if not

@@ -33,6 +33,18 @@ func smallCapture(t testing.TB, n int) []byte {
 	return b.Bytes()
 }
 
+// compressed returns b gzipped and zstd-compressed.
+func compressed(b []byte) (gz, zs []byte) {
+	var g, z bytes.Buffer
+	zw := gzip.NewWriter(&g)
+	zw.Write(b)
+	zw.Close()
+	enc, _ := zstd.NewWriter(&z)
+	enc.Write(b)
+	enc.Close()
+	return g.Bytes(), z.Bytes()
+}
+
 func count(t *testing.T, r io.Reader) (int, error) {
 	t.Helper()
 	rd, err := NewReader(r)
@@ -56,18 +68,12 @@ func count(t *testing.T, r io.Reader) (int, error) {
 // by their magic number whatever their name.
 func TestOpenCompressed(t *testing.T) {
 	plain := smallCapture(t, 1000)
-	var gz, zs bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(plain)
-	zw.Close()
-	enc, _ := zstd.NewWriter(&zs)
-	enc.Write(plain)
-	enc.Close()
+	gz, zs := compressed(plain)
 	dir := t.TempDir()
 	for name, c := range map[string]struct {
 		data []byte
 		comp Compression
-	}{"plain.pcap": {plain, Uncompressed}, "a.pcap.gz": {gz.Bytes(), Gzip}, "no-suffix": {zs.Bytes(), Zstd}} {
+	}{"plain.pcap": {plain, Uncompressed}, "a.pcap.gz": {gz, Gzip}, "no-suffix": {zs, Zstd}} {
 		path := filepath.Join(dir, name)
 		if err := os.WriteFile(path, c.data, 0o644); err != nil {
 			t.Fatal(err)
@@ -153,16 +159,10 @@ func TestGzipBombBounded(t *testing.T) {
 // allow (the reader's buffer bounds what a record may claim).
 func FuzzDecompress(f *testing.F) {
 	plain := smallCapture(f, 20)
-	var gz, zs bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(plain)
-	zw.Close()
-	enc, _ := zstd.NewWriter(&zs)
-	enc.Write(plain)
-	enc.Close()
+	gz, zs := compressed(plain)
 	f.Add(plain)
-	f.Add(gz.Bytes())
-	f.Add(zs.Bytes())
+	f.Add(gz)
+	f.Add(zs)
 	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 18 << 3, 4<<3 | 1, 0, 0, 'a', 'b', 'c', 'd'})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, d, err := Decompress(bytes.NewReader(b))
