@@ -53,7 +53,7 @@ func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
 	f.StringVar(&af.observer, "observer", "1A", "where the capture was taken, for --truth: link number and end (A client side, B server side)")
 	if !live {
 		f.IntVar(&af.iface, "if-index", -1, "analyse only this pcapng interface index (a lab capture has each packet at both link ends: use 0 or 1); -1: all")
-		f.IntVar(&af.workers, "workers", 0, "analyse with `N` workers, packets split by flow, 0: one per core beside the reader (GOMAXPROCS-1; one below 4 cores); the figures are one worker's (--csv, --html, --samples and --truth use one)")
+		f.IntVar(&af.workers, "workers", 0, "analyse with `N` workers, packets split by flow, 0: one per core (GOMAXPROCS); the figures are one worker's (--csv, --html, --samples and --truth use one)")
 	}
 	f.DurationVar(&af.interval, "interval", time.Second, "bin of the goodput series")
 	f.DurationVar(&af.idle, "idle-timeout", 120*time.Second, "finish flows idle this long (capture time); bounds memory to live flows")
@@ -158,13 +158,8 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, erro
 	}
 	cfg := passive.Config{Interval: af.interval, IdleTimeout: af.idle, Interface: af.iface, QUICPorts: []uint16{}, Workers: af.workers}
 	if cfg.Workers == 0 {
-		// The reading goroutine needs a core of its own: on two cores,
-		// two workers beside it were slower than one analyser
-		// (docs/analyze.md, "Every core").
-		cfg.Workers = 1
-		if n := runtime.GOMAXPROCS(0); n >= 4 {
-			cfg.Workers = n - 1
-		}
+		// One per core: the reading goroutine is one of the workers.
+		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
 	for _, p := range af.quicPorts {
 		if p == 0 || p > 65535 {
