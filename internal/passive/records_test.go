@@ -280,3 +280,30 @@ func TestShardOf(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkersStream: with three workers every record is streamed once
+// (the shards finish flows concurrently: OnRecord is called one at a
+// time), the same records as one worker streams.
+func TestWorkersStream(t *testing.T) {
+	file := pcapOf(t, manyFlows(6, 300))
+	stream := func(workers int) string {
+		var got model.Analysis
+		a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second, Workers: workers, DropRecords: true, OnRecord: func(r Record) {
+			if r.TCP != nil {
+				got.TCP = append(got.TCP, *r.TCP)
+			} else {
+				got.QUIC = append(got.QUIC, *r.QUIC)
+			}
+		}})
+		if _, err := a.Read(bytes.NewReader(file), model.CaptureFile{}); err != nil {
+			t.Fatal(err)
+		}
+		a.Finish(nil)
+		got.TCP = byStart(got.TCP, func(c *model.TCPConn) (float64, string, string) { return c.StartS, c.A, c.B })
+		got.QUIC = byStart(got.QUIC, func(c *model.QUICConn) (float64, string, string) { return c.StartS, c.Client, c.Server })
+		return figures(t, &got)
+	}
+	if one, three := stream(1), stream(3); one != three {
+		t.Error("three workers streamed other records than one")
+	}
+}
