@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/gopacket/gopacket v1.7.7
 	github.com/gorilla/websocket v1.5.3
+	github.com/klauspost/compress v1.20.4
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9

@@ -14,9 +14,16 @@
 # file is the first million packets of the same generator and seed (20 s of
 # capture: flows are evicted in both).
 #
-# What runs, each pinned to one core (taskset -c 0):
-#   sonde     GOMAXPROCS=1 sonde analyze FILE (text output: every
-#             connection's counters and RTT summaries)
+# What runs, each pinned to one core (taskset -c 0) unless said:
+#   sonde     GOMAXPROCS=1 sonde analyze --workers 1 FILE (text output:
+#             every connection's counters and RTT summaries)
+#   sonde-2w  the same on two cores (taskset -c 0,1, GOMAXPROCS=2,
+#             --workers 2): the rate against one core's
+#   sonde-mem-1M, -10M, -50M  sonde analyze --ndjson /dev/null on the
+#             first 1 M, the 10 M and a 50 M capture of the same traffic
+#             (records streamed, none kept): peak RSS should be flat,
+#             bounded by the live flows. BENCH_FLAT=0 skips the 50 M file
+#             (6 GB in BENCH_CACHE).
 #   tcptrace  tcptrace -n -l FILE (long output, every connection)
 #   tshark    tshark -r FILE -q -z conv,tcp: full dissection of every
 #             packet (the tap needs it), one table at the end. On the 1 M
@@ -35,6 +42,7 @@ REPEAT=${BENCH_REPEAT:-3}
 PACKETS=${BENCH_PACKETS:-10000000}
 CACHE=${BENCH_CACHE:-/var/tmp/sonde-bench}
 TSHARK_FULL=${BENCH_TSHARK_FULL:-0}
+FLAT=${BENCH_FLAT:-1}
 
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer, got '$REPEAT'"
 [[ $PACKETS =~ ^[0-9]+$ ]] && ((PACKETS >= 1000000)) || die "BENCH_PACKETS must be >= 1000000, got '$PACKETS'"
@@ -55,16 +63,21 @@ gen() { # gen N FILE
 }
 gen 1000000 "$SMALL"
 gen "$PACKETS" "$BIG"
+HUGE=$CACHE/analyze-v2-50000000-seed1.pcap
+if [[ $FLAT == 1 ]]; then gen 50000000 "$HUGE"; fi
 
 WORK=$(mktemp -d /tmp/sonde-bench-analyze.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 RES=$WORK/results.tsv
 
-# run NAME FILE PACKETS CMD...: one timed run, appended to RES.
-run() {
+# run NAME FILE PACKETS CMD...: one timed run on core 0, appended to RES.
+run() { CORES=0 NPROCS=1 runon "$@"; }
+# run2: the same on cores 0 and 1.
+run2() { CORES=0,1 NPROCS=2 runon "$@"; }
+runon() {
 	local name=$1 file=$2 n=$3
 	shift 3
-	if ! /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" taskset -c 0 env GOMAXPROCS=1 "$@" "$file" >"$WORK/out" 2>"$WORK/err"; then
+	if ! /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" taskset -c "$CORES" env GOMAXPROCS="$NPROCS" "$@" "$file" >"$WORK/out" 2>"$WORK/err"; then
 		cat "$WORK/err" >&2
 		die "$name failed on $file"
 	fi
@@ -78,18 +91,24 @@ for ((i = 0; i < REPEAT; i++)); do
 	echo "bench: round $((i + 1)) of $REPEAT" >&2
 	# Alternate the order so that no tool always runs first.
 	if ((i % 2 == 0)); then
-		run sonde "$BIG" "$PACKETS" "$SONDE" analyze
+		run sonde "$BIG" "$PACKETS" "$SONDE" analyze --workers 1
+		run2 sonde-2w "$BIG" "$PACKETS" "$SONDE" analyze --workers 2
 		run tcptrace "$BIG" "$PACKETS" tcptrace -n -l
 		run tshark "$tsfile" "$tsn" tshark -q -z conv,tcp -r
 	else
 		run tshark "$tsfile" "$tsn" tshark -q -z conv,tcp -r
 		run tcptrace "$BIG" "$PACKETS" tcptrace -n -l
-		run sonde "$BIG" "$PACKETS" "$SONDE" analyze
+		run2 sonde-2w "$BIG" "$PACKETS" "$SONDE" analyze --workers 2
+		run sonde "$BIG" "$PACKETS" "$SONDE" analyze --workers 1
 	fi
-	run sonde-1M "$SMALL" 1000000 "$SONDE" analyze
+	run sonde-1M "$SMALL" 1000000 "$SONDE" analyze --workers 1
 done
+# Memory bounded by live flows: once each (RSS varies little).
+run sonde-mem-1M "$SMALL" 1000000 "$SONDE" analyze --workers 1 --ndjson /dev/null
+run sonde-mem-10M "$BIG" "$PACKETS" "$SONDE" analyze --workers 1 --ndjson /dev/null
+if [[ $FLAT == 1 ]]; then run sonde-mem-50M "$HUGE" 50000000 "$SONDE" analyze --workers 1 --ndjson /dev/null; fi
 # The last sonde output tells how many packets and flows it saw.
-"$SONDE" analyze "$BIG" | tail -1 >"$WORK/summary"
+"$SONDE" analyze --workers 1 "$BIG" | tail -1 >"$WORK/summary"
 
 python3 - "$RES" "$WORK/summary" <<'EOF'
 import csv, statistics, sys
@@ -99,20 +118,27 @@ for name, f, n, wall, user, sys_, rss in rows:
     d = by.setdefault(name, {"file": f, "n": int(n), "wall": [], "cpu": [], "rss": []})
     d["wall"].append(float(wall)); d["cpu"].append(float(user) + float(sys_)); d["rss"].append(int(rss) / 1024)
 med = statistics.median
-print(f"\nsonde analyze vs tcptrace vs tshark, one core, medians of {len(by['sonde']['wall'])} runs")
-print(f"{'tool':<9} {'file':<32} {'packets':>9} {'wall s':>8} {'cpu s':>8} {'Mpps wall':>10} {'Mpps cpu':>9} {'peak RSS MB':>12}")
+print(f"\nsonde analyze vs tcptrace vs tshark, one core (sonde-2w: two), medians of {len(by['sonde']['wall'])} runs")
+print(f"{'tool':<13} {'file':<32} {'packets':>9} {'wall s':>8} {'cpu s':>8} {'Mpps wall':>10} {'Mpps cpu':>9} {'peak RSS MB':>12}")
 fig = {}
-for name in ["sonde", "tcptrace", "tshark", "sonde-1M"]:
+for name in [n for n in ["sonde", "sonde-2w", "tcptrace", "tshark", "sonde-1M", "sonde-mem-1M", "sonde-mem-10M", "sonde-mem-50M"] if n in by]:
     d = by[name]
     w, c, r = med(d["wall"]), med(d["cpu"]), med(d["rss"])
     fig[name] = (d["n"] / w, d["n"] / c, r)
-    print(f"{name:<9} {d['file']:<32} {d['n']:>9} {w:8.2f} {c:8.2f} {d['n']/w/1e6:10.3f} {d['n']/c/1e6:9.3f} {r:12.1f}")
+    print(f"{name:<13} {d['file']:<32} {d['n']:>9} {w:8.2f} {c:8.2f} {d['n']/w/1e6:10.3f} {d['n']/c/1e6:9.3f} {r:12.1f}")
 s, tt, ts = fig["sonde"], fig["tcptrace"], fig["tshark"]
 print(f"\nratios (packets per second; sonde / peer):")
 print(f"  sonde / tcptrace: {s[0]/tt[0]:6.2f}x per wall second, {s[1]/tt[1]:6.2f}x per CPU second   (goal >= 2x)")
 print(f"  sonde / tshark:   {s[0]/ts[0]:6.2f}x per wall second, {s[1]/ts[1]:6.2f}x per CPU second   (goal >= 20x)")
 print(f"  sonde:            {s[0]/1e6:.3f} Mpps per wall second, {s[1]/1e6:.3f} per CPU second    (goal >= 3 Mpps)")
+d = by["sonde-2w"]
+w2, c2 = d["n"] / med(d["wall"]), d["n"] / med(d["cpu"])
+print(f"  sonde 2 cores:    {w2/1e6:.3f} Mpps per wall second, {w2/s[0]:.2f}x one core's (goal >= 1.8x; "
+      f"CPU {c2/1e6:.3f} Mpps per CPU second, {c2/s[1]:.2f}x one core's)")
 print(f"memory: sonde peak RSS {fig['sonde-1M'][2]:.1f} MB on 1 M packets, {s[2]:.1f} MB on {by['sonde']['n']/1e6:.0f} M "
-      f"(ratio {s[2]/fig['sonde-1M'][2]:.2f}); tcptrace {tt[2]:.1f} MB")
+      f"(ratio {s[2]/fig['sonde-1M'][2]:.2f}), 2 workers {med(d['rss']):.1f} MB; tcptrace {tt[2]:.1f} MB")
+mem = [(k, med(by[k]["rss"])) for k in ["sonde-mem-1M", "sonde-mem-10M", "sonde-mem-50M"] if k in by]
+print("memory, records streamed (--ndjson, none kept): " + ", ".join(f"{k[10:]} {r:.1f} MB" for k, r in mem)
+      + f" (max/min {max(r for _, r in mem)/min(r for _, r in mem):.2f}; goal <= 100 MB on 10 M, flat within 10 %)")
 print("sonde:", open(sys.argv[2]).read().strip())
 EOF

@@ -10,12 +10,10 @@ package passive
 import (
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,6 +56,26 @@ type Config struct {
 	// Filter selects the packets of files that are analysed (nil: all).
 	// Packets that are not IP never match.
 	Filter *capfilter.Filter
+	// OnRecord, if set, receives each flow's record as the flow finishes
+	// (closed and lingered, idle, or at the end of the analysis), in the
+	// order they finish: a streaming output (sonde analyze --ndjson).
+	OnRecord func(Record)
+	// Workers analyse the packets of files in parallel, split by a
+	// symmetric hash of their flow (both directions to the same worker);
+	// the figures are those of one worker (shard.go). 0 or 1: one, in the
+	// caller's goroutine. Per-sample outputs (KeepSamples, Identity) use
+	// one.
+	Workers int
+	// DropRecords keeps no finished record (Analysis.TCP, QUIC and
+	// HTTPPages stay empty; Records counts them): with OnRecord, memory
+	// then follows the live flows only, whatever the capture's length.
+	DropRecords bool
+}
+
+// Record is one finished flow: a TCP connection or a QUIC flow.
+type Record struct {
+	TCP  *model.TCPConn  `json:"tcp,omitempty"`
+	QUIC *model.QUICConn `json:"quic,omitempty"`
 }
 
 // flowKey identifies a flow whichever way its packets travel: the lower
@@ -111,7 +129,14 @@ type Analyzer struct {
 	wall     time.Duration
 	skip     skips
 	dups     dupFilter
+	nTCP     int // records finished, kept or not
+	nQUIC    int
 	closed   closedKeys // TCP connections evicted after they closed
+	cands    quicCands  // UDP flows that may be QUIC of an unknown version
+	// shards analyse the packets when Config.Workers > 1 (shard.go);
+	// shard marks an Analyzer that is one of them.
+	shards []*shard
+	shard  bool
 }
 
 // skips counts the packets that were not analysed, by reason, for the
@@ -126,6 +151,9 @@ type skips struct {
 	udp       uint64           // UDP packets not taken as QUIC
 	udpPorts  map[uint16]int64 // ... by their flow's lower port
 	quic      map[string]*quicSkip
+	// invariant counts the flows of unknown QUIC versions found by the
+	// invariants, per version.
+	invariant map[string]*quicSkip
 }
 
 // quicSkip counts the flows and packets of a QUIC version sonde does not
@@ -158,80 +186,88 @@ func New(cfg Config) *Analyzer {
 	if cfg.QUICPorts == nil {
 		cfg.QUICPorts = []uint16{443}
 	}
-	return &Analyzer{cfg: cfg, flows: newFlowTable(), res: model.Analysis{Schema: model.AnalyzeSchema, Filter: cfg.Filter.String()},
-		skip: skips{link: map[pcap.LinkType]uint64{}, udpPorts: map[uint16]int64{}, quic: map[string]*quicSkip{}}}
+	a := &Analyzer{cfg: cfg, flows: newFlowTable(), res: model.Analysis{Schema: model.AnalyzeSchema, Filter: cfg.Filter.String()},
+		skip: skips{link: map[pcap.LinkType]uint64{}, udpPorts: map[uint16]int64{}, quic: map[string]*quicSkip{}, invariant: map[string]*quicSkip{}}}
+	if cfg.Workers > 1 && !cfg.KeepSamples && !cfg.Identity {
+		a.startShards(cfg.Workers)
+	}
+	return a
 }
 
-// ReadFile analyses one capture file. A damaged file is analysed up to the
-// damage, which is recorded in the returned CaptureFile (and not returned
-// as an error); err is for files that cannot be read at all.
+// ReadFile analyses one capture file (plain, gzip or zstd). A damaged
+// file is analysed up to the damage, which is recorded in the returned
+// CaptureFile (and not returned as an error); err is for files that
+// cannot be read at all.
 func (a *Analyzer) ReadFile(path string) (model.CaptureFile, error) {
-	cf := model.CaptureFile{Path: path, DamageOffset: -1}
-	f, err := os.Open(path)
-	if err != nil {
-		return cf, err
-	}
-	defer f.Close()
-	return a.Read(f, cf)
+	cfs, errs := a.ReadFiles([]string{path})
+	return cfs[0], errs[0]
 }
 
 // Read analyses a capture from r; cf names it.
 func (a *Analyzer) Read(r io.Reader, cf model.CaptureFile) (model.CaptureFile, error) {
 	start := time.Now()
 	defer func() { a.wall += time.Since(start) }()
-	rd, err := pcap.NewReader(r)
+	src, err := newSource(r, nil, cf)
 	if err != nil {
 		return cf, err
 	}
-	cf.Format = rd.Format().String()
-	var p pcap.Packet
-	seen := -1 // highest interface with a packet
-	var all uint64
-	for {
-		err := rd.Next(&p)
-		if err != nil {
-			if d, ok := pcap.IsDamage(err); ok {
-				cf.DamageOffset, cf.Damage = d.Offset, d.Reason
-				a.res.Errors = append(a.res.Errors, fmt.Sprintf("%s: %v", cf.Path, err))
-			} else if !errors.Is(err, io.EOF) {
-				return cf, err
-			}
-			break
-		}
-		all++
-		seen = max(seen, p.Interface)
-		if a.cfg.Interface >= 0 && p.Interface != a.cfg.Interface {
-			continue
-		}
-		cf.Packets++
-		ip := pcap.Network(p.LinkType, p.Data)
-		if ip == nil {
-			if pcap.Supported(p.LinkType) {
-				a.skip.notIP++
-			} else {
-				bump(a.skip.link, p.LinkType, 1)
-			}
-		}
-		if ip != nil && a.dups.copyOf(p.LinkType, p.Data, ip, p.TimeNs) {
-			continue
-		}
-		if a.cfg.Filter != nil && !a.cfg.Filter.Match(ip) {
-			a.res.Filtered++
-			continue
-		}
-		a.Packet(p.TimeNs, ip)
+	for src.next() {
+		a.frame(src)
 	}
-	for _, n := range rd.Notes() {
-		a.res.Notes = append(a.res.Notes, cf.Path+": "+n)
+	a.endSource(src)
+	return src.cf, src.err
+}
+
+// frame analyses the source's current packet.
+func (a *Analyzer) frame(s *source) {
+	p := &s.p
+	s.all++
+	s.seen = max(s.seen, p.Interface)
+	if a.cfg.Interface >= 0 && p.Interface != a.cfg.Interface {
+		return
 	}
-	if a.cfg.Interface >= 0 && cf.Packets == 0 && all > 0 {
+	s.cf.Packets++
+	ip := pcap.Network(p.LinkType, p.Data)
+	if ip == nil {
+		if pcap.Supported(p.LinkType) {
+			a.skip.notIP++
+		} else {
+			bump(a.skip.link, p.LinkType, 1)
+		}
+	}
+	if ip != nil && a.dups.copyOf(p.LinkType, p.Data, ip, p.TimeNs) {
+		return
+	}
+	if a.cfg.Filter != nil && !a.cfg.Filter.Match(ip) {
+		a.res.Filtered++
+		return
+	}
+	if a.shards != nil {
+		a.dispatch(p.TimeNs, ip)
+		return
+	}
+	a.Packet(p.TimeNs, ip)
+}
+
+// endSource records a source read to its end (or its damage).
+func (a *Analyzer) endSource(s *source) {
+	cf := &s.cf
+	if s.damage != nil {
+		cf.DamageOffset, cf.Damage = s.damage.Offset, s.damage.Reason
+		a.res.Errors = append(a.res.Errors, fmt.Sprintf("%s: %v", cf.Path, s.damage))
+	}
+	if s.rd != nil {
+		for _, n := range s.rd.Notes() {
+			a.res.Notes = append(a.res.Notes, cf.Path+": "+n)
+		}
+	}
+	if a.cfg.Interface >= 0 && cf.Packets == 0 && s.all > 0 {
 		// A wrong index selects nothing: say so rather than report an
 		// empty analysis.
 		a.res.Errors = append(a.res.Errors, fmt.Sprintf("%s: no packet on interface %d (--interface): the file's %d packets are on interfaces 0-%d",
-			cf.Path, a.cfg.Interface, all, seen))
+			cf.Path, a.cfg.Interface, s.all, s.seen))
 	}
-	a.res.Files = append(a.res.Files, cf)
-	return cf, nil
+	a.res.Files = append(a.res.Files, *cf)
 }
 
 // Packet analyses one IP packet (nil: not IP) captured at t (Unix ns).
@@ -250,14 +286,8 @@ func (a *Analyzer) Packet(t int64, ip []byte) {
 		return
 	}
 	a.res.Bytes += uint64(p.length)
-	if !a.started {
-		a.first, a.started = t, true
-		a.nextScan = t + a.scanEvery()
-	}
-	a.last = max(a.last, t)
-	if t >= a.nextScan {
+	if !a.shard && a.tick(t) {
 		a.evict(t)
-		a.nextScan = t + a.scanEvery()
 	}
 	var id uint64
 	if a.cfg.Identity {
@@ -272,6 +302,23 @@ func (a *Analyzer) Packet(t int64, ip []byte) {
 		a.skip.proto[p.proto]++
 		a.res.Skipped++
 	}
+}
+
+// tick advances the capture clock to t (a packet's time) and reports
+// whether idle flows are due to be looked for. A shard's clock is its
+// dispatcher's (shard.go): every shard scans at the same capture times
+// as one analyser would.
+func (a *Analyzer) tick(t int64) bool {
+	if !a.started {
+		a.first, a.started = t, true
+		a.nextScan = t + a.scanEvery()
+	}
+	a.last = max(a.last, t)
+	if t >= a.nextScan {
+		a.nextScan = t + a.scanEvery()
+		return true
+	}
+	return false
 }
 
 // lookup finds or creates the flow of a packet and returns it with the
@@ -296,7 +343,11 @@ func (a *Analyzer) lookup(p *ipPacket, sport, dport uint16, t int64, create func
 		f = a.flows.get(&k, h)
 	}
 	if f == nil {
-		senderIsA, ok := create(&k)
+		// create gets a copy: a pointer passed to a function value
+		// escapes, and k itself would then be allocated for every
+		// packet (13 % of the analyser's time on the bench capture).
+		kc := k
+		senderIsA, ok := create(&kc)
 		if !ok {
 			return nil, 0
 		}
@@ -392,11 +443,24 @@ func (a *Analyzer) finishAll(fs []*flow) {
 
 func (a *Analyzer) finish(f *flow) {
 	A, B := f.ends()
+	// A record goes to OnRecord as the flow leaves, and is kept for the
+	// summary unless DropRecords.
+	keep := !a.cfg.DropRecords
 	switch {
 	case f.tcp != nil:
-		a.res.TCP = append(a.res.TCP, f.tcp.result(a, f, A, B))
+		r := f.tcp.result(a, f, A, B)
+		a.nTCP++
+		a.emit(Record{TCP: &r})
+		if keep {
+			a.res.TCP = append(a.res.TCP, r)
+		}
 	case f.quic != nil:
-		a.res.QUIC = append(a.res.QUIC, f.quic.result(a, f, A, B))
+		r := f.quic.result(a, f, A, B)
+		a.nQUIC++
+		a.emit(Record{QUIC: &r})
+		if keep {
+			a.res.QUIC = append(a.res.QUIC, r)
+		}
 	}
 	if a.cfg.KeepSamples {
 		a.names[f.index] = A + " > " + B
@@ -405,11 +469,20 @@ func (a *Analyzer) finish(f *flow) {
 	f.samples = nil
 }
 
+func (a *Analyzer) emit(r Record) {
+	if a.cfg.OnRecord != nil {
+		a.cfg.OnRecord(r)
+	}
+}
+
 // Finish ends the analysis: every live flow is finished. truth, if not
 // nil, is compared with the samples.
 func (a *Analyzer) Finish(truth *TruthIndex) *model.Analysis {
 	a.lastFlow = nil
 	a.finishAll(a.flows.flows())
+	if a.shards != nil {
+		a.mergeShards()
+	}
 	r := &a.res
 	if a.started {
 		r.StartUnix = float64(a.first) / 1e9
@@ -417,8 +490,8 @@ func (a *Analyzer) Finish(truth *TruthIndex) *model.Analysis {
 	}
 	// Flows finish in eviction order, partly the map's (random) order:
 	// report them by start.
-	r.TCP = byStart(r.TCP, func(c *model.TCPConn) (float64, string) { return c.StartS, c.A })
-	r.QUIC = byStart(r.QUIC, func(c *model.QUICConn) (float64, string) { return c.StartS, c.Client })
+	r.TCP = byStart(r.TCP, func(c *model.TCPConn) (float64, string, string) { return c.StartS, c.A, c.B })
+	r.QUIC = byStart(r.QUIC, func(c *model.QUICConn) (float64, string, string) { return c.StartS, c.Client, c.Server })
 	r.Stats.PeakLiveFlows = a.peak
 	r.Stats.WallS = a.wall.Seconds()
 	if a.wall > 0 {
@@ -439,24 +512,45 @@ func (a *Analyzer) Finish(truth *TruthIndex) *model.Analysis {
 	return r
 }
 
-// byStart orders records by start time and then name. The records are
-// large: an order of indexes is sorted, and the records moved once.
-func byStart[T any](recs []T, key func(*T) (float64, string)) []T {
+// byStart orders records by start time and then their ends' names (a
+// stable sort: a 4-tuple reused within a nanosecond keeps its order), in
+// place. The records are large: an order of indexes is sorted, and the
+// records moved once.
+func byStart[T any](recs []T, key func(*T) (float64, string, string)) []T {
 	idx := make([]int32, len(recs))
 	for i := range idx {
 		idx[i] = int32(i)
 	}
 	slices.SortFunc(idx, func(i, j int32) int {
-		ti, ni := key(&recs[i])
-		tj, nj := key(&recs[j])
-		return cmp.Or(cmp.Compare(ti, tj), strings.Compare(ni, nj), cmp.Compare(i, j))
+		ti, ai, bi := key(&recs[i])
+		tj, aj, bj := key(&recs[j])
+		return cmp.Or(cmp.Compare(ti, tj), strings.Compare(ai, aj), strings.Compare(bi, bj), cmp.Compare(i, j))
 	})
-	out := make([]T, len(recs))
-	for k, i := range idx {
-		out[k] = recs[i]
+	// Permute in place, cycle by cycle (a copy of every record was a
+	// fifth of the 10 M bench capture's peak heap): position k takes
+	// the record at idx[k].
+	for k := range idx {
+		if idx[k] < 0 {
+			continue
+		}
+		tmp := recs[k]
+		for j := k; ; {
+			src := int(idx[j])
+			idx[j] = -1
+			if src == k {
+				recs[j] = tmp
+				break
+			}
+			recs[j] = recs[src]
+			j = src
+		}
 	}
-	return out
+	return recs
 }
+
+// Records returns how many TCP connections and QUIC flows finished,
+// including those not kept (Config.DropRecords).
+func (a *Analyzer) Records() (tcp, quic int) { return a.nTCP, a.nQUIC }
 
 // Samples returns every RTT sample as model records (for --samples, CSV
 // and plots), with ground truth when truth is not nil.
@@ -566,6 +660,10 @@ func (s *skips) notes() []string {
 	for _, v := range names {
 		q := s.quic[v]
 		out = append(out, fmt.Sprintf("QUIC %s: %d flows, %d packets not analysed for RTT: %s", v, q.flows, q.packets, q.why))
+	}
+	for _, v := range slices.Sorted(maps.Keys(s.invariant)) {
+		q := s.invariant[v]
+		out = append(out, fmt.Sprintf("QUIC %s: %d flows, %d packets of a version sonde does not know, found by the version-independent invariants (RFC 8999); the spin bit is read where QUIC v1 has it (0x20 of the short header's first byte)", v, q.flows, q.packets))
 	}
 	if s.udp > 0 {
 		type pn struct {

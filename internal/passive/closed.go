@@ -27,6 +27,16 @@ func (c *closedKeys) add(k flowKey, now int64) {
 	if c.at == nil {
 		c.at = make(map[flowKey]int64)
 	}
+	// Forget the keys past their linger: the table then holds the
+	// closes of the last closedLinger, whatever the capture's length.
+	for c.head < len(c.order) {
+		old := c.order[c.head]
+		if at, ok := c.at[old]; ok && now-at <= closedLinger {
+			break
+		}
+		delete(c.at, old)
+		c.head++
+	}
 	if _, ok := c.at[k]; !ok {
 		if len(c.order)-c.head >= maxClosedKeys {
 			delete(c.at, c.order[c.head])

@@ -29,6 +29,9 @@ type quicConn struct {
 	// per flow, not per sample.
 	stats [4]rttStats
 	flags [spinbit.NotSpinning + 1]int
+	// invariant: the version is unknown; the flow was found by RFC 8999's
+	// invariants and its short headers are read as v1's (spin bit 0x20).
+	invariant bool
 }
 
 func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
@@ -42,7 +45,9 @@ func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
 	if len(payload) == 0 {
 		return
 	}
-	f, dir := a.lookup(p, sport, dport, t, func(*flowKey) (bool, bool) {
+	var cand quicCand
+	confirmed := false
+	f, dir := a.lookup(p, sport, dport, t, func(k *flowKey) (bool, bool) {
 		if fam, _ := spinbit.Detect(payload); fam != spinbit.NotQUIC {
 			// The client sends the first long-header packet (its
 			// Initial) unless the sender's port is a server's; the
@@ -57,6 +62,15 @@ func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
 				return false, true
 			}
 		}
+		// A long header of a version sonde does not know: QUIC once
+		// the peer answers it (quicinv.go).
+		srcLo := less(p.src, p.dst) || (p.src == p.dst && sport <= dport)
+		if cand, confirmed = a.cands.offer(k, srcLo, payload, t, p.length, min(sport, dport)); confirmed {
+			// This answers the first sender (port dport), which is
+			// the client unless only its port is a server's.
+			firstIsClient := !a.serverPort(dport) || a.serverPort(sport)
+			return !firstIsClient, true
+		}
 		return false, false
 	})
 	if f == nil {
@@ -67,8 +81,33 @@ func (a *Analyzer) udpPacket(t int64, p *ipPacket, id uint64) {
 	}
 	if f.quic == nil {
 		f.quic = &quicConn{}
+		if confirmed {
+			f.quic.confirm(a, f, dir, &cand)
+		}
 	}
 	f.quic.datagram(a, f, dir, t, payload, p.length, id)
+}
+
+// confirm starts a flow from a confirmed candidate (quicinv.go): the
+// first sender's datagrams before the answer, counted as UDP not analysed
+// when they came, join the flow's counts (their spin bits are lost), and
+// its SCID sets the DCID length of the answers' short headers.
+func (c *quicConn) confirm(a *Analyzer, f *flow, dir uint8, cand *quicCand) {
+	a.skip.udp -= cand.packets
+	if n, ok := a.skip.udpPorts[cand.port]; ok {
+		if n <= int64(cand.packets) {
+			delete(a.skip.udpPorts, cand.port)
+		} else {
+			a.skip.udpPorts[cand.port] = n - int64(cand.packets)
+		}
+	}
+	a.res.Skipped -= cand.packets
+	f.first = cand.t
+	c.version, c.family, c.invariant = cand.version, spinbit.Private, true
+	c.packets[dir^1] += cand.packets
+	c.short[dir^1] += cand.short
+	c.bytes[dir^1] += cand.bytes
+	c.dcidLen[dir], c.learned[dir] = int(cand.scidLen), true
 }
 
 // serverPort reports whether a UDP port is a QUIC server's: a configured
@@ -87,7 +126,12 @@ func (c *quicConn) datagram(a *Analyzer, f *flow, dir uint8, t int64, b []byte, 
 			c.version, c.family = v, fam
 		}
 	}
-	if c.family != spinbit.IETF && c.family != spinbit.NotQUIC {
+	if c.family == spinbit.Private && c.version>>4 != 0xfaceb00 {
+		// A version sonde does not know (not mvfst's): its long headers
+		// are read by the invariants, its short headers as v1's.
+		c.invariant = true
+	}
+	if c.family != spinbit.IETF && c.family != spinbit.NotQUIC && !c.invariant {
 		return // a version whose headers sonde does not read: counted, reported in the notes
 	}
 	var h spinbit.Header
@@ -96,6 +140,10 @@ func (c *quicConn) datagram(a *Analyzer, f *flow, dir uint8, t int64, b []byte, 
 			c.coalesced++
 		}
 		rest, err := spinbit.Parse(b, c.dcidLen[dir], &h)
+		if err == spinbit.ErrVersion && h.Long && h.Version != 0 && (c.invariant || c.version == 0) {
+			c.invariantLong(dir, b)
+			return
+		}
 		if err != nil {
 			return
 		}
@@ -116,6 +164,22 @@ func (c *quicConn) datagram(a *Analyzer, f *flow, dir uint8, t int64, b []byte, 
 		}
 		b = rest
 	}
+}
+
+// invariantLong reads a long header of a version sonde does not know by
+// RFC 8999's invariants: its SCID is the DCID of the peer's short headers.
+// Its length field is the version's, so a coalesced packet after it is
+// not looked for.
+func (c *quicConn) invariantLong(dir uint8, b []byte) {
+	v, _, scid, ok := spinbit.Invariant(b)
+	if !ok {
+		return
+	}
+	if c.version == 0 {
+		c.version, c.family = v, spinbit.Private
+	}
+	c.invariant = true
+	c.dcidLen[dir^1], c.learned[dir^1] = len(scid), true
 }
 
 func (c *quicConn) shortPacket(a *Analyzer, f *flow, dir uint8, t int64, h *spinbit.Header, id uint64) {
@@ -193,7 +257,19 @@ func (c *quicConn) result(a *Analyzer, f *flow, A, B string) model.QUICConn {
 	if c.version != 0 {
 		r.Version = spinbit.VersionName(c.version)
 	}
-	if why := unanalysed(c.family); why != "" {
+	if c.invariant {
+		r.Version += " (unknown)"
+		q := a.skip.invariant[r.Version]
+		if q == nil && len(a.skip.invariant) < maxSkipKeys {
+			q = &quicSkip{}
+			a.skip.invariant[r.Version] = q
+		}
+		if q != nil {
+			q.flows++
+			q.packets += c.packets[0] + c.packets[1]
+		}
+	}
+	if why := unanalysed(c.family); why != "" && !c.invariant {
 		// Counted, not analysed: the record has the packet counts and
 		// the notes say why there is no RTT.
 		q := a.skip.quic[r.Version]

@@ -59,41 +59,47 @@ func TestRTTStatsQuantiles(t *testing.T) {
 				t.Errorf("n=%d p%.0f: %.4f, exact %.4f", n, q.p, q.got, want)
 			}
 		}
-		if n > exactMax && (cap(st.exact) > exactMax || st.hist == nil) {
+		if n > exactMax && (cap(st.exact) > exactMax || st.counts == nil) {
 			t.Errorf("n=%d: %d values kept exactly", n, cap(st.exact))
 		}
 	}
 }
 
-// The histogram window widens both ways to every value and counts each
-// once; it never outgrows the bucket range.
-func TestRTTStatsWindow(t *testing.T) {
+// The sparse histogram counts each value once in its bucket, keeps its
+// buckets ascending and distinct, and holds only the buckets reached.
+func TestRTTStatsSparse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var st rttStats
 	var buckets []int
 	for i := range 5000 {
 		v := int64(1e5 + rng.ExpFloat64()*1e9)
-		if i%2 == 0 {
+		switch i % 3 {
+		case 0:
 			v = int64(1e5 + rng.Float64()*1e6) // the low end too
+		case 1:
+			v = int64(rng.IntN(3000)) // below the first bucket
 		}
 		st.add(v, true)
 		buckets = append(buckets, histBucket(v))
 	}
 	st.fold()
-	if st.lo < 0 || st.lo+len(st.hist) > histBuckets {
-		t.Fatalf("window %d + %d outside the %d buckets", st.lo, len(st.hist), histBuckets)
-	}
 	want := make([]uint32, histBuckets)
 	for _, b := range buckets {
 		want[b]++
 	}
-	for b, n := range want {
-		got := uint32(0)
-		if j := b - st.lo; j >= 0 && j < len(st.hist) {
-			got = st.hist[j]
+	got := make([]uint32, histBuckets)
+	for j, b := range st.buckets {
+		if j > 0 && st.buckets[j-1] >= b {
+			t.Fatalf("buckets not ascending at %d: %d then %d", j, st.buckets[j-1], b)
 		}
-		if got != n {
-			t.Fatalf("bucket %d: %d values, counted %d", b, n, got)
+		if st.counts[j] == 0 {
+			t.Fatalf("bucket %d kept with no count", b)
+		}
+		got[b] = st.counts[j]
+	}
+	for b, n := range want {
+		if got[b] != n {
+			t.Fatalf("bucket %d: %d values, counted %d", b, n, got[b])
 		}
 	}
 }

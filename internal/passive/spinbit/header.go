@@ -235,3 +235,27 @@ func Parse(b []byte, dcidLen int, h *Header) (rest []byte, err error) {
 	h.Size = p
 	return b[p:], nil
 }
+
+// Invariant reads the version-independent part of a long header (RFC 8999
+// §5.1: form bit, version, DCID and SCID with their lengths), whatever the
+// version and whatever its fixed bit: the fixed bit and everything after
+// the SCID belong to the version. Connection IDs longer than 20 bytes are
+// refused (every known version limits them to 20; the invariants allow
+// 255, but a longer one is far likelier random UDP than QUIC). A datagram
+// that passes is only a candidate: random UDP passes about one time in
+// 300, so a caller confirms it across packets (the peer's answer carrying
+// the same version and echoing the SCID).
+func Invariant(b []byte) (version uint32, dcid, scid []byte, ok bool) {
+	if len(b) < 7 || b[0]&0x80 == 0 {
+		return 0, nil, nil, false
+	}
+	dl := int(b[5])
+	if dl > 20 || len(b) < 7+dl {
+		return 0, nil, nil, false
+	}
+	sl := int(b[6+dl])
+	if sl > 20 || len(b) < 7+dl+sl {
+		return 0, nil, nil, false
+	}
+	return binary.BigEndian.Uint32(b[1:]), b[6 : 6+dl], b[7+dl : 7+dl+sl], true
+}
