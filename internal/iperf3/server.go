@@ -208,6 +208,9 @@ type session struct {
 	cpuUser time.Duration // the process's CPU times at TEST_START
 	cpuSys  time.Duration
 	ended   bool // endStreams ran
+	// congestion is the congestion control of the first stream, read
+	// while it is open.
+	congestion string
 	start   time.Time
 	total   atomic.Int64 // payload moved, all streams
 	sent    atomic.Int64 // payload the server sent, all streams (for -n)
@@ -480,6 +483,9 @@ func streamID(i int) int {
 }
 
 func (ses *session) startStreams() {
+	if len(ses.streams) > 0 && ses.streams[0].tcp != nil {
+		ses.congestion = congestionOf(ses.streams[0].tcp)
+	}
 	for _, st := range ses.streams {
 		st.start = ses.start
 		if st.tcp != nil {
@@ -575,9 +581,7 @@ func (ses *session) results() Results {
 	for _, st := range ses.streams {
 		r.Streams = append(r.Streams, st.result())
 	}
-	if len(ses.streams) > 0 && ses.streams[0].tcp != nil {
-		r.CongestionUsed = congestionOf(ses.streams[0].tcp)
-	}
+	r.CongestionUsed = ses.congestion
 	if ses.p.ServerOutput {
 		r.ServerOutputText = ses.text()
 	}
