@@ -211,13 +211,13 @@ type session struct {
 	// congestion is the congestion control of the first stream, read
 	// while it is open.
 	congestion string
-	start   time.Time
-	total   atomic.Int64 // payload moved, all streams
-	sent    atomic.Int64 // payload the server sent, all streams (for -n)
-	blocks  atomic.Int64 // blocks or datagrams the server sent (for -k)
-	stop    chan struct{}
-	stopped sync.Once
-	limit   atomic.Value // string: the limit that stopped the streams
+	start      time.Time
+	total      atomic.Int64 // payload moved, all streams
+	sent       atomic.Int64 // payload the server sent, all streams (for -n)
+	blocks     atomic.Int64 // blocks or datagrams the server sent (for -k)
+	stop       chan struct{}
+	stopped    sync.Once
+	limit      atomic.Value // string: the limit that stopped the streams
 }
 
 func (ses *session) setState(st State) error {
