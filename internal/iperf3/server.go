@@ -42,6 +42,10 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
+// terminateWait bounds the wait for a client to leave after
+// SERVER_TERMINATE.
+const terminateWait = 2 * time.Second
+
 // Grace is how long past the client's own time (omit + time) the server
 // waits for TEST_END before it ends the test itself.
 const Grace = 10 * time.Second
@@ -319,12 +323,20 @@ func (ses *session) run(ctx context.Context) error {
 	if omitTimer != nil {
 		omitTimer.Stop()
 	}
+	if l, _ := ses.limit.Load().(string); err != nil && l != "" {
+		// A limit: SERVER_TERMINATE while the streams are still open
+		// (stopped, not closed), so the client reads it before any
+		// write of its fails; then a moment for it to leave.
+		ses.stopped.Do(func() { close(ses.stop) })
+		ses.test.Ended = l
+		ses.setState(ServerTerminate)
+		ses.ctrl.SetReadDeadline(time.Now().Add(terminateWait))
+		io.Copy(io.Discard, io.LimitReader(ses.ctrl, 1<<10))
+		ses.endStreams()
+		return err
+	}
 	ses.endStreams()
 	if err != nil {
-		if l, _ := ses.limit.Load().(string); l != "" {
-			ses.test.Ended = l
-			ses.setState(ServerTerminate)
-		}
 		return err
 	}
 	if msg != TestEnd {

@@ -461,3 +461,32 @@ func TestTCPUpload(t *testing.T) {
 		t.Fatalf("no bytes received: %+v", res.End)
 	}
 }
+
+// TestLimits: the server's maximum duration and bytes end a test with
+// SERVER_TERMINATE, which iperf3 reports, and the record says which.
+func TestLimits(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		opts  Options
+		limit string
+	}{
+		{"duration", Options{MaxDuration: 2 * time.Second}, "max_duration"},
+		{"bytes", Options{MaxBytes: 200 << 20}, "max_bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ts := startServer(t, c.opts)
+			start := time.Now()
+			_, err := runIperf3(t, ts.port, 30*time.Second, "-t", "20", "-b", "1G")
+			if err == nil || !strings.Contains(err.Error(), "terminated") {
+				t.Fatalf("want iperf3's 'the server has terminated', got %v", err)
+			}
+			if el := time.Since(start); el > 8*time.Second {
+				t.Errorf("the test ran %s", el)
+			}
+			rec := waitRecord(t, ts, 0)
+			if rec.Ended != c.limit {
+				t.Errorf("record ended %q, want %q", rec.Ended, c.limit)
+			}
+		})
+	}
+}

@@ -121,6 +121,9 @@ func (st *stream) recvTCP() error {
 		if err != nil {
 			return err
 		}
+		if st.stopping() {
+			return nil // the socket stays open: the client's writes block, they do not fail
+		}
 	}
 }
 
