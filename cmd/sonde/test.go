@@ -51,6 +51,11 @@ SERVER is host[:port] or http(s)://host[:port] (default port 8080). Without
 SERVER, sonde starts an embedded server on loopback and says so: that
 measures this host's TCP stack, not a network.
 
+SERVER may also be iperf3://host[:port] (default port 5201): any iperf3
+server, tested with -P streams and -R (docs/iperf3.md). Its RTTs are
+TCP-connect times to its port; it gives no one-way delays and no server
+TCP_INFO. A busy iperf3 server is a refusal (exit 4).
+
 Progress goes to stderr; the text summary to stdout, or nowhere when --json
 or --html writes to stdout (-). The result is written even when a phase
 fails, with the error recorded in it.`,

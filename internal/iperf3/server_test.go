@@ -490,3 +490,32 @@ func TestLimits(t *testing.T) {
 		})
 	}
 }
+
+// FuzzControl feeds any bytes to a control connection: the server ends
+// it within its setup timeout whatever they are.
+func FuzzControl(f *testing.F) {
+	f.Add(jsonMsg(map[string]any{"tcp": true, "time": 1, "parallel": 1}))
+	f.Add([]byte("short"))
+	f.Add(append(bytes.Repeat([]byte("e"), CookieSize), 0x7f, 0xff, 0xff, 0xff))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		srv := NewServer(Options{SetupTimeout: 50 * time.Millisecond, MaxDuration: 200 * time.Millisecond,
+			Admit: func(net.Addr) (func(), error) { return func() {}, nil }})
+		a, b := net.Pipe()
+		done := make(chan struct{})
+		go func() {
+			srv.handle(context.Background(), a)
+			close(done)
+		}()
+		go io.Copy(io.Discard, b)
+		go func() {
+			b.SetWriteDeadline(time.Now().Add(time.Second))
+			b.Write(in)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server held a control connection past its timeouts")
+		}
+		b.Close()
+	})
+}
