@@ -19,7 +19,9 @@ const (
 )
 
 // ResultKinds lists every kind, the page's first.
-func ResultKinds() []string { return []string{KindPage, KindTCP, KindNDT7, KindUDP, KindMBM, KindIperf3} }
+func ResultKinds() []string {
+	return []string{KindPage, KindTCP, KindNDT7, KindUDP, KindMBM, KindIperf3}
+}
 
 // ServerRecord is what a server measured of one finished test, from its
 // own side only: the bytes it sent and received, the TCP_INFO of its
