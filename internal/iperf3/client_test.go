@@ -54,6 +54,7 @@ func TestSuiteAgainstSonde(t *testing.T) {
 	// tests (2 %): bytes the client received against those the server
 	// sent, bytes the server's TCP acknowledged (the client's TCP_INFO)
 	// against those the server's application read.
+	waitRecord(t, ts, 1)
 	recs := ts.records()
 	if len(recs) != 2 {
 		t.Fatalf("%d tests recorded, want 2", len(recs))

@@ -46,6 +46,13 @@ type Options struct {
 // SERVER_TERMINATE.
 const terminateWait = 2 * time.Second
 
+// Bounds of the connections that have not sent their cookie yet: a
+// test's client opens at most 2 × MaxStreams + 1 in a burst.
+const (
+	MaxGreetingsPerIP = 2*MaxStreams + 8
+	MaxGreetings      = 4096
+)
+
 // Grace is how long past the client's own time (omit + time) the server
 // waits for TEST_END before it ends the test itself.
 const Grace = 10 * time.Second
@@ -76,7 +83,11 @@ type Server struct {
 
 	mu      sync.Mutex
 	pending map[Cookie]*session // tests waiting for their data connections
-	udp     *udpDemux
+	// greeting counts the connections still to send their cookie, per
+	// client address; greetings all of them.
+	greeting  map[string]int
+	greetings int
+	udp       *udpDemux
 
 	wg sync.WaitGroup
 }
@@ -147,8 +158,30 @@ var errNever = errors.New("never")
 // handle reads a connection's cookie: a pending test's cookie makes it
 // that test's data connection, any other a new test's control connection.
 func (s *Server) handle(ctx context.Context, c net.Conn) {
+	// Connections that have not sent their cookie yet are bounded per
+	// client address and in all: each holds a goroutine for up to
+	// SetupTimeout before any admission.
+	host := hostOf(c.RemoteAddr())
+	s.mu.Lock()
+	if s.greeting == nil {
+		s.greeting = map[string]int{}
+	}
+	if s.greeting[host] >= MaxGreetingsPerIP || s.greetings >= MaxGreetings {
+		s.mu.Unlock()
+		c.Close()
+		return
+	}
+	s.greeting[host]++
+	s.greetings++
+	s.mu.Unlock()
 	c.SetReadDeadline(time.Now().Add(s.opts.SetupTimeout))
 	cookie, err := ReadCookie(c)
+	s.mu.Lock()
+	if s.greeting[host]--; s.greeting[host] == 0 {
+		delete(s.greeting, host)
+	}
+	s.greetings--
+	s.mu.Unlock()
 	if err != nil {
 		c.Close()
 		return
@@ -215,6 +248,7 @@ type session struct {
 	// congestion is the congestion control of the first stream, read
 	// while it is open.
 	congestion string
+	countDone  chan struct{} // closed when count returns
 	start      time.Time
 	total      atomic.Int64 // payload moved, all streams
 	sent       atomic.Int64 // payload the server sent, all streams (for -n)
@@ -508,6 +542,7 @@ func (ses *session) startStreams() {
 		st.done = make(chan struct{})
 		go st.run()
 	}
+	ses.countDone = make(chan struct{})
 	go ses.count()
 }
 
@@ -517,6 +552,7 @@ const sampleInterval = 50 * time.Millisecond
 
 // count records each receiving stream's bytes every sampleInterval.
 func (ses *session) count() {
+	defer close(ses.countDone)
 	t := time.NewTicker(sampleInterval)
 	defer t.Stop()
 	for {
@@ -550,6 +586,9 @@ func (ses *session) endOmit() {
 func (ses *session) endStreams() {
 	ses.ended = true
 	ses.stopped.Do(func() { close(ses.stop) })
+	if ses.countDone != nil {
+		<-ses.countDone
+	}
 	end := time.Now()
 	ses.test.End = end
 	for _, st := range ses.streams {

@@ -519,3 +519,41 @@ func FuzzControl(f *testing.F) {
 		b.Close()
 	})
 }
+
+// TestGreetingsBounded: connections that never send a cookie are capped
+// per address; the server keeps serving, and they are gone within the
+// setup timeout.
+func TestGreetingsBounded(t *testing.T) {
+	ts := startServer(t, Options{SetupTimeout: time.Second})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ts.port))
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range MaxGreetingsPerIP + 20 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(200 * time.Millisecond)
+	ts.Server.mu.Lock()
+	n := ts.greetings
+	ts.Server.mu.Unlock()
+	if n > MaxGreetingsPerIP {
+		t.Fatalf("%d connections waiting for their cookie, cap %d", n, MaxGreetingsPerIP)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	ts.Server.mu.Lock()
+	n = ts.greetings
+	ts.Server.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d silent connections still held after the setup timeout", n)
+	}
+	if _, err := runIperf3(t, ts.port, 20*time.Second, "-t", "1"); err != nil {
+		t.Fatal(err)
+	}
+}
