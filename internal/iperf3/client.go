@@ -345,21 +345,14 @@ func (c *clientTest) run() {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		t := time.NewTicker(sampleInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-c.stop:
-				return
-			case now := <-t.C:
-				ts := now.Sub(c.cfg.Ref).Seconds()
-				for _, s := range c.streams {
-					if !s.sender && len(s.counts) < maxCounts {
-						s.counts = append(s.counts, model.ByteCount{TS: ts, Bytes: s.bytes.Load()})
-					}
+		tick(c.stop, func(now time.Time) {
+			ts := now.Sub(c.cfg.Ref).Seconds()
+			for _, s := range c.streams {
+				if !s.sender && len(s.counts) < maxCounts {
+					s.counts = append(s.counts, model.ByteCount{TS: ts, Bytes: s.bytes.Load()})
 				}
 			}
-		}
+		})
 	}()
 }
 

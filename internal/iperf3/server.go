@@ -408,9 +408,11 @@ func (ses *session) awaitStreams(ctx context.Context) error {
 	defer t.Stop()
 	// The control connection closing (client gone) ends the wait too.
 	gone := make(chan struct{})
+	// The deadline is set here, not in the goroutine: set there, it
+	// could come after the deferred unblocking below and hold it.
+	ses.ctrl.SetReadDeadline(time.Now().Add(ses.srv.opts.SetupTimeout))
 	go func() {
 		var b [1]byte
-		ses.ctrl.SetReadDeadline(time.Now().Add(ses.srv.opts.SetupTimeout))
 		ses.ctrl.Read(b[:])
 		close(gone)
 	}()
@@ -553,19 +555,27 @@ const sampleInterval = 50 * time.Millisecond
 // count records each receiving stream's bytes every sampleInterval.
 func (ses *session) count() {
 	defer close(ses.countDone)
+	tick(ses.stop, func(now time.Time) {
+		ts := now.Sub(ses.start).Seconds()
+		for _, st := range ses.streams {
+			if !st.sender && len(st.counts) < maxCounts {
+				st.counts = append(st.counts, model.ByteCount{TS: ts, Bytes: st.bytes.Load()})
+			}
+		}
+	})
+}
+
+// tick calls f every sampleInterval until stop closes: the receive
+// counts of the server's and the client's streams alike.
+func tick(stop <-chan struct{}, f func(now time.Time)) {
 	t := time.NewTicker(sampleInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-ses.stop:
+		case <-stop:
 			return
 		case now := <-t.C:
-			ts := now.Sub(ses.start).Seconds()
-			for _, st := range ses.streams {
-				if !st.sender && len(st.counts) < maxCounts {
-					st.counts = append(st.counts, model.ByteCount{TS: ts, Bytes: st.bytes.Load()})
-				}
-			}
+			f(now)
 		}
 	}
 }

@@ -83,7 +83,6 @@ func (st *stream) sendTCP() error {
 	p := st.ses.p
 	buf := payload(p.Len)
 	pacer := newPacer(p.Bandwidth, st.start)
-	var blocks int64
 	for !st.stopping() {
 		if st.ses.reachedCount(p) {
 			return nil
@@ -91,17 +90,21 @@ func (st *stream) sendTCP() error {
 		pacer.wait(st.bytes.Load(), st.ses.stop)
 		n, err := st.tcp.Write(buf)
 		if n > 0 {
-			st.bytes.Add(int64(n))
-			st.ses.addBytes(n)
-			st.ses.sent.Add(int64(n))
-			blocks++
-			st.ses.blocks.Add(1)
+			st.sentBlock(n)
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sentBlock counts a block (or datagram) of n bytes sent.
+func (st *stream) sentBlock(n int) {
+	st.bytes.Add(int64(n))
+	st.ses.addBytes(n)
+	st.ses.sent.Add(int64(n))
+	st.ses.blocks.Add(1)
 }
 
 // reachedCount says whether the client's -n or -k is sent (by all the
@@ -143,10 +146,7 @@ func (st *stream) sendUDP() error {
 		UDPHeader{Sec: uint32(now.Unix()), Usec: uint32(now.Nanosecond() / 1000), Count: count}.Put(buf, p.Counters64)
 		n, err := st.udp.Write(buf)
 		if n > 0 {
-			st.bytes.Add(int64(n))
-			st.ses.addBytes(n)
-			st.ses.sent.Add(int64(n))
-			st.ses.blocks.Add(1)
+			st.sentBlock(n)
 			st.mu.Lock()
 			st.sentPackets = int64(count)
 			st.mu.Unlock()
