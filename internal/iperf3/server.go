@@ -748,7 +748,7 @@ func Describe(t *Test) string {
 		s += fmt.Sprintf(", %.0f bit/s per stream", p.Bandwidth)
 	}
 	for _, u := range t.UDP {
-		s += fmt.Sprintf("; stream %d received %.0f datagrams, %.0f lost, jitter %.3f ms", u.ID, u.Packets, u.Errors, u.Jitter*1000)
+		s += fmt.Sprintf("; stream %d received %.0f datagrams, %.0f lost, jitter %.3f ms", u.ID, u.Packets-u.OmittedPackets, u.Errors-u.OmittedErrors, u.Jitter*1000)
 	}
 	return s
 }

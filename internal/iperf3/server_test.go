@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os/exec"
 	"strconv"
@@ -224,6 +225,14 @@ func TestOptions(t *testing.T) {
 			s := r.End.Sum
 			if s == nil || s.Packets < 3000 || s.LostPercent > 5 {
 				t.Errorf("-u -b 20M: %+v", s)
+			}
+		}},
+		{"udp-omit", []string{"-t", "2", "-O", "1", "-u", "-b", "10M", "-l", "1400", "-P", "3"}, func(t *testing.T, r iperfJSON, rec *Test) {
+			// iperf3 -s gives the receiver's count after the omitted
+			// second, the sender's within 1 %.
+			snt, rcv := r.End.SumSent, r.End.SumReceived
+			if snt == nil || rcv == nil || snt.Packets < 4000 || math.Abs(float64(rcv.Packets-snt.Packets)) > 0.01*float64(snt.Packets) {
+				t.Errorf("-u -O 1: sent %+v received %+v", snt, rcv)
 			}
 		}},
 		{"udp-reverse-64", []string{"-t", "2", "-u", "-b", "20M", "-l", "1400", "-R", "--udp-counters-64bit", "-P", "2"}, func(t *testing.T, r iperfJSON, rec *Test) {

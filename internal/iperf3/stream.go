@@ -270,11 +270,13 @@ func (st *stream) result() StreamResult {
 	}
 	if st.udp != nil {
 		r.Jitter = st.jitter
+		// Totals, as iperf3's send_results: the peer takes off the
+		// omitted seconds' counts.
 		if st.sender {
-			r.Packets = float64(st.sentPackets - st.omitSentPacket)
+			r.Packets, r.OmittedPackets = float64(st.sentPackets), float64(st.omitSentPacket)
 		} else {
-			r.Packets = float64(st.packets - st.omitPackets)
-			r.Errors = float64(st.errs - st.omitErrs)
+			r.Packets, r.OmittedPackets = float64(st.packets), float64(st.omitPackets)
+			r.Errors, r.OmittedErrors = float64(st.errs), float64(st.omitErrs)
 		}
 	}
 	end := st.end

@@ -392,8 +392,12 @@ type StreamResult struct {
 	Jitter      float64 `json:"jitter"`
 	Errors      float64 `json:"errors"`
 	Packets     float64 `json:"packets"`
-	StartTime   float64 `json:"start_time"`
-	EndTime     float64 `json:"end_time"`
+	// The counts at the end of the omitted seconds (iperf3 3.14 on;
+	// older peers subtract their own): Errors and Packets are totals.
+	OmittedErrors  float64 `json:"omitted_errors"`
+	OmittedPackets float64 `json:"omitted_packets"`
+	StartTime      float64 `json:"start_time"`
+	EndTime        float64 `json:"end_time"`
 }
 
 // Results are what each end sends the other after TEST_END.
