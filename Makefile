@@ -105,6 +105,7 @@ node-deps:
 bench: build apt-deps
 	bash bench/tcp.sh
 	bash bench/udp.sh
+	bash bench/iperf3.sh
 	bash bench/browser.sh
 	bash bench/browser_rtc.sh
 	bash bench/analyze.sh

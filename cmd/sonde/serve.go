@@ -24,6 +24,7 @@ func newServeCmd() *cobra.Command {
 		cfg                             server.Config
 		maxBytes, perIPRate, udpBitrate string
 		webrtcPort, storeURL            string
+		iperf3Port                      string
 		maxConns                        int
 		verbose, records                bool
 	)
@@ -34,6 +35,7 @@ func newServeCmd() *cobra.Command {
   /sonde/v1/...      sonde's own test protocol (docs/protocol.md) for sonde test
   /ndt/v7/download   the M-Lab ndt7 protocol, so existing ndt7 clients work
   /ndt/v7/upload
+  tcp/udp 5201       the iperf3 protocol (--iperf3-port), so iperf3 clients work
   /healthz           liveness and limits, JSON
   /metrics           Prometheus metrics (tests, bytes, active tests, errors)
 Limits apply to sonde and ndt7 tests together; a refused client is told why.
@@ -90,6 +92,9 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 					return err
 				}
 			}
+			if cfg.Iperf3Addr, err = iperf3Addr(cfg.Addr, iperf3Port); err != nil {
+				return err
+			}
 			srv, err := server.New(cfg)
 			if err != nil {
 				return err
@@ -108,6 +113,15 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 						return
 					}
 					fmt.Fprintf(os.Stderr, "sonde: STAMP reflector on udp %s\n", ua)
+				}
+				if cfg.Iperf3Addr != "off" {
+					ia, err := srv.StartIperf3()
+					if err != nil {
+						udpErr = fmt.Errorf("iperf3 server: %w (choose another --iperf3-port, or off)", err)
+						cancel()
+						return
+					}
+					fmt.Fprintf(os.Stderr, "sonde: iperf3 server on tcp and udp %s\n", ia)
 				}
 				if cfg.MBMAddr != "off" {
 					ma, err := srv.StartMBM()
@@ -141,6 +155,8 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.StringVar(&perIPRate, "per-ip-rate", "60", "tests per minute one client IP may start (off or 0: no limit)")
 	f.IntVar(&cfg.MaxStreams, "max-streams", 64, "streams per test session")
 	f.StringVar(&cfg.UDPAddr, "udp-addr", "", "STAMP reflector address (docs/udp.md); default port 862 on --addr's host, or an ephemeral port there when 862 is taken or needs privileges; off for none")
+	f.StringVar(&iperf3Port, "iperf3-port", "5201", "`PORT` where iperf3 clients are answered, TCP and UDP, on --addr's host (docs/iperf3.md); off for none")
+	f.BoolVar(&cfg.Iperf3Open, "iperf3-open", false, "admit iperf3 clients on a server with --token (iperf3 cannot send a token; the other limits still apply)")
 	f.StringVar(&cfg.MBMAddr, "mbm-addr", "", "UDP `ADDR` of the MBM sink that sonde mbm --mode udp sends to (docs/mbm-protocol.md); default an ephemeral port on --addr's host; off for none (clients send to the port granted, at the host they reached the server at)")
 	f.Float64Var(&cfg.UDPMaxRate, "udp-max-rate", 20000, "probes per second one UDP session may send")
 	f.StringVar(&udpBitrate, "udp-max-bitrate", "200M", "`RATE` in bit/s one UDP session may send, e.g. 200M, 1G")
@@ -233,4 +249,21 @@ func historyPath() (string, error) {
 		return "", fmt.Errorf("--store: default directory: %w", err)
 	}
 	return filepath.Join(dir, "results.db"), nil
+}
+
+// iperf3Addr is the iperf3 server's address: port on listen's host ("off":
+// none).
+func iperf3Addr(listen, port string) (string, error) {
+	if port == "off" {
+		return "off", nil
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return "", usagef("--iperf3-port: want a port number 0–65535 or off, got %q", port)
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", usagef("--addr: %v", err)
+	}
+	return net.JoinHostPort(host, port), nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/dscp"
+	"github.com/sonde-project/sonde/internal/iperf3"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/server"
@@ -49,6 +50,11 @@ asked, then print a summary with the RFC 6349 report of each direction.
 SERVER is host[:port] or http(s)://host[:port] (default port 8080). Without
 SERVER, sonde starts an embedded server on loopback and says so: that
 measures this host's TCP stack, not a network.
+
+SERVER may also be iperf3://host[:port] (default port 5201): any iperf3
+server, tested with -P streams and -R (docs/iperf3.md). Its RTTs are
+TCP-connect times to its port; it gives no one-way delays and no server
+TCP_INFO. A busy iperf3 server is a refusal (exit 4).
 
 Progress goes to stderr; the text summary to stdout, or nowhere when --json
 or --html writes to stdout (-). The result is written even when a phase
@@ -187,6 +193,9 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 	if err := tf.build(); err != nil {
 		return usageErr(err)
 	}
+	if strings.HasPrefix(tf.cfg.Server, "iperf3://") {
+		return runIperf3Test(ctx, tf, stdout)
+	}
 	if tf.cfg.Server == "" {
 		addr, stop, err := startEmbedded(ctx)
 		if err != nil {
@@ -288,4 +297,19 @@ func parseTruth(b []byte) (*model.GroundTruth, error) {
 		return nil, err
 	}
 	return &t, nil
+}
+
+// runIperf3Test runs sonde's TCP suite against an iperf3 server
+// (docs/iperf3.md) and writes the result like any test's.
+func runIperf3Test(ctx context.Context, tf *testFlags, stdout io.Writer) error {
+	addr, err := iperf3.ParseURL(tf.cfg.Server)
+	if err != nil {
+		return usageErr(err)
+	}
+	res, runErr := iperf3.Suite(ctx, iperf3.SuiteConfig{Addr: addr, Duration: tf.cfg.Duration, Streams: tf.cfg.Streams,
+		Download: tf.cfg.Download, Upload: tf.cfg.Upload, Software: "sonde/" + version})
+	if res == nil {
+		return runErr
+	}
+	return errors.Join(runErr, writeOutputs(res, tf, stdout))
 }

@@ -14,10 +14,14 @@ const (
 	KindNDT7 = "ndt7" // one ndt7 download or upload
 	KindUDP  = "udp"  // one STAMP test session of the reflector
 	KindMBM  = "mbm"  // one Model Based Metrics run the server took part in
+	// KindIperf3 is one test of an iperf3 client (docs/iperf3.md).
+	KindIperf3 = "iperf3"
 )
 
 // ResultKinds lists every kind, the page's first.
-func ResultKinds() []string { return []string{KindPage, KindTCP, KindNDT7, KindUDP, KindMBM} }
+func ResultKinds() []string {
+	return []string{KindPage, KindTCP, KindNDT7, KindUDP, KindMBM, KindIperf3}
+}
 
 // ServerRecord is what a server measured of one finished test, from its
 // own side only: the bytes it sent and received, the TCP_INFO of its

@@ -76,6 +76,13 @@ type Config struct {
 	// (docs/browser.md): 0 an ephemeral port per test, > 0 this port for
 	// all tests, < 0 no WebRTC test.
 	WebRTCPort int
+	// Iperf3Addr is where iperf3 clients are answered (docs/iperf3.md),
+	// TCP and UDP on the same port: "" or "off" for nowhere (sonde serve's
+	// --iperf3-port gives port 5201 on Addr's host by default).
+	// Iperf3Open admits iperf3 clients on a server with a Token, which
+	// iperf3 has no way to send.
+	Iperf3Addr string
+	Iperf3Open bool
 	// NoServerRecords turns off the server's own record of every test it
 	// serves (sonde sessions, ndt7, STAMP sessions, MBM runs) in the
 	// store beside the page's results (docs/store.md).
@@ -252,6 +259,7 @@ type Server struct {
 	rtc      *rtcquality.Service
 	history  store.Store
 	archive  *archive
+	iperf3   iperf3Service
 
 	mu       sync.Mutex
 	servers  []*http.Server
@@ -419,6 +427,7 @@ func (s *Server) Close() {
 	}
 	s.udp.close()
 	s.mbm.close()
+	s.iperf3.close()
 	s.rtc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
