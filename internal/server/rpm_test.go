@@ -1,0 +1,113 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/protocol"
+	"github.com/sonde-project/sonde/internal/rpm"
+)
+
+// startTLS runs a server with a self-signed certificate on loopback.
+func startTLS(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	cert, key, fp, err := SelfSigned(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fp) != 32*3-1 {
+		t.Fatalf("fingerprint %q", fp)
+	}
+	cfg.CertFile, cfg.KeyFile = cert, key
+	return start(t, cfg)
+}
+
+func tlsClient(protos ...string) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, NextProtos: protos},
+		ForceAttemptHTTP2: len(protos) > 0 && protos[0] == "h2", DisableCompression: true}}
+}
+
+// TestRPMSharesAdmission: the responsiveness test's load takes a slot of
+// the server's one admission, so a full server refuses it (429 with
+// Retry-After) and a running RPM test refuses a sonde session; over TLS
+// the RPM client gets HTTP/2 and sonde's client still HTTP/1.1.
+func TestRPMSharesAdmission(t *testing.T) {
+	_, addr := startTLS(t, Config{MaxConcurrent: 1, PerIPPerMinute: -1, UDPAddr: "off", MBMAddr: "off", WebRTCPort: -1})
+	base := "https://" + addr
+	h1, h2 := tlsClient("http/1.1"), tlsClient("h2", "http/1.1")
+
+	// A sonde session holds the only slot.
+	resp, err := h1.Post(base+protocol.PathSessions, "application/json", strings.NewReader(`{"client":"test"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 1 {
+		t.Fatalf("session: %s over %s: %s", resp.Status, resp.Proto, body)
+	}
+	id := between(string(body), `"id":"`, `"`)
+	resp, err = h2.Get(base + rpm.LargePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("RPM load on a full server: %s, Retry-After %q", resp.Status, resp.Header.Get("Retry-After"))
+	}
+	req, _ := http.NewRequest(http.MethodDelete, base+protocol.PathSessions+"/"+id, nil)
+	if resp, err = h1.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	// Now the RPM test holds it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, base+rpm.LargePath, nil)
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if resp, err = h2.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == 200 || time.Now().After(deadline) {
+			break
+		}
+		resp.Body.Close() // the session's slot is given back asynchronously
+		time.Sleep(50 * time.Millisecond)
+	}
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Fatalf("RPM large: %s over %s", resp.Status, resp.Proto)
+	}
+	if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := h1.Post(base+protocol.PathSessions, "application/json", strings.NewReader(`{"client":"test"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Body.Close()
+	if r2.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("sonde session during an RPM test: %s, want 429", r2.Status)
+	}
+	cancel()
+	resp.Body.Close()
+}
+
+func between(s, a, b string) string {
+	i := strings.Index(s, a)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(a):]
+	if j := strings.Index(s, b); j >= 0 {
+		return s[:j]
+	}
+	return s
+}
