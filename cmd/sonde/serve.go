@@ -38,6 +38,8 @@ func newServeCmd() *cobra.Command {
   /.well-known/nq    the responsiveness test (RPM, draft-ietf-ippm-
   /rpm/...           responsiveness-09) for networkQuality, goresponsiveness,
                      networkquality-rs and sonde rpm; HTTP/2 over TLS
+  /backend/garbage.php LibreSpeed's backend (also /garbage, /empty, /getIP,
+  /.well-known/librespeed  with and without backend/ and .php)
   /healthz           liveness and limits, JSON
   /metrics           Prometheus metrics (tests, bytes, active tests, errors)
 Limits apply to all these tests together; a refused client is told why.

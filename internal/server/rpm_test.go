@@ -111,3 +111,32 @@ func between(s, a, b string) string {
 	}
 	return s
 }
+
+// TestLibreSpeedSharesAdmission: LibreSpeed's garbage is refused (429)
+// while a sonde session holds the only slot; its ping, getIP and server
+// list start no test and still answer.
+func TestLibreSpeedSharesAdmission(t *testing.T) {
+	_, addr := start(t, Config{MaxConcurrent: 1, PerIPPerMinute: -1, UDPAddr: "off", MBMAddr: "off", WebRTCPort: -1})
+	base := "http://" + addr
+	resp, _ := createSession(t, addr, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("session: %s", resp.Status)
+	}
+	for path, want := range map[string]int{
+		"/backend/garbage.php?ckSize=1&r=0.3": http.StatusTooManyRequests,
+		"/garbage?ckSize=1":                   http.StatusTooManyRequests,
+		"/backend/empty.php?r=0.1":            http.StatusOK,
+		"/getIP":                              http.StatusOK,
+		"/.well-known/librespeed":             http.StatusOK,
+	} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s on a full server: %s, want %d", path, resp.Status, want)
+		}
+	}
+}

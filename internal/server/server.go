@@ -297,6 +297,9 @@ func New(cfg Config) (*Server, error) {
 	if err := s.mountRPM(); err != nil {
 		return nil, err
 	}
+	if err := s.mountLibreSpeed(); err != nil {
+		return nil, err
+	}
 	s.handler = deadlines(s.mux, cfg.BodyTimeout, cfg.WriteTimeout)
 	return s, nil
 }
