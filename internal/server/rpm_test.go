@@ -140,3 +140,32 @@ func TestLibreSpeedSharesAdmission(t *testing.T) {
 		}
 	}
 }
+
+// TestRPMClientAgainstServer: sonde rpm's algorithm against sonde serve
+// (self-signed TLS, HTTP/2) on loopback, bounded to a few seconds, with
+// the test's slot given back at the end.
+func TestRPMClientAgainstServer(t *testing.T) {
+	s, addr := startTLS(t, Config{MaxConcurrent: 2, UDPAddr: "off", MBMAddr: "off", WebRTCPort: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := rpm.Run(ctx, rpm.ClientOptions{URL: "https://" + addr, Insecure: true, Interval: 250 * time.Millisecond,
+		MaxDuration: 2 * time.Second, MaxFlows: 4, ProbeInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Errors) > 0 || len(res.Directions) != 2 || res.Overall == nil || res.Protocol != "HTTP/2.0" {
+		t.Fatalf("result: %+v", res)
+	}
+	for _, d := range res.Directions {
+		if d.RPM == nil || d.RPM.RPM <= 0 || d.Bytes == 0 {
+			t.Fatalf("%s: %+v", d.Direction, d)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.adm.activeCount() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots still held after the run", s.adm.activeCount())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
