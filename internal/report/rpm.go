@@ -93,3 +93,18 @@ func WriteRPMHTML(w io.Writer, res *model.RPMResult) error {
 	}
 	return render(w, rpmTemplate, p, "rpm html")
 }
+
+// rpmHeadlines are the figures `sonde report` compares across rpm runs.
+func rpmHeadlines(r *model.RPMResult) []headline {
+	var hs []headline
+	for _, d := range r.Directions {
+		hs = append(hs, headline{d.Direction + " goodput", "bit/s", d.GoodputBps})
+		if d.RPM != nil {
+			hs = append(hs, headline{d.Direction + " responsiveness", "RPM", d.RPM.RPM})
+		}
+	}
+	if r.Overall != nil {
+		hs = append(hs, headline{"responsiveness", "RPM", r.Overall.RPM})
+	}
+	return hs
+}

@@ -58,3 +58,30 @@ func FuzzEndpoints(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseConfig: any configuration document is accepted only with
+// version 1 and three http(s) URLs, and never panics.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(`{"version":1,"urls":{"small_https_download_url":"https://a/s","large_https_download_url":"https://a/l","https_upload_url":"https://a/u"}}`))
+	f.Add([]byte(`{"version":"1","urls":{"small_download_url":"http://a/s","large_download_url":"http://a/l","upload_url":"http://a/u"}}`))
+	f.Add([]byte(`{"version":2}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, l, u, err := ParseConfig(b)
+		if err == nil && (s == "" || l == "" || u == "") {
+			t.Fatalf("accepted %q with an empty URL", b)
+		}
+	})
+}
+
+// FuzzConfigURL: any typed URL gives an http(s) URL with a path, or an error.
+func FuzzConfigURL(f *testing.F) {
+	for _, s := range []string{"host", "https://h:8080", "http://h/x", "ftp://h", "://", "h:99999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := ConfigURL(s)
+		if err == nil && (u.Host == "" || u.Path == "" || (u.Scheme != "https" && u.Scheme != "http")) {
+			t.Fatalf("ConfigURL(%q) = %v", s, u)
+		}
+	})
+}
