@@ -67,6 +67,8 @@ type Options struct {
 	Admit func(r *http.Request) (release func(), err error)
 	// Done, if set, is called once per test when it ends.
 	Done func(Summary)
+	// Rejected, if set, is told the status of every refused load request.
+	Rejected func(status int)
 }
 
 // RejectError is an Admit error that sets the reply: its status, the line
@@ -198,6 +200,55 @@ func (g *Registry) Join(r *http.Request) (*Test, error) {
 		}
 	})
 	return t, nil
+}
+
+// Start is Join for a handler: the test r's load request joins, or nil
+// after answering the refusal (WriteReject) and telling Options.Rejected.
+func (g *Registry) Start(w http.ResponseWriter, r *http.Request) *Test {
+	t, err := g.Join(r)
+	if err != nil {
+		status := WriteReject(w, err)
+		if g.opt.Rejected != nil {
+			g.opt.Rejected(status)
+		}
+		return nil
+	}
+	return t
+}
+
+// Upload runs one upload request: it joins r's test (or answers the
+// refusal), reads the body to its end (Receive), leaves, and tells whether
+// the caller may answer success. A body cut at the test's limit is
+// answered 413 here, the connection closed after it: counting it as
+// arrived would be the error librespeed/speedtest#819 describes.
+func (g *Registry) Upload(w http.ResponseWriter, r *http.Request) bool {
+	t := g.Start(w, r)
+	if t == nil {
+		return false
+	}
+	defer t.Leave()
+	_, err := g.Receive(w, r, t)
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, ErrLimit) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "test limit reached", http.StatusRequestEntityTooLarge)
+	}
+	return false
+}
+
+// Download runs one download request: it joins r's test (or answers the
+// refusal), answers 200 with the headers the caller set, sends up to n
+// bytes (n < 0: until the test or the client ends) and leaves.
+func (g *Registry) Download(w http.ResponseWriter, r *http.Request, n int64) {
+	t := g.Start(w, r)
+	if t == nil {
+		return
+	}
+	defer t.Leave()
+	w.WriteHeader(http.StatusOK)
+	_, _ = g.Send(w, r, t, n)
 }
 
 // Leave ends one load request of t; the test ends Idle after its last.

@@ -32,7 +32,7 @@ func FuzzEndpoints(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, _ := NewHandler(load, "fuzz", nil)
+		h, _ := NewHandler(load, "fuzz")
 		mux := http.NewServeMux()
 		h.Register(mux)
 		req, err := http.NewRequest(method, "http://x"+target, bytes.NewReader(body))

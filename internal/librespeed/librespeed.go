@@ -64,22 +64,20 @@ type IPReply struct {
 
 // Handler serves the backend.
 type Handler struct {
-	load     *httpload.Registry
-	name     string
-	rejected func(status int)
+	load *httpload.Registry
+	name string
 }
 
 // NewHandler returns a handler whose load runs under load; name is this
-// server's name in the server list; rejected (optional) is told of every
-// refusal.
-func NewHandler(load *httpload.Registry, name string, rejected func(status int)) (*Handler, error) {
+// server's name in the server list.
+func NewHandler(load *httpload.Registry, name string) (*Handler, error) {
 	if load == nil {
 		return nil, errors.New("librespeed: no load registry")
 	}
 	if name == "" {
 		name = "sonde"
 	}
-	return &Handler{load: load, name: name, rejected: rejected}, nil
+	return &Handler{load: load, name: name}, nil
 }
 
 // Paths lists every path an endpoint is served at: speedtest-go's and
@@ -160,18 +158,6 @@ func Chunks(ckSize string) int {
 	}
 }
 
-func (h *Handler) join(w http.ResponseWriter, r *http.Request) *httpload.Test {
-	t, err := h.load.Join(r)
-	if err != nil {
-		status := httpload.WriteReject(w, err)
-		if h.rejected != nil {
-			h.rejected(status)
-		}
-		return nil
-	}
-	return t
-}
-
 func (h *Handler) serveGarbage(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		methodNotAllowed(w, "GET, HEAD")
@@ -185,14 +171,7 @@ func (h *Handler) serveGarbage(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	chunks := Chunks(r.URL.Query().Get("ckSize"))
-	t := h.join(w, r)
-	if t == nil {
-		return
-	}
-	defer t.Leave()
-	w.WriteHeader(http.StatusOK)
-	_, _ = h.load.Send(w, r, t, int64(chunks)*chunkBytes)
+	h.load.Download(w, r, int64(Chunks(r.URL.Query().Get("ckSize")))*chunkBytes)
 }
 
 func (h *Handler) serveEmpty(w http.ResponseWriter, r *http.Request) {
@@ -212,18 +191,9 @@ func (h *Handler) serveEmpty(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	t := h.join(w, r)
-	if t == nil {
-		return
-	}
-	defer t.Leave()
 	// The reply waits for the whole body: a server that answers first lets
 	// the client count bytes that never arrived (librespeed/speedtest#819).
-	if _, err := h.load.Receive(w, r, t); err != nil {
-		if errors.Is(err, httpload.ErrLimit) {
-			w.Header().Set("Connection", "close")
-			http.Error(w, "test limit reached", http.StatusRequestEntityTooLarge)
-		}
+	if !h.load.Upload(w, r) {
 		return
 	}
 	w.Header().Set("Content-Length", "0")

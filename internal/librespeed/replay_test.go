@@ -42,7 +42,7 @@ func newBackend(t *testing.T, maxBytes int64, admit func(*http.Request) (func(),
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(b.load, "sonde test", nil)
+	h, err := NewHandler(b.load, "sonde test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func FuzzEndpoints(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, _ := NewHandler(load, nil)
+		h, _ := NewHandler(load)
 		mux := http.NewServeMux()
 		h.Register(mux)
 		req, err := http.NewRequest(method, "http://x"+path, bytes.NewReader(body))

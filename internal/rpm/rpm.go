@@ -57,17 +57,14 @@ type URLs struct {
 // Handler serves the endpoints.
 type Handler struct {
 	load *httpload.Registry
-	// Rejected, if set, is told the status of every refused load request.
-	rejected func(status int)
 }
 
-// NewHandler returns a handler whose load requests run under load;
-// rejected (optional) is told of every refusal.
-func NewHandler(load *httpload.Registry, rejected func(status int)) (*Handler, error) {
+// NewHandler returns a handler whose load requests run under load.
+func NewHandler(load *httpload.Registry) (*Handler, error) {
 	if load == nil {
 		return nil, errors.New("rpm: no load registry")
 	}
-	return &Handler{load: load, rejected: rejected}, nil
+	return &Handler{load: load}, nil
 }
 
 // Register mounts the endpoints on mux.
@@ -129,44 +126,15 @@ func (h *Handler) serveSmall(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte{'x'})
 }
 
-func (h *Handler) join(w http.ResponseWriter, r *http.Request) *httpload.Test {
-	t, err := h.load.Join(r)
-	if err != nil {
-		status := httpload.WriteReject(w, err)
-		if h.rejected != nil {
-			h.rejected(status)
-		}
-		return nil
-	}
-	return t
-}
-
 func (h *Handler) serveLarge(w http.ResponseWriter, r *http.Request) {
-	t := h.join(w, r)
-	if t == nil {
-		return
-	}
-	defer t.Leave()
 	// No Content-Length: the object is as large as the test allows, and a
 	// client that stops reading it ends it (§7: at least 8 GB).
 	noStore(w, "application/octet-stream")
-	w.WriteHeader(http.StatusOK)
-	_, _ = h.load.Send(w, r, t, -1)
+	h.load.Download(w, r, -1)
 }
 
 func (h *Handler) serveUpload(w http.ResponseWriter, r *http.Request) {
-	t := h.join(w, r)
-	if t == nil {
-		return
-	}
-	defer t.Leave()
-	if _, err := h.load.Receive(w, r, t); err != nil {
-		if errors.Is(err, httpload.ErrLimit) {
-			// Too late for a clean answer on HTTP/1.1 with the body half
-			// read: close the connection after this reply.
-			w.Header().Set("Connection", "close")
-			http.Error(w, "test limit reached", http.StatusRequestEntityTooLarge)
-		}
+	if !h.load.Upload(w, r) {
 		return
 	}
 	noStore(w, "text/plain")

@@ -50,7 +50,7 @@ func newFixture(t *testing.T, maxTime time.Duration, maxBytes int64) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(f.load, nil)
+	h, err := NewHandler(f.load)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ func (s *Server) mountLibreSpeed() error {
 	if err != nil {
 		return fmt.Errorf("librespeed: %w", err)
 	}
-	h, err := librespeed.NewHandler(load, s.cfg.Software, s.countRejected)
+	h, err := librespeed.NewHandler(load, s.cfg.Software)
 	if err != nil {
 		return err
 	}

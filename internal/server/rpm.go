@@ -17,7 +17,7 @@ func (s *Server) mountRPM() error {
 	if err != nil {
 		return fmt.Errorf("rpm: %w", err)
 	}
-	h, err := rpm.NewHandler(load, s.countRejected)
+	h, err := rpm.NewHandler(load)
 	if err != nil {
 		return err
 	}
@@ -35,6 +35,7 @@ func (s *Server) newLoad(protocol string) (*httpload.Registry, error) {
 		MaxBytes: s.cfg.MaxBytes,
 		MaxFlows: s.cfg.MaxStreams,
 		Admit:    s.admitLoad,
+		Rejected: s.countRejected,
 		Done: func(sum httpload.Summary) {
 			s.metrics.tests.WithLabelValues(sum.Protocol, "load").Inc()
 			s.metrics.bytes.WithLabelValues("download").Add(float64(sum.Sent))
