@@ -10,15 +10,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/rpm"
 )
 
 func newRPMCmd() *cobra.Command {
 	var (
-		opt  rpm.ClientOptions
-		out  outputs
-		only string
+		opt       rpm.ClientOptions
+		out       outputs
+		only, lab string
+		truthFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "rpm URL",
@@ -39,8 +41,17 @@ Low (fewer than MAD intervals), Medium (not stable) or High. Bands: the
 draft's Poor < 300 ≤ Fair < 1000 ≤ Good < 6000 ≤ Excellent, and Apple-style
 Low < 200 ≤ Medium < 1000 ≤ High (networkQuality's labels; undocumented, fit to
 its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if lab != "" {
+				if err := out.check(); err != nil {
+					return err
+				}
+				return runRPMLab(cmd.Context(), lab, args)
+			}
+			if len(args) != 1 {
+				return usagef("give the server's URL, or --lab PROFILE")
+			}
 			opt.URL = args[0]
 			switch only {
 			case "":
@@ -62,7 +73,14 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 				return err
 			}
 			opt.Software = "sonde/" + version
-			return runRPM(cmd, opt, &out)
+			var truth *model.GroundTruth
+			if truthFile != "" {
+				var err error
+				if truth, err = readTruth(truthFile); err != nil {
+					return usageErr(err)
+				}
+			}
+			return runRPM(cmd, opt, &out, truth)
 		},
 	}
 	f := cmd.Flags()
@@ -72,16 +90,20 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 	f.DurationVar(&opt.ProbeInterval, "probe-interval", rpm.DefaultProbeInterval, "time between probe pairs (a foreign and a self probe; the draft allows 100 pairs a second)")
 	f.StringVar(&only, "direction", "", "run only download or upload (default both, download first)")
 	f.BoolVarP(&opt.Insecure, "insecure", "k", false, "accept any TLS certificate (sonde serve --tls self-signed: compare its printed fingerprint)")
+	f.StringVar(&lab, "lab", "", "run across an emulated path: build lab profile `PROFILE` (sonde lab profiles), serve with a self-signed certificate in its server namespace, run from its client namespace, and record the configured path in the result; needs root; no URL")
+	f.StringVar(&truthFile, "ground-truth", "", "JSON file with the path's configured properties (set by --lab)")
+	_ = f.MarkHidden("ground-truth")
 	out.register(cmd, "the result (schema sonde.rpm/v1)", false)
 	return cmd
 }
 
-func runRPM(cmd *cobra.Command, opt rpm.ClientOptions, out *outputs) error {
+func runRPM(cmd *cobra.Command, opt rpm.ClientOptions, out *outputs, truth *model.GroundTruth) error {
 	stdout := cmd.OutOrStdout()
 	res, runErr := rpm.Run(cmd.Context(), opt)
 	if res == nil {
 		return runErr
 	}
+	res.GroundTruth = truth
 	var errs []error
 	if o := out.json; o != "" {
 		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error {

@@ -27,6 +27,8 @@ type RPMResult struct {
 	MaxDurationS float64 `json:"max_duration_s"`
 	// Directions in the order run (download, upload: sequential).
 	Directions []RPMDirection `json:"directions"`
+	// GroundTruth is the lab path the run was measured across (--lab).
+	GroundTruth *GroundTruth `json:"ground_truth,omitempty"`
 	// Overall is RPM over both directions' probes together.
 	Overall *RPMFigure `json:"overall,omitempty"`
 	Errors  []string   `json:"errors,omitempty"`

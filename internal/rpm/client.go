@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/stream"
 )
 
 // Defaults of the client's algorithm (draft-ietf-ippm-responsiveness-09
@@ -228,11 +230,36 @@ type flow struct {
 	tr     *http.Transport
 	bytes  atomic.Int64
 	cancel context.CancelFunc
+	// conn is the flow's TCP connection once dialled; last the bytes at
+	// the previous interval (the interval loop's own).
+	conn atomic.Pointer[net.Conn]
+	last int64
 }
+
+// Bounds of an upload flow's unsent data (TCP_NOTSENT_LOWAT): about 5 ms
+// at its rate, as the server keeps its own (draft §6.1): without it a self
+// probe on an upload connection waits behind the client's socket buffer,
+// which is not the path's queue.
+const (
+	lowatStart = 128 << 10
+	lowatMin   = 16 << 10
+	lowatMax   = 4 << 20
+)
 
 func (c *client) startFlow(ctx context.Context, dir string, errc chan<- error) *flow {
 	fctx, cancel := context.WithCancel(ctx)
 	f := &flow{tr: c.transport(), cancel: cancel}
+	if dir == "upload" {
+		var d net.Dialer
+		f.tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := d.DialContext(ctx, network, addr)
+			if err == nil {
+				stream.LimitUnsent(conn, lowatStart)
+				f.conn.Store(&conn)
+			}
+			return conn, err
+		}
+	}
 	go func() {
 		var req *http.Request
 		if dir == "download" {
@@ -411,6 +438,18 @@ loop:
 		nflows := len(flows)
 		window := windowProbes(samples, now.Add(-time.Duration(MAD)*opt.Interval))
 		mu.Unlock()
+		if dir == "upload" {
+			mu.Lock()
+			for _, f := range flows {
+				n := f.bytes.Load()
+				if cp := f.conn.Load(); cp != nil {
+					rate := float64(n-f.last) / opt.Interval.Seconds()
+					stream.LimitUnsent(*cp, min(max(int(rate*0.005), lowatMin), lowatMax))
+				}
+				f.last = n
+			}
+			mu.Unlock()
+		}
 		gp := float64(total-last) * 8 / opt.Interval.Seconds()
 		last = total
 		goodputs = append(goodputs, gp)
