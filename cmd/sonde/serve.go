@@ -153,7 +153,7 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.StringVar(&webrtcPort, "webrtc-port", "0", "UDP port of the page's WebRTC quality test (docs/browser.md): 0 an ephemeral port per test, N one port for all tests, off no WebRTC test")
 	f.StringVar(&cfg.HistoryDB, "db", "", "SQLite file of past results the page lists (default: sonde/results.db in the user cache dir; :memory: keeps them in memory only)")
 	f.StringVar(&storeURL, "store", "", "`URL` of the store for past results instead of --db: a SQLite path, sqlite:PATH or postgres://… (docs/store.md); its schema is migrated on start")
-	f.IntVar(&cfg.HistoryKeep, "db-keep", 1000, "past results kept of each kind (page, tcp, ndt7, udp, mbm); older ones are deleted")
+	f.IntVar(&cfg.HistoryKeep, "db-keep", 1000, "past results kept of each kind (page, tcp, ndt7, udp, mbm, rpm, librespeed); older ones are deleted")
 	f.BoolVar(&records, "server-records", true, "keep the server's own record of every test it serves (sonde sessions, ndt7, STAMP sessions, MBM runs) in the store beside the page's results (docs/store.md)")
 	f.DurationVar(&cfg.HeaderTimeout, "header-timeout", 10*time.Second, "time a client has to send a request's headers")
 	f.DurationVar(&cfg.BodyTimeout, "body-timeout", 30*time.Second, "time a client has to send a request's body, from the end of its headers")

@@ -85,8 +85,10 @@ func (e *RejectError) Error() string { return e.Reason }
 type Summary struct {
 	Protocol string
 	Client   string
-	Start    time.Time
-	End      time.Time
+	// Start is the test's admission, End the end of its last load request
+	// (or its cut), so End−Start is the time it moved data.
+	Start time.Time
+	End   time.Time
 	// Sent is the payload bytes written to the client, Received the
 	// upload bytes read from it; Flows the load requests the test ran.
 	Sent, Received int64
@@ -139,9 +141,10 @@ type Test struct {
 	cut      atomic.Value // string
 
 	// Guarded by reg.mu.
-	open  int
-	total int
-	idle  *time.Timer
+	open     int
+	total    int
+	idle     *time.Timer
+	lastDone time.Time // when its last load request ended
 }
 
 // Active is the number of tests running (for tests and metrics).
@@ -188,14 +191,17 @@ func (g *Registry) Join(r *http.Request) (*Test, error) {
 		if g.tests[ip] == t {
 			delete(g.tests, ip)
 		}
-		total := t.total
+		total, end := t.total, t.lastDone
+		if t.open > 0 || end.IsZero() {
+			end = time.Now() // cut with requests running
+		}
 		g.mu.Unlock()
 		if g.opt.Done != nil {
 			cut, _ := t.cut.Load().(string)
 			if cut == "" && errors.Is(t.ctx.Err(), context.DeadlineExceeded) {
 				cut = "max-duration"
 			}
-			g.opt.Done(Summary{Protocol: g.opt.Protocol, Client: ip, Start: t.start, End: time.Now(),
+			g.opt.Done(Summary{Protocol: g.opt.Protocol, Client: ip, Start: t.start, End: end,
 				Sent: t.sent.Load(), Received: t.received.Load(), Flows: total, Cut: cut})
 		}
 	})
@@ -257,6 +263,7 @@ func (t *Test) Leave() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t.open--
+	t.lastDone = time.Now()
 	if t.open == 0 && t.idle == nil {
 		t.idle = time.AfterFunc(g.opt.Idle, t.cancel)
 	}

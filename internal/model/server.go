@@ -14,10 +14,16 @@ const (
 	KindNDT7 = "ndt7" // one ndt7 download or upload
 	KindUDP  = "udp"  // one STAMP test session of the reflector
 	KindMBM  = "mbm"  // one Model Based Metrics run the server took part in
+	// KindRPM and KindLibreSpeed are one client IP's HTTP load test of the
+	// responsiveness test or LibreSpeed (internal/httpload).
+	KindRPM        = "rpm"
+	KindLibreSpeed = "librespeed"
 )
 
 // ResultKinds lists every kind, the page's first.
-func ResultKinds() []string { return []string{KindPage, KindTCP, KindNDT7, KindUDP, KindMBM} }
+func ResultKinds() []string {
+	return []string{KindPage, KindTCP, KindNDT7, KindUDP, KindMBM, KindRPM, KindLibreSpeed}
+}
 
 // ServerRecord is what a server measured of one finished test, from its
 // own side only: the bytes it sent and received, the TCP_INFO of its

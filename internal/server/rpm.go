@@ -43,6 +43,7 @@ func (s *Server) newLoad(protocol string) (*httpload.Registry, error) {
 			s.cfg.Logger.Info("load test", "protocol", sum.Protocol, "client", sum.Client,
 				"sent", sum.Sent, "received", sum.Received, "flows", sum.Flows, "cut", sum.Cut,
 				"seconds", sum.End.Sub(sum.Start).Seconds())
+			s.archive.loadTest(sum)
 		},
 	}, s.payload)
 }

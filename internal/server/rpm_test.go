@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/rpm"
 )
@@ -167,5 +168,30 @@ func TestRPMClientAgainstServer(t *testing.T) {
 			t.Fatalf("%d slots still held after the run", s.adm.activeCount())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestLoadTestRecords: an RPM and a LibreSpeed load test each leave a
+// server record with the bytes the server moved.
+func TestLoadTestRecords(t *testing.T) {
+	s, addr := start(t, Config{MaxConcurrent: 2, PerIPPerMinute: -1, UDPAddr: "off", MBMAddr: "off", WebRTCPort: -1})
+	for _, path := range []string{rpm.LargePath, "/backend/garbage.php?ckSize=2"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		resp.Body.Close()
+	}
+	for _, kind := range []string{model.KindRPM, model.KindLibreSpeed} {
+		rec := records(t, s, kind, 1)[0]
+		if rec.Download == nil || rec.Download.Bytes < 1<<20 || rec.Client.Address != "127.0.0.1" || rec.End.Before(rec.Start) {
+			t.Fatalf("%s record: %+v", kind, rec)
+		}
 	}
 }
