@@ -25,6 +25,7 @@ func newServeCmd() *cobra.Command {
 		maxBytes, perIPRate, udpBitrate string
 		webrtcPort, storeURL            string
 		iperf3Port                      string
+		tlsMode, tlsDir                 string
 		maxConns                        int
 		verbose, records                bool
 	)
@@ -36,9 +37,15 @@ func newServeCmd() *cobra.Command {
   /ndt/v7/download   the M-Lab ndt7 protocol, so existing ndt7 clients work
   /ndt/v7/upload
   tcp/udp 5201       the iperf3 protocol (--iperf3-port), so iperf3 clients work
+  /.well-known/nq    the responsiveness test (RPM, draft-ietf-ippm-
+  /rpm/...           responsiveness-09) for networkQuality, goresponsiveness,
+                     networkquality-rs and sonde rpm; HTTP/2 over TLS
+  /backend/garbage.php LibreSpeed's backend (also /garbage, /empty, /getIP,
+  /.well-known/librespeed  with and without backend/ and .php)
   /healthz           liveness and limits, JSON
   /metrics           Prometheus metrics (tests, bytes, active tests, errors)
-Limits apply to sonde and ndt7 tests together; a refused client is told why.
+Limits apply to all these tests together; a refused client is told why.
+TLS: --cert/--key, or --tls self-signed (docs/interop.md).
 
 Slow and idle clients: a request's headers, body and reply each have a
 timeout, a keep-alive connection an idle timeout, and one client IP at most
@@ -91,6 +98,9 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 				if cfg.HistoryDB, err = historyPath(); err != nil {
 					return err
 				}
+			}
+			if err := selfSignedTLS(&cfg, tlsMode, tlsDir, cmd.Flags().Changed("tls-dir")); err != nil {
+				return err
 			}
 			if cfg.Iperf3Addr, err = iperf3Addr(cfg.Addr, iperf3Port); err != nil {
 				return err
@@ -148,6 +158,8 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.StringSliceVar(&cfg.ExtraAddrs, "extra-addr", nil, "further listen addresses, e.g. for QoS classes on other ports (repeatable)")
 	f.StringVar(&cfg.CertFile, "cert", "", "TLS certificate file (PEM); serves HTTPS with --key")
 	f.StringVar(&cfg.KeyFile, "key", "", "TLS private key file (PEM)")
+	f.StringVar(&tlsMode, "tls", "", "`self-signed`: serve HTTPS with a certificate made at the first start and kept in --tls-dir; its SHA-256 fingerprint is printed (instead of --cert/--key)")
+	f.StringVar(&tlsDir, "tls-dir", "", "directory of the --tls self-signed certificate (default: sonde/tls in the user cache dir)")
 	f.StringVar(&cfg.Token, "token", "", "require this bearer token to start a test (private servers)")
 	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 8, "tests running at once, sonde and ndt7 together")
 	f.DurationVar(&cfg.MaxDuration, "max-duration", 120*time.Second, "longest test session")
@@ -163,7 +175,7 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.StringVar(&webrtcPort, "webrtc-port", "0", "UDP port of the page's WebRTC quality test (docs/browser.md): 0 an ephemeral port per test, N one port for all tests, off no WebRTC test")
 	f.StringVar(&storeURL, "store", "", "`URL` of the store of past results the page lists: a SQLite path (default: sonde/results.db in the user cache dir; :memory: keeps them in memory only), sqlite:PATH or postgres://… (docs/store.md); its schema is migrated on start")
 	deprecatedAlias(f, "db", "store")
-	f.IntVar(&cfg.HistoryKeep, "db-keep", 1000, "past results kept of each kind (page, tcp, ndt7, udp, mbm); older ones are deleted")
+	f.IntVar(&cfg.HistoryKeep, "db-keep", 1000, "past results kept of each kind (page, tcp, ndt7, udp, mbm, iperf3, rpm, librespeed); older ones are deleted")
 	f.BoolVar(&records, "server-records", true, "keep the server's own record of every test it serves (sonde sessions, ndt7, STAMP sessions, MBM runs) in the store beside the page's results (docs/store.md)")
 	f.DurationVar(&cfg.HeaderTimeout, "header-timeout", 10*time.Second, "time a client has to send a request's headers")
 	f.DurationVar(&cfg.BodyTimeout, "body-timeout", 30*time.Second, "time a client has to send a request's body, from the end of its headers")
@@ -177,6 +189,38 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	// A malformed flag value is a usage error too.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	return cmd
+}
+
+// selfSignedTLS applies --tls self-signed: the kept (or a new) certificate
+// becomes cfg's, and its fingerprint is printed for clients to check.
+func selfSignedTLS(cfg *server.Config, mode, dir string, dirGiven bool) error {
+	switch mode {
+	case "":
+		if dirGiven {
+			return usagef("--tls-dir goes with --tls self-signed")
+		}
+		return nil
+	case "self-signed":
+	default:
+		return usagef("--tls: want self-signed, got %q", mode)
+	}
+	if cfg.CertFile != "" || cfg.KeyFile != "" {
+		return usagef("--tls self-signed and --cert/--key both name a certificate: give one")
+	}
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return usagef("--tls self-signed: no user cache directory (%v): give --tls-dir", err)
+		}
+		dir = filepath.Join(cache, "sonde", "tls")
+	}
+	cert, key, fp, err := server.SelfSigned(dir)
+	if err != nil {
+		return err
+	}
+	cfg.CertFile, cfg.KeyFile = cert, key
+	fmt.Fprintf(os.Stderr, "sonde: self-signed certificate %s\nsonde: SHA-256 fingerprint %s\n", cert, fp)
+	return nil
 }
 
 // parseServeLimits reads the limit flags that take units or "off" into

@@ -64,3 +64,36 @@ func IdleRPM(rttMs []float64) float64 {
 	}
 	return 0
 }
+
+// RPMBand is the draft's class of a responsiveness figure
+// (draft-ietf-ippm-responsiveness-09 §1.2): Poor below 300, Fair below
+// 1000, Good below 6000, else Excellent; "" for no figure.
+func RPMBand(rpm float64) string {
+	switch {
+	case !(rpm > 0) || math.IsInf(rpm, 0):
+		return ""
+	case rpm < 300:
+		return "Poor"
+	case rpm < 1000:
+		return "Fair"
+	case rpm < 6000:
+		return "Good"
+	}
+	return "Excellent"
+}
+
+// RPMAppleBand is the Low/Medium/High label networkQuality prints. Apple
+// does not document it; these cut-offs (Low below 200, Medium below 1000)
+// fit its observed outputs (spec/grades.md), so it is shown as
+// "Apple-style", never as Apple's.
+func RPMAppleBand(rpm float64) string {
+	switch {
+	case !(rpm > 0) || math.IsInf(rpm, 0):
+		return ""
+	case rpm < 200:
+		return "Low"
+	case rpm < 1000:
+		return "Medium"
+	}
+	return "High"
+}

@@ -16,11 +16,15 @@ const (
 	KindMBM  = "mbm"  // one Model Based Metrics run the server took part in
 	// KindIperf3 is one test of an iperf3 client (docs/iperf3.md).
 	KindIperf3 = "iperf3"
+	// KindRPM and KindLibreSpeed are one client IP's HTTP load test of the
+	// responsiveness test or LibreSpeed (internal/httpload).
+	KindRPM        = "rpm"
+	KindLibreSpeed = "librespeed"
 )
 
 // ResultKinds lists every kind, the page's first.
 func ResultKinds() []string {
-	return []string{KindPage, KindTCP, KindNDT7, KindUDP, KindMBM, KindIperf3}
+	return []string{KindPage, KindTCP, KindNDT7, KindUDP, KindMBM, KindIperf3, KindRPM, KindLibreSpeed}
 }
 
 // ServerRecord is what a server measured of one finished test, from its

@@ -80,6 +80,17 @@ var kinds = []*kind{
 		headlines: func(v any) []headline { return udpHeadlines(v.(*model.UDPResult)) },
 	},
 	{
+		schema: model.RPMSchemaVersion,
+		decode: decodeAs[model.RPMResult],
+		text:   func(w io.Writer, v any) error { return WriteRPMText(w, v.(*model.RPMResult)) },
+		html:   func(w io.Writer, v any) error { return WriteRPMHTML(w, v.(*model.RPMResult)) },
+		describe: func(v any) string {
+			r := v.(*model.RPMResult)
+			return describeRun("sonde rpm", r.ConfigURL, r.Start)
+		},
+		headlines: func(v any) []headline { return rpmHeadlines(v.(*model.RPMResult)) },
+	},
+	{
 		schema: model.AnalyzeSchema,
 		decode: decodeAs[model.Analysis],
 		text:   func(w io.Writer, v any) error { return WriteAnalyzeText(w, v.(*model.Analysis)) },

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/sonde-project/sonde/internal/httpload"
 	"github.com/sonde-project/sonde/internal/protocol"
 )
 
@@ -34,8 +35,10 @@ func (s *Server) connRoom(ip string) int {
 // connKey is the context key of a request's connection (ConnContext).
 type connKey struct{}
 
+// withConn keeps the connection for connGate and for the HTTP-load
+// protocols (httpload.ConnFrom: their flows' socket options).
 func withConn(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, c)
+	return httpload.ConnContext(context.WithValue(ctx, connKey{}, c), c)
 }
 
 // connGate serves a connection on probation (connLimiter) one request,

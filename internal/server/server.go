@@ -302,6 +302,12 @@ func New(cfg Config) (*Server, error) {
 	if err := s.mountNDT7(); err != nil {
 		return nil, err
 	}
+	if err := s.mountRPM(); err != nil {
+		return nil, err
+	}
+	if err := s.mountLibreSpeed(); err != nil {
+		return nil, err
+	}
 	s.conns.room = s.connRoom
 	s.handler = deadlines(s.connGate(s.mux), cfg.BodyTimeout, cfg.WriteTimeout)
 	return s, nil
@@ -363,9 +369,12 @@ func (s *Server) Serve(ctx context.Context, lns []net.Listener, ready func([]net
 			}
 			return fmt.Errorf("load TLS certificate: %w", err)
 		}
-		// http/1.1 only: load and probe streams are HTTP upgrades, which
-		// HTTP/2 does not have.
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+		// h2 for the responsiveness test's clients (draft §7 needs
+		// HTTP/2), http/1.1 for everything else: sonde's load and probe
+		// streams are HTTP upgrades, which HTTP/2 does not have, so its
+		// client offers http/1.1 only; browsers open WebSockets over
+		// HTTP/1.1 (net/http's HTTP/2 has no extended CONNECT).
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
 	}
 	errc := make(chan error, len(lns))
 	var addrs []net.Addr

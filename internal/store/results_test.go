@@ -41,7 +41,7 @@ func testResultKinds(t *testing.T, url string) {
 		if err := s.AddResult(ctx, result(i)); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []string{model.KindTCP, model.KindNDT7, model.KindUDP, model.KindMBM, model.KindIperf3} {
+		for _, k := range model.ResultKinds()[1:] { // every server record kind
 			if err := s.AddRecord(ctx, record(k, i)); err != nil {
 				t.Fatalf("%s record: %v", k, err)
 			}

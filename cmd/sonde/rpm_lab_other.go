@@ -1,0 +1,12 @@
+//go:build !linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+func runRPMLab(context.Context, string, []string) error {
+	return fmt.Errorf("sonde rpm --lab: %w", errNotSupported)
+}
