@@ -465,6 +465,7 @@ func (s *Server) assembleBrowser(ses *session, run *BrowserRun, reps []protocol.
 	errs, notes := streamErrors(run, reps)
 	res.Errors = append(res.Errors, errs...)
 	res.Notes = append(res.Notes, notes...)
+	assemble.Finish(res)
 	return res
 }
 
