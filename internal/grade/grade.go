@@ -195,7 +195,7 @@ func bufferbloat(r *model.Result) *model.BufferbloatGrade {
 
 // aimInputs are Cloudflare's inputs: the idle median, jitter as the mean
 // change between consecutive idle RTTs, the worst phase's loaded median
-// minus the idle median, the round-trip loss of the idle UDP probes (else
+// minus the idle median, the loss of the idle UDP probes both ways (else
 // of the WebRTC test), and the download goodput.
 func aimInputs(r *model.Result) Inputs {
 	nan := math.NaN()
@@ -218,8 +218,10 @@ func aimInputs(r *model.Result) Inputs {
 			}
 		}
 	}
-	if u := r.BaselineUDP; u != nil && u.Sent > 0 {
-		in.Loss = float64(u.Sent-u.Replies) / float64(u.Sent)
+	if u := r.BaselineUDP; u != nil && u.Forward.Sent > 0 {
+		// The directions' losses are counted after the loss timeout, so a
+		// probe still in flight when the run stopped is not one.
+		in.Loss = float64(u.Forward.Lost+u.Backward.Lost) / float64(u.Forward.Sent)
 	} else if w := r.WebRTC; w != nil {
 		sent, lost := 0, 0
 		for _, d := range []*model.WebRTCDirection{w.Download, w.Upload} {

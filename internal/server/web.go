@@ -35,19 +35,25 @@ func (s *Server) webRoutes() {
 			s.writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 			return
 		}
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'")
-		// Cross-origin isolation: browsers then give performance.now() its
-		// fine resolution (Firefox otherwise rounds it to 1 ms, coarser
-		// than a loopback or LAN round trip). Everything the page loads is
-		// same-origin, so nothing breaks.
-		w.Header().Set("Cross-Origin-Opener-Policy", "same-origin")
-		w.Header().Set("Cross-Origin-Embedder-Policy", "require-corp")
+		pageHeaders(w)
 		files.ServeHTTP(w, r)
 	}))
+	s.mux.HandleFunc("GET "+PathShared+"{id}", s.handleShared)
 	s.mux.HandleFunc("POST "+protocol.PathSessions+"/{id}/result", s.handleBrowserResult)
 	s.mux.HandleFunc("GET "+PathResults, s.handleResultList)
 	s.mux.HandleFunc("GET "+PathResults+"/{id}", s.handleResultGet)
+}
+
+// pageHeaders are the headers of every page the server serves.
+func pageHeaders(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'")
+	// Cross-origin isolation: browsers then give performance.now() its
+	// fine resolution (Firefox otherwise rounds it to 1 ms, coarser
+	// than a loopback or LAN round trip). Everything the page loads is
+	// same-origin, so nothing breaks.
+	w.Header().Set("Cross-Origin-Opener-Policy", "same-origin")
+	w.Header().Set("Cross-Origin-Embedder-Policy", "require-corp")
 }
 
 // PathResults lists past results (GET, ?limit=N, newest first, summary
@@ -99,17 +105,24 @@ func (s *Server) handleResultList(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleResultGet(w http.ResponseWriter, r *http.Request) {
 	raw, err := s.history.GetResult(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.resultError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(raw)
+}
+
+// resultError answers a failed look-up of a stored result.
+func (s *Server) resultError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, store.ErrBadID):
 		s.writeError(w, http.StatusBadRequest, "malformed result id")
 	case errors.Is(err, store.ErrNotFound):
 		s.writeError(w, http.StatusNotFound, "no such result (past results keep only the most recent ones)")
-	case err != nil:
+	default:
 		s.cfg.Logger.Warn("past result", "err", err)
 		s.writeError(w, http.StatusInternalServerError, "past results unavailable")
-	default:
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(raw)
 	}
 }
 
