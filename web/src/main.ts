@@ -9,6 +9,7 @@ import { listPast } from "./past";
 import { localResult } from "./analysis";
 import { runRTCQuality, rtcReport, rtcSummary, MESSAGE_BYTES } from "./rtc";
 import { headline, rateParts, msParts } from "./headline";
+import { latencyBoxes, oneWay } from "./detail";
 
 const API = "/sonde/v1/sessions";
 const PING = "/sonde/v1/ping";
@@ -324,6 +325,7 @@ function render(r: any): void {
   const rows: string[] = [];
   if (r.partial) rows.push(`<p class="partial" id="partial">Partial result: the server could not complete the report, so only the page's own figures are shown (no RFC 6349 figures). Save JSON keeps them and the raw measurements.</p>`);
   rows.push(`<section id="summary-box" aria-labelledby="summary-title"><h2 id="summary-title">In words</h2><ul id="summary">${[...summary(r), ...rtcSummary(r)].map((l) => `<li>${esc(l)}</li>`).join("")}</ul></section>`);
+  rows.push(latencyBoxes(r), oneWay(r));
   for (const kind of ["download", "upload"]) {
     const d = r[kind];
     if (!d) continue;

@@ -74,3 +74,18 @@ test("history trend and comparison", () => {
   const c = compareTable(row("a", "2026-01-01T00:00:00Z", 1e8, 1e7), row("b", "2026-01-02T00:00:00Z", 2e8, 2e7));
   assert.match(c, /<td>\+100.0 Mbit\/s<\/td>/);
 });
+
+test("latency distributions per phase and one-way delays, with their text equivalents", async () => {
+  const { latencyBoxes, oneWay } = await import("../src/detail");
+  const s = (p50: number) => ({ n: 30, min: p50 - 2, p10: p50 - 1, p50, p90: p50 + 5, p99: p50 + 9 });
+  const h = latencyBoxes({ baseline: { rtt_ms: s(10) }, download: { latency_under_load: { rtt_ms: s(40) } } });
+  assert.match(h, /<th scope="row">idle<\/th><td>8.00<\/td><td>9.00<\/td><td>10.0<\/td>/);
+  assert.match(h, /<th scope="row">download<\/th>/);
+  assert.doesNotMatch(h, /upload|NaN/);
+  assert.equal(latencyBoxes({}), "");
+  const u = (f: number, b: number) => ({ replies: 10, forward: { owd_ms: s(f) }, backward: { owd_ms: s(b) } });
+  const o = oneWay({ baseline_udp: u(5, 5), upload: { udp_latency_under_load: u(80, 5) } });
+  assert.match(o, /during upload/);
+  assert.match(o, /you → server<\/th><td>5.00 ms.*<td>80.0 ms/);
+  assert.equal(oneWay({}), "");
+});
