@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"io/fs"
 	"net/http"
 
@@ -24,5 +25,6 @@ func (s *Server) handleShared(w http.ResponseWriter, r *http.Request) {
 	}
 	pageHeaders(w)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = w.Write(page)
+	// The page's script unmarks it once the result is drawn (style.css).
+	_, _ = w.Write(bytes.Replace(page, []byte("<body>"), []byte(`<body class="shared">`), 1))
 }

@@ -397,6 +397,7 @@ if (shared) {
     render(j);
     ($("save") as HTMLButtonElement).disabled = false;
     $("status").textContent = `Showing result ${shared[1]} from ${j.start ?? "an earlier run"}. Start runs a new test.`;
-  }).catch((e) => { $("status").textContent = `Could not load result ${shared[1]}: ${(e as Error).message}`; });
+  }).catch((e) => { $("status").textContent = `Could not load result ${shared[1]}: ${(e as Error).message}`; })
+    .finally(() => document.body.classList.remove("shared"));
 }
 (window as any).sonde = { result: () => lastResult };
