@@ -105,9 +105,11 @@ func ClassUseCase(cutoffs []float64, points float64) string {
 	return UseCaseClasses[len(UseCaseClasses)-1]
 }
 
-// Inputs are the figures the AIM verdicts read, NaN where not measured.
+// Inputs are the figures the AIM verdicts read, NaN where not measured,
+// and what measured the loss.
 type Inputs struct {
 	IdleMs, IncreaseMs, JitterMs, Loss, DownloadBps float64
+	LossSource                                      string
 }
 
 // UseCases scores every use case whose required inputs were measured (a
@@ -122,6 +124,9 @@ next:
 		for _, m := range uc.inputs {
 			s, v := aimScales[m], vals[m]
 			ui := model.UseCaseInput{Metric: m, Unit: s.unit, Thresholds: s.thresholds, PointsTable: s.points}
+			if m == MetricLoss {
+				ui.Source = in.LossSource
+			}
 			if finite(v) {
 				ui.Value, ui.Measured, ui.Points = v, true, s.score(v)
 			} else if m != MetricLoss {
@@ -196,7 +201,7 @@ func bufferbloat(r *model.Result) *model.BufferbloatGrade {
 // aimInputs are Cloudflare's inputs: the idle median, jitter as the mean
 // change between consecutive idle RTTs, the worst phase's loaded median
 // minus the idle median, the loss of the idle UDP probes both ways (else
-// of the WebRTC test), and the download goodput.
+// of the WebRTC test's datagrams), and the download goodput.
 func aimInputs(r *model.Result) Inputs {
 	nan := math.NaN()
 	in := Inputs{IdleMs: nan, IncreaseMs: nan, JitterMs: nan, Loss: nan, DownloadBps: nan}
@@ -222,15 +227,22 @@ func aimInputs(r *model.Result) Inputs {
 		// The directions' losses are counted after the loss timeout, so a
 		// probe still in flight when the run stopped is not one.
 		in.Loss = float64(u.Forward.Lost+u.Backward.Lost) / float64(u.Forward.Sent)
+		in.LossSource = "idle UDP probes, both directions"
 	} else if w := r.WebRTC; w != nil {
-		sent, lost := 0, 0
+		// The datagrams the ICE transports counted are the path's loss; a
+		// message loss above it is the sending stack's own (docs/browser.md).
+		sent, lost, what := 0, 0, "WebRTC datagrams, both directions"
 		for _, d := range []*model.WebRTCDirection{w.Download, w.Upload} {
-			if d != nil {
-				sent, lost = sent+d.Sent, lost+d.Lost
+			switch {
+			case d == nil:
+			case d.Datagrams != nil:
+				sent, lost = sent+d.Datagrams.Sent, lost+max(d.Datagrams.Sent-d.Datagrams.Received, 0)
+			default:
+				sent, lost, what = sent+d.Sent, lost+d.Lost, "WebRTC messages, both directions"
 			}
 		}
 		if sent > 0 {
-			in.Loss = float64(lost) / float64(sent)
+			in.Loss, in.LossSource = float64(lost)/float64(sent), what
 		}
 	}
 	if r.Download != nil && r.Download.GoodputBps > 0 {

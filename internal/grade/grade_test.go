@@ -144,3 +144,19 @@ func TestOf(t *testing.T) {
 		t.Error("an empty result has grades")
 	}
 }
+
+// Loss comes from the idle UDP probes when there are any, else from the
+// WebRTC datagrams (the path's loss, not the sending stack's drops).
+func TestLossInput(t *testing.T) {
+	r := &model.Result{WebRTC: &model.WebRTCResult{
+		Upload:   &model.WebRTCDirection{Sent: 1000, Lost: 50, Datagrams: &model.DatagramCount{Sent: 1000, Received: 990}},
+		Download: &model.WebRTCDirection{Sent: 1000, Lost: 0, Datagrams: &model.DatagramCount{Sent: 1000, Received: 1000}},
+	}}
+	if in := aimInputs(r); in.Loss != 0.005 || in.LossSource != "WebRTC datagrams, both directions" {
+		t.Errorf("WebRTC loss %v from %q", in.Loss, in.LossSource)
+	}
+	r.BaselineUDP = &model.UDPFlow{Sent: 100, Replies: 97, Forward: model.UDPDirectionStats{Sent: 100, Lost: 1}, Backward: model.UDPDirectionStats{Lost: 1}}
+	if in := aimInputs(r); in.Loss != 0.02 || in.LossSource != "idle UDP probes, both directions" {
+		t.Errorf("UDP loss %v from %q", in.Loss, in.LossSource)
+	}
+}

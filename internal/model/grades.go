@@ -64,7 +64,9 @@ type UseCaseInput struct {
 	Unit   string  `json:"unit"`
 	// Measured is false for a packet loss the test did not measure: it
 	// then earns 0 points, as in Cloudflare's code.
-	Measured    bool      `json:"measured"`
+	Measured bool `json:"measured"`
+	// Source says what measured the value, in words.
+	Source      string    `json:"source,omitempty"`
 	Points      float64   `json:"points"`
 	Thresholds  []float64 `json:"thresholds"`
 	PointsTable []float64 `json:"points_table"`

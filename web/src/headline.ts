@@ -6,7 +6,7 @@
 
 export interface Band { name: string; below?: number }
 interface Letter { added_ms: number; loaded_mean_ms: number; grade: string }
-interface UseCaseInput { metric: string; value: number; unit: string; measured: boolean; points: number; thresholds: number[]; points_table: number[] }
+interface UseCaseInput { metric: string; value: number; unit: string; measured: boolean; source?: string; points: number; thresholds: number[]; points_table: number[] }
 export interface Grades {
   bufferbloat?: { idle_mean_ms: number; download?: Letter; upload?: Letter; overall?: Letter; thresholds_ms: Band[] };
   responsiveness?: { direction: string; rpm: number; band: string; thresholds: Band[]; apple_style: string; apple_style_thresholds: Band[] }[];
@@ -92,7 +92,7 @@ export function headline(r: HeadlineResult): string {
   const jitter = g.use_cases?.flatMap((u) => u.inputs).find((i) => i.metric === "jitter");
   if (jitter?.measured) figs.push(figure("jitter", "Jitter", msParts(jitter.value), "idle, mean change between round trips"));
   const loss = g.use_cases?.flatMap((u) => u.inputs).find((i) => i.metric === "packet_loss");
-  if (loss?.measured) figs.push(figure("loss", "Packet loss", [(loss.value * 100).toFixed(loss.value < 0.01 ? 2 : 1), "%"], "idle, round trip"));
+  if (loss?.measured) figs.push(figure("loss", "Packet loss", [(loss.value * 100).toFixed(loss.value < 0.01 ? 2 : 1), "%"], loss.source ?? ""));
 
   const grades: string[] = [];
   const bb = g.bufferbloat;
