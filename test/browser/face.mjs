@@ -1,7 +1,7 @@
 // Looks at the page as people see it: in headless Chromium at desktop
 // (1280×800) and phone (390×844) sizes, light and dark, it runs a test and
-// saves screenshots (idle, mid-run, the result's first screen, the whole
-// result) to OUT_DIR, audits the page with axe-core before, during and after
+// saves screenshots (idle, mid-run, the screen when the run ends, the
+// result's first screen, the whole result) to OUT_DIR, audits the page with axe-core before, during and after
 // the run, and checks that every figure the result holds is on the page
 // and none reads "--" or NaN. Called by face_test.go:
 //   node --experimental-websocket face.mjs URL OUT_DIR
@@ -83,6 +83,7 @@ try {
       r.axe.during = await audit(b);
       await b.waitFor(`${status}.startsWith("Done") || ${status}.startsWith("Finished")`, 120_000);
       await sleep(600);
+      await viewShot(b, join(out, `${key}-done.png`)); // what the screen shows when the run ends
       await b.eval(`window.scrollTo(0, document.getElementById("result").offsetTop - 8)`);
       await viewShot(b, join(out, `${key}-result.png`));
       await b.eval(`window.scrollTo(0, 0)`);

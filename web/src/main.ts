@@ -318,6 +318,7 @@ function esc(s: string): string {
 }
 
 function render(r: any): void {
+  document.body.classList.add("has-result"); // the hero shrinks: the result is the first screen
   $("head").innerHTML = headline(r);
   const share = $("share") as HTMLAnchorElement;
   share.hidden = !r.id || r.partial;
