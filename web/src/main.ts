@@ -318,7 +318,9 @@ function esc(s: string): string {
 }
 
 function render(r: any): void {
-  document.body.classList.add("has-result"); // the hero shrinks: the result is the first screen
+  // The hero shrinks so the result is the first screen; not on a stored
+  // result's page as it loads, where the shift would move what is read.
+  if (!document.body.classList.contains("shared")) document.body.classList.add("has-result");
   $("head").innerHTML = headline(r);
   const share = $("share") as HTMLAnchorElement;
   share.hidden = !r.id || r.partial;
