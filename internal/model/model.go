@@ -31,6 +31,9 @@ type Result struct {
 	// Truth holds the configured properties of an emulated path (sonde test
 	// --lab), shown next to the measured figures.
 	Truth *GroundTruth `json:"ground_truth,omitempty"`
+	// Grades read the result on the scales of other speed tests
+	// (internal/grade, set when the result is finished).
+	Grades *Grades `json:"grades,omitempty"`
 	// Errors lists what failed; everything measured before a failure is kept.
 	Errors []string `json:"errors,omitempty"`
 	// Notes are caveats a reader needs (e.g. "TTR needs --link-rate").

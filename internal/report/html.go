@@ -33,6 +33,7 @@ type htmlPage struct {
 	Subtitle   string
 	Cards      []card
 	Header     []row
+	Grades     []row
 	Baseline   []row
 	Directions []htmlDirection
 	CDF        *figure
@@ -62,6 +63,7 @@ func buildPage(r *model.Result) htmlPage {
 		Kind:       "sonde report",
 		Title:      "sonde report",
 		Header:     v.Header,
+		Grades:     v.Grades,
 		Baseline:   v.Baseline,
 		ClassesDur: v.ClassesDur,
 		Classes:    v.Classes,
@@ -79,7 +81,7 @@ func buildPage(r *model.Result) htmlPage {
 	if !r.Start.IsZero() {
 		p.Subtitle = r.Start.UTC().Format("2006-01-02 15:04:05 UTC")
 	}
-	p.Cards = cards(r)
+	p.Cards = append(cards(r), gradeCards(resultGrades(r))...)
 	for _, d := range v.Directions {
 		p.Directions = append(p.Directions, htmlDirection{directionView: d, Charts: directionCharts(r, d)})
 	}

@@ -35,6 +35,10 @@ func WriteText(w io.Writer, r *model.Result) error {
 func writeTextView(b *strings.Builder, v view) {
 	b.WriteString("sonde test\n")
 	writeRows(b, v.Header)
+	if v.Grades != nil {
+		b.WriteString("\nGrades\n")
+		writeRows(b, v.Grades)
+	}
 
 	if v.Baseline != nil {
 		b.WriteString("\nBaseline (idle)\n")

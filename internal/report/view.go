@@ -52,6 +52,7 @@ type directionView struct {
 // WriteHTML so that both say the same thing.
 type view struct {
 	Header     []row
+	Grades     []row // nil without grades
 	Baseline   []row // nil without a baseline
 	Directions []directionView
 	ClassesDur string
@@ -63,6 +64,7 @@ type view struct {
 func buildView(r *model.Result) view {
 	v := view{
 		Header:   headerRows(r),
+		Grades:   gradeRows(resultGrades(r)),
 		Baseline: baselineRows(r),
 		Notes:    nonEmpty(r.Notes),
 		Errors:   nonEmpty(r.Errors),

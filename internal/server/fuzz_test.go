@@ -239,5 +239,11 @@ func FuzzResults(f *testing.F) {
 			t.Fatalf("result %q found in an empty store", id)
 		}
 		checkReply(t, "get", rec, alloc, len(id))
+		req = httptest.NewRequest(http.MethodGet, PathShared+url.PathEscape(id), nil)
+		if rec, alloc = serve(s, req); rec.Code == http.StatusOK {
+			t.Fatalf("shared result %q found in an empty store", id)
+		} else if rec.Code < 300 || rec.Code >= 400 {
+			checkReply(t, "shared", rec, alloc, len(id))
+		}
 	})
 }

@@ -34,19 +34,25 @@ func (s *Server) webRoutes() {
 			s.writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 			return
 		}
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'")
-		// Cross-origin isolation: browsers then give performance.now() its
-		// fine resolution (Firefox otherwise rounds it to 1 ms, coarser
-		// than a loopback or LAN round trip). Everything the page loads is
-		// same-origin, so nothing breaks.
-		w.Header().Set("Cross-Origin-Opener-Policy", "same-origin")
-		w.Header().Set("Cross-Origin-Embedder-Policy", "require-corp")
+		pageHeaders(w)
 		files.ServeHTTP(w, r)
 	}))
+	s.mux.handleFunc("GET "+PathShared+"{id}", policyPublic, s.handleShared)
 	s.mux.handleFunc("POST "+protocol.PathSessions+"/{id}/result", policySession, s.handleBrowserResult)
 	s.mux.handleFunc("GET "+PathResults, policyPublic, s.handleResultList)
 	s.mux.handleFunc("GET "+PathResults+"/{id}", policyPublic, s.handleResultGet)
+}
+
+// pageHeaders are the headers of every page the server serves.
+func pageHeaders(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'")
+	// Cross-origin isolation: browsers then give performance.now() its
+	// fine resolution (Firefox otherwise rounds it to 1 ms, coarser
+	// than a loopback or LAN round trip). Everything the page loads is
+	// same-origin, so nothing breaks.
+	w.Header().Set("Cross-Origin-Opener-Policy", "same-origin")
+	w.Header().Set("Cross-Origin-Embedder-Policy", "require-corp")
 }
 
 // PathResults lists past results (GET, ?limit=N, newest first, summary
@@ -98,17 +104,24 @@ func (s *Server) handleResultList(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleResultGet(w http.ResponseWriter, r *http.Request) {
 	raw, err := s.history.GetResult(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.resultError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(raw)
+}
+
+// resultError answers a failed look-up of a stored result.
+func (s *Server) resultError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, store.ErrBadID):
 		s.writeError(w, http.StatusBadRequest, "malformed result id")
 	case errors.Is(err, store.ErrNotFound):
 		s.writeError(w, http.StatusNotFound, "no such result (past results keep only the most recent ones)")
-	case err != nil:
+	default:
 		s.cfg.Logger.Warn("past result", "err", err)
 		s.writeError(w, http.StatusInternalServerError, "past results unavailable")
-	default:
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(raw)
 	}
 }
 
@@ -458,6 +471,7 @@ func (s *Server) assembleBrowser(ses *session, run *BrowserRun, reps []protocol.
 	errs, notes := streamErrors(run, reps)
 	res.Errors = append(res.Errors, errs...)
 	res.Notes = append(res.Notes, notes...)
+	assemble.Finish(res)
 	return res
 }
 

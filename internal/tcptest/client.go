@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/apiclient"
+	"github.com/sonde-project/sonde/internal/assemble"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stream"
@@ -188,6 +189,7 @@ func Run(ctx context.Context, cfg Config) (*model.Result, error) {
 	if err != nil {
 		res.Errors = append(res.Errors, err.Error())
 	}
+	assemble.Finish(res)
 	return res, err
 }
 

@@ -5,7 +5,8 @@
 // which the hand-made canvas chart this replaces did not.
 import uPlot from "uplot";
 
-const DOWN = "#1f77b4", UP = "#2ca02c", RTT = "#d62728";
+// Colours come from the page's CSS (light and dark schemes).
+const css = (v: string, dflt: string) => (typeof getComputedStyle === "function" ? getComputedStyle(document.documentElement).getPropertyValue(v).trim() : "") || dflt;
 
 export interface Point { t: number; down?: number; up?: number; rtt?: number }
 
@@ -21,21 +22,24 @@ export class LiveCharts {
   constructor(private el: HTMLElement) {
     el.innerHTML = "";
     const width = this.width();
+    const DOWN = css("--down", "#0b62d6"), UP = css("--up", "#7a3fc4"), RTT = css("--rtt", "#c2410c"), AX = css("--muted", "#5a6270"), GRID = css("--line", "#dde1e7");
     const common = (title: string, yLabel: string): Partial<uPlot.Options> => ({
       title, width, height: 170,
       scales: { x: { time: false } },
-      legend: { live: true },
+      // The legend names the series; values under the cursor would read
+      // "--" whenever the cursor is elsewhere.
+      legend: { live: false },
       cursor: { drag: { x: false, y: false } },
-      axes: [{ label: "s since Start", size: 36 }, { label: yLabel, size: 56 }],
+      axes: [{ label: "seconds since Start", size: 40, stroke: AX, grid: { stroke: GRID } }, { label: yLabel, size: 56, stroke: AX, grid: { stroke: GRID } }],
     });
     this.rate = new uPlot({
       ...common("Throughput", "Mbit/s"),
-      series: [{ label: "s" }, { label: "download", stroke: DOWN, width: 2, spanGaps: false },
+      series: [{ label: "time" }, { label: "download", stroke: DOWN, width: 2, spanGaps: false },
         { label: "upload", stroke: UP, width: 2, spanGaps: false }],
     } as uPlot.Options, [[], [], []], el);
     this.lat = new uPlot({
       ...common("Round-trip time", "ms"),
-      series: [{ label: "s" }, { label: "RTT", stroke: RTT, width: 1.5 }],
+      series: [{ label: "time" }, { label: "round trip", stroke: RTT, width: 1.5 }],
     } as uPlot.Options, [[], []], el);
     new ResizeObserver(() => {
       const w = this.width();

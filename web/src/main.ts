@@ -8,6 +8,8 @@ import { LiveCharts } from "./charts";
 import { listPast } from "./past";
 import { localResult } from "./analysis";
 import { runRTCQuality, rtcReport, rtcSummary, MESSAGE_BYTES } from "./rtc";
+import { headline, rateParts, msParts } from "./headline";
+import { latencyBoxes, oneWay } from "./detail";
 
 const API = "/sonde/v1/sessions";
 const PING = "/sonde/v1/ping";
@@ -59,7 +61,7 @@ class Run {
   }
 
   open(kind: StartMsg["kind"], tag: string, intervalMs: number): Promise<Stream> {
-    const worker = new Worker("worker.js");
+    const worker = new Worker("/worker.js");
     const s: Stream = { tag, worker, counts: [], closed: null! };
     let opened: (v: Stream) => void, failed: (e: Error) => void;
     const ready = new Promise<Stream>((a, b) => { opened = a; failed = b; });
@@ -71,7 +73,10 @@ class Run {
         switch (m.type) {
           case "open": opened(s); break;
           case "count": s.counts.push({ t_s: m.t_s, bytes: m.bytes }); break;
-          case "rtt": (m.self ? this.self : this.probes).push({ t_s: m.t_s, rtt_ms: m.rtt_ms, server_ms: m.server_ms }); break;
+          case "rtt":
+            (m.self ? this.self : this.probes).push({ t_s: m.t_s, rtt_ms: m.rtt_ms, server_ms: m.server_ms });
+            if (!m.self) live.rtt = m.rtt_ms; // drawn by drawLive, not here
+            break;
           case "error": failed(new Error(m.message)); break;
           case "closed":
             if (m.error) this.errors.push(`${kind} stream ${tag}: ${m.error}`);
@@ -152,7 +157,7 @@ class Run {
       await grow();
       const step = Math.max(0.5, (4 * median(this.probes.map((p) => p.rtt_ms))) / 1000 || 0.5);
       let nextStep = this.since() + step;
-      while (this.since() - start < DURATION_S) {
+      while (this.since() - start < DURATION_S && !stopRequested) {
         await sleep(250);
         const now = this.since();
         let flows: LiveFlow[] = [];
@@ -163,6 +168,7 @@ class Run {
         serverBytes.push({ t_s: now, bytes: total });
         const rtt = this.probes.at(-1)?.rtt_ms;
         this.charts.push({ t: now, [kind === "download" ? "down" : "up"]: recentRate(serverBytes, 0.5), rtt });
+        live.bps = recentRate(serverBytes, 1); live.rtt = rtt ?? NaN;
         $("now").textContent = `${kind}: ${fmtRate(recentRate(serverBytes, 1))} over ${streams.length} streams, RTT ${fmtMs(rtt ?? NaN)}`;
         if (now >= nextStep && !auto.stopped) {
           const g = ((total - lastTotal) * 8) / (now - lastAt);
@@ -195,6 +201,36 @@ class Run {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// The live view: the phase loop and the probes write these figures; one
+// requestAnimationFrame loop draws them at display rate, so drawing never
+// runs on the receive path (the workers) nor more often than the screen.
+type Phase = "idle" | "download" | "upload" | "webrtc";
+const live = { running: false, phase: "idle" as Phase, bps: NaN, rtt: NaN, t0: 0, plannedS: 1 };
+let stopRequested = false;
+let lastDrawn = "";
+function drawLive(): void {
+  if (!live.running) return;
+  const rate = Number.isFinite(live.bps) ? rateParts(live.bps) : ["–", "Mbit/s"];
+  const rtt = Number.isFinite(live.rtt) ? msParts(live.rtt)[0] : "–";
+  const progress = Math.min(100, (100 * (clock() - live.t0)) / 1000 / live.plannedS);
+  const key = `${live.phase}|${rate[0]}|${rate[1]}|${rtt}|${progress.toFixed(0)}`;
+  if (key !== lastDrawn) {
+    lastDrawn = key;
+    $("live-rate").textContent = rate[0];
+    $("live-rate-unit").textContent = rate[1];
+    $("live-rate-label").textContent = live.phase === "download" ? "Download" : live.phase === "upload" ? "Upload" : "Throughput";
+    $("live-rtt").textContent = rtt;
+    ($("progress-bar") as HTMLElement).style.width = progress.toFixed(1) + "%";
+    const order: Phase[] = ["idle", "download", "upload", "webrtc"];
+    document.querySelectorAll<HTMLElement>("#live .phases span").forEach((el) => {
+      const i = order.indexOf(el.dataset.p as Phase), cur = order.indexOf(live.phase);
+      el.className = i === cur ? "on" : i < cur ? "done" : "";
+    });
+  }
+  requestAnimationFrame(drawLive);
+}
+function setPhase(p: Phase): void { live.phase = p; live.bps = NaN; }
+
 let lastResult: unknown = null;
 
 async function startTest(): Promise<void> {
@@ -202,7 +238,15 @@ async function startTest(): Promise<void> {
   btn.disabled = true;
   ($("save") as HTMLButtonElement).disabled = true;
   $("report").innerHTML = "";
+  $("head").innerHTML = "";
+  ($("share") as HTMLAnchorElement).hidden = true;
   $("status").textContent = "Starting…";
+  stopRequested = false;
+  Object.assign(live, { running: true, phase: "idle", bps: NaN, rtt: NaN, t0: clock(), plannedS: 1.5 + 2 * DURATION_S + 2 * RTC_DURATION_S + 3 });
+  $("live").hidden = false;
+  $("stop").hidden = false;
+  ($("stop") as HTMLButtonElement).disabled = false;
+  requestAnimationFrame(drawLive);
   const run = new Run();
   const body: Record<string, unknown> = { software: "sonde-web", user_agent: navigator.userAgent, start: new Date().toISOString(), streams: "auto", duration_s: DURATION_S, probe_interval_ms: PROBE_MS };
   try {
@@ -214,7 +258,10 @@ async function startTest(): Promise<void> {
     await sleep(25 * PROBE_MS + 200);
     body.baseline = run.window(b0, run.since());
     for (const p of run.probes) run.charts.push({ t: p.t_s, rtt: p.rtt_ms });
+    live.rtt = median(run.probes.map((p) => p.rtt_ms));
     for (const kind of ["download", "upload"] as const) {
+      if (stopRequested) break;
+      setPhase(kind);
       $("status").textContent = `Measuring ${kind}…`;
       body[kind] = await run.phase(kind);
       await run.settle(10);
@@ -224,7 +271,9 @@ async function startTest(): Promise<void> {
   }
   run.probe?.worker.postMessage({ cmd: "stop" });
   if (run.probe) await run.probe.closed;
-  if (run.id) {
+  if (stopRequested) run.notes.push("stopped by the user before the test's end: the phases not run are absent");
+  if (run.id && !stopRequested) {
+    setPhase("webrtc");
     // WebRTC quality test (rtc.ts): its failure is one error line, the other results stay.
     const rtc = await runRTCQuality(`${API}/${run.id}`, { durationS: RTC_DURATION_S, size: RTC_SIZE, status: (s) => ($("status").textContent = s) });
     if (rtc.error) run.errors.push(rtc.error);
@@ -247,10 +296,14 @@ async function startTest(): Promise<void> {
   }
   fetch(`${API}/${run.id}`, { method: "DELETE" }).catch(() => {});
   lastResult = result;
+  live.running = false;
+  $("live").hidden = true;
+  $("stop").hidden = true;
   render(result);
   void showPast();
   $("status").textContent = result.errors?.length ? "Finished with problems (see below)." : "Done.";
   btn.disabled = false;
+  btn.textContent = "Run again";
   ($("save") as HTMLButtonElement).disabled = false;
 }
 
@@ -265,9 +318,17 @@ function esc(s: string): string {
 }
 
 function render(r: any): void {
+  // The hero shrinks so the result is the first screen; not on a stored
+  // result's page as it loads, where the shift would move what is read.
+  if (!document.body.classList.contains("shared")) document.body.classList.add("has-result");
+  $("head").innerHTML = headline(r);
+  const share = $("share") as HTMLAnchorElement;
+  share.hidden = !r.id || r.partial;
+  share.href = `/r/${encodeURIComponent(r.id ?? "")}`;
   const rows: string[] = [];
   if (r.partial) rows.push(`<p class="partial" id="partial">Partial result: the server could not complete the report, so only the page's own figures are shown (no RFC 6349 figures). Save JSON keeps them and the raw measurements.</p>`);
-  rows.push(`<ul id="summary">${[...summary(r), ...rtcSummary(r)].map((l) => `<li>${esc(l)}</li>`).join("")}</ul>`);
+  rows.push(`<section id="summary-box" aria-labelledby="summary-title"><h2 id="summary-title">In words</h2><ul id="summary">${[...summary(r), ...rtcSummary(r)].map((l) => `<li>${esc(l)}</li>`).join("")}</ul></section>`);
+  rows.push(latencyBoxes(r), oneWay(r));
   for (const kind of ["download", "upload"]) {
     const d = r[kind];
     if (!d) continue;
@@ -307,6 +368,11 @@ function save(): void {
 }
 
 $("start").addEventListener("click", () => void startTest());
+$("stop").addEventListener("click", () => {
+  stopRequested = true;
+  ($("stop") as HTMLButtonElement).disabled = true;
+  $("status").textContent = "Stopping…";
+});
 // ?autostart=1 runs the test on load: for benchmarks that drive a browser
 // without DevTools attached (bench/browser.sh), since a DevTools client
 // that watches the network costs the page most of its throughput.
@@ -323,4 +389,18 @@ function showPast(): Promise<void> {
   }, (msg) => { $("status").textContent = msg; });
 }
 void showPast();
+// /r/ID (internal/server): a stored result's permanent read-only page:
+// render it without running anything.
+const shared = /^\/r\/([0-9A-Za-z_-]{1,128})$/.exec(location.pathname);
+if (shared) {
+  fetch(`/sonde/v1/results/${shared[1]}`).then(async (r) => {
+    const j = await r.json();
+    if (!r.ok) throw new Error(j.error ?? `HTTP ${r.status}`);
+    lastResult = j;
+    render(j);
+    ($("save") as HTMLButtonElement).disabled = false;
+    $("status").textContent = `Showing result ${shared[1]} from ${j.start ?? "an earlier run"}. Start runs a new test.`;
+  }).catch((e) => { $("status").textContent = `Could not load result ${shared[1]}: ${(e as Error).message}`; })
+    .finally(() => document.body.classList.remove("shared"));
+}
 (window as any).sonde = { result: () => lastResult };

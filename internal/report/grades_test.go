@@ -1,0 +1,36 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// A saved result without grades is graded on rendering, and text and HTML
+// show the same letters.
+func TestGradesRendered(t *testing.T) {
+	r := &model.Result{Schema: model.SchemaVersion,
+		Baseline: &model.RTTResult{RTTMs: model.Stats{N: 10, Mean: 20, P50: 20}},
+		Download: &model.DirectionResult{Direction: "download", GoodputBps: 200e6,
+			Latency: &model.RTTResult{RTTMs: model.Stats{N: 10, Mean: 270, P50: 260}}},
+	}
+	var txt, html bytes.Buffer
+	if err := WriteText(&txt, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&html, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"bufferbloat download D", "+250.0 ms mean under load", "gaming", "A+ < 5"} {
+		if !strings.Contains(txt.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, txt.String())
+		}
+	}
+	for _, want := range []string{`id="grades"`, ">Bufferbloat<", ">D<", ">Gaming<"} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+}
