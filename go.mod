@@ -12,6 +12,7 @@ require (
 )
 
 require (
+	github.com/gosnmp/gosnmp v1.47.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/pgx/v5 v5.12.0 // indirect
