@@ -113,10 +113,9 @@ func (c *snmpSource) fail(err error) error {
 // user it does not know and usmStatsUnsupportedSecLevels for one it knows
 // (who must authenticate), or answers the request with an error.
 func (c *snmpSource) diagnoseV3() string {
-	g := *c.g
-	g.Conn = nil
-	g.MsgFlags = gosnmp.NoAuthNoPriv
-	g.SecurityParameters = &gosnmp.UsmSecurityParameters{UserName: c.spec.User}
+	g := &gosnmp.GoSNMP{Target: c.g.Target, Port: c.g.Port, Transport: "udp", Timeout: c.spec.Timeout,
+		Version: gosnmp.Version3, SecurityModel: gosnmp.UserSecurityModel, MsgFlags: gosnmp.NoAuthNoPriv,
+		SecurityParameters: &gosnmp.UsmSecurityParameters{UserName: c.spec.User}}
 	if err := g.Connect(); err != nil {
 		return "the agent refused the v3 credentials"
 	}
