@@ -214,7 +214,7 @@ type Plan struct {
 	Servers  []string             // per stream: the sonde server whose monitor session carries it ("" for others)
 	UpBps    float64
 	DownBps  float64
-	Counters *counters.Spec              // parsed Config.Counters (nil: none)
+	Counters *counters.Spec             // parsed Config.Counters (nil: none)
 	Profiles []model.RequirementProfile // nil: the smart-grid table
 	Alerts   AlertConfig                // checked, defaults filled
 }

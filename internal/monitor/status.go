@@ -53,8 +53,8 @@ type StreamStatus struct {
 type LoadStatus struct {
 	Interface    string  `json:"interface"`
 	State        string  `json:"state"`
-	Up           string  `json:"up"`   // the uplink's part: idle, loaded, saturated, unknown
-	Down         string  `json:"down"` // the downlink's
+	Up           string  `json:"up"`     // the uplink's part: idle, loaded, saturated, unknown
+	Down         string  `json:"down"`   // the downlink's
 	UpBps        float64 `json:"up_bps"` // capacity in use (0: unknown)
 	DownBps      float64 `json:"down_bps"`
 	UpLearnt     bool    `json:"up_learnt"`
