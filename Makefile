@@ -19,7 +19,7 @@ RELEASE_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd
 # Cheap portability check of make test: everything compiles for these.
 CROSS_TARGETS   := darwin/amd64 windows/amd64 linux/arm64
 
-.PHONY: build run test cross deps apt-deps node-deps web bench release clean
+.PHONY: build run test cross deps apt-deps node-deps web bench release monitor-release clean
 
 build: $(BIN) $(QUIC_BIN)
 
@@ -77,6 +77,24 @@ release: web/dist/app.js
 		out=dist/sonde-$(VERSION)-$$os-$$arch$$ext; echo "$$out"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
 			-ldflags "-s -w -X main.version=$(VERSION)" -o $$out ./cmd/sonde || exit 1; \
+	done
+
+# The monitor-only build for gateways and small boards (docs/monitor.md,
+# "Where to run it"): the same code as sonde with tag monitoronly, which
+# wires only `sonde monitor` (run, status, report, alerts: probing,
+# counters, the SQLite store, ship, /metrics, the dashboard) and leaves out
+# the server, test clients, WebRTC, capture analysis, the emulator and lab,
+# and the PostgreSQL driver. Named sonde-monitor-VERSION-linux-ARCH;
+# linux-arm is ARMv7 (Pi 2 and later), linux-armv6 ARMv6 (Pi Zero, Pi 1).
+MONITOR_TARGETS := amd64 arm64 arm:7 armv6:6
+monitor-release: web/dist/app.js
+	@mkdir -p dist
+	@for t in $(MONITOR_TARGETS); do \
+		name=$${t%%:*}; goarm=$${t#*:}; arch=$$name; [ $$name = armv6 ] && arch=arm; [ $$goarm = $$t ] && goarm=; \
+		out=dist/sonde-monitor-$(VERSION)-linux-$$name; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$goarm $(GO) build -tags monitoronly -trimpath \
+			-ldflags "-s -w -X main.version=$(VERSION)" -o $$out ./cmd/sonde || exit 1; \
+		echo "$$out $$(stat -c %s $$out) bytes"; \
 	done
 
 deps: apt-deps node-deps

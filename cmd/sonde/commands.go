@@ -1,0 +1,11 @@
+//go:build !monitoronly
+
+package main
+
+import "github.com/spf13/cobra"
+
+// commands are sonde's commands. The monitor-only build (tag monitoronly,
+// `make monitor-release`) has commands_monitor.go's instead.
+func commands() []*cobra.Command {
+	return []*cobra.Command{newServeCmd(), newTestCmd(), newUDPCmd(), newAnalyzeCmd(), newCaptureCmd(), newLabCmd(), newEmulateCmd(), newReportCmd(), newStoreCmd(), newMonitorCmd(), newMBMCmd(), newFleetCmd()}
+}
