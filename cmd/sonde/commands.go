@@ -4,8 +4,8 @@ package main
 
 import "github.com/spf13/cobra"
 
-// commands are sonde's commands. The monitor-only build (tag monitoronly,
+// sondeCommands are sonde's commands. The monitor-only build (tag monitoronly,
 // `make monitor-release`) has commands_monitor.go's instead.
-func commands() []*cobra.Command {
+func sondeCommands() []*cobra.Command {
 	return []*cobra.Command{newServeCmd(), newTestCmd(), newUDPCmd(), newAnalyzeCmd(), newCaptureCmd(), newLabCmd(), newEmulateCmd(), newReportCmd(), newStoreCmd(), newMonitorCmd(), newMBMCmd(), newFleetCmd()}
 }

@@ -4,10 +4,10 @@ package main
 
 import "github.com/spf13/cobra"
 
-// commands of the monitor-only build (`make monitor-release`, for
+// sondeCommands: the commands of the monitor-only build (`make monitor-release`, for
 // gateways and small boards, docs/monitor.md "Where to run it"): `sonde
 // monitor` (run, status, report, alerts) and nothing that serves, emulates,
 // captures or drives load.
-func commands() []*cobra.Command {
+func sondeCommands() []*cobra.Command {
 	return []*cobra.Command{newMonitorCmd()}
 }

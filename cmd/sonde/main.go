@@ -48,7 +48,7 @@ delay, jitter and loss; passive RTT from captures; emulated paths.`,
 	// --version only: -v means nothing anywhere (serve's --verbose has no
 	// shorthand), so it cannot be mistaken for one or the other.
 	root.Flags().Bool("version", false, "print the version")
-	root.AddCommand(commands()...)
+	root.AddCommand(sondeCommands()...)
 	// cobra lists every command below (Available Commands), from the
 	// command tree itself.
 	root.Long += "\n\n" + exitHelp()

@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/sonde-project/sonde/internal/model"
 )
