@@ -7,7 +7,7 @@ QUIC_BIN := bin/sonde-quic
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOFILES  := $(shell find cmd internal -name '*.go' -not -name '*_test.go' 2>/dev/null)
 # Debian packages the tests and benchmarks use (peers and tools).
-APT_PKGS := snmpd snmp prometheus-node-exporter iperf3 irtt iputils-ping iproute2 tcpdump tshark tcptrace chromium firefox-esr postgresql \
+APT_PKGS := snmpd snmp prometheus-node-exporter qemu-user-static lintian iperf3 irtt iputils-ping iproute2 tcpdump tshark tcptrace chromium firefox-esr postgresql \
             prometheus-smokeping-prober sqlite3 curl
 NDT7_DIR := test/interop/ndt7
 WEB_SRC  := $(wildcard web/src/*) web/build.mjs web/package.json web/package-lock.json
