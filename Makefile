@@ -19,7 +19,7 @@ RELEASE_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd
 # Cheap portability check of make test: everything compiles for these.
 CROSS_TARGETS   := darwin/amd64 windows/amd64 linux/arm64
 
-.PHONY: build run test cross deps apt-deps node-deps web bench release monitor-release clean
+.PHONY: build run test cross deps apt-deps node-deps web bench release monitor-release deb clean
 
 build: $(BIN) $(QUIC_BIN)
 
@@ -95,6 +95,25 @@ monitor-release: web/dist/app.js
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$goarm $(GO) build -tags monitoronly -trimpath \
 			-ldflags "-s -w -X main.version=$(VERSION)" -o $$out ./cmd/sonde || exit 1; \
 		echo "$$out $$(stat -c %s $$out) bytes"; \
+	done
+
+# Debian packages of sonde for amd64, arm64 and armhf (ARMv7) in dist/,
+# with systemd units for sonde serve and sonde monitor run (contrib/deb),
+# checked by lintian when it is installed (errors fail the build). The
+# binary is static, as Go's are (lintian's override says so: it exempts
+# only Go packages built from a Debian source package).
+DEB_VERSION := 0.0~git$(shell git rev-parse --short HEAD 2>/dev/null || echo 0)
+DEB_TARGETS := amd64:amd64: arm64:arm64: armhf:arm:7
+deb: web/dist/app.js
+	@mkdir -p dist
+	@for t in $(DEB_TARGETS); do \
+		debarch=$${t%%:*}; rest=$${t#*:}; arch=$${rest%%:*}; goarm=$${rest#*:}; \
+		bin=dist/sonde-deb-linux-$$debarch; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$goarm $(GO) build -trimpath \
+			-ldflags "-s -w -X main.version=$(DEB_VERSION)" -o $$bin ./cmd/sonde || exit 1; \
+		out=dist/sonde_$(DEB_VERSION)_$$debarch.deb; \
+		sh contrib/deb/build-deb.sh $(DEB_VERSION) $$debarch $$bin $$out || exit 1; rm -f $$bin; \
+		if command -v lintian >/dev/null; then lintian --fail-on error $$out || exit 1; fi; \
 	done
 
 deps: apt-deps node-deps
