@@ -46,6 +46,34 @@ func analyse(t testing.TB, cfg Config, ss []model.MonitorStream, samples []model
 	return rep
 }
 
+// analyseRollups rolls samples up into minutes and reports from the
+// rollups alone; it returns the report and the number of rollups.
+func analyseRollups(t testing.TB, cfg Config, ss []model.MonitorStream, samples []model.ProbeSample) (*model.MonitorReport, int) {
+	t.Helper()
+	a, err := New(cfg, ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rolls []model.MonitorRollup
+	r := NewRoller(a.ThresholdsNs(), func(m model.MonitorRollup) { rolls = append(rolls, m) })
+	for _, s := range samples {
+		if err := r.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Flush()
+	for _, ro := range rolls {
+		if err := a.AddRollup(ro); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := a.Report(t0, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, len(rolls)
+}
+
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
 func TestBounds(t *testing.T) {
@@ -198,26 +226,9 @@ func TestRollupsMatchRaw(t *testing.T) {
 		}
 	}
 	raw := analyse(t, cfg, streams("a/stamp"), samples)
-	a, _ := New(cfg, streams("a/stamp"))
-	var rolls []model.MonitorRollup
-	r := NewRoller(a.ThresholdsNs(), func(m model.MonitorRollup) { rolls = append(rolls, m) })
-	for _, s := range samples {
-		if err := r.Add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.Flush()
-	if len(rolls) != 2 {
-		t.Fatalf("%d rollups, want 2", len(rolls))
-	}
-	for _, ro := range rolls {
-		if err := a.AddRollup(ro); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rep, err := a.Report(t0, t0)
-	if err != nil {
-		t.Fatal(err)
+	rep, rolls := analyseRollups(t, cfg, streams("a/stamp"), samples)
+	if rolls != 2 {
+		t.Fatalf("%d rollups, want 2", rolls)
 	}
 	x, y := raw.Stats[0], rep.Stats[0]
 	if !slices.Equal(x.Reliability, y.Reliability) || !slices.Equal(x.Windows, y.Windows) || x.Sent != y.Sent || x.Lost != y.Lost {
@@ -286,24 +297,7 @@ func TestLoadedIsItsOwnState(t *testing.T) {
 	}
 	cfg := Config{}
 	raw := analyse(t, cfg, streams("a/stamp"), samples)
-	a, _ := New(cfg, streams("a/stamp"))
-	var rolls []model.MonitorRollup
-	r := NewRoller(a.ThresholdsNs(), func(m model.MonitorRollup) { rolls = append(rolls, m) })
-	for _, s := range samples {
-		if err := r.Add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.Flush()
-	for _, ro := range rolls {
-		if err := a.AddRollup(ro); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rolled, err := a.Report(t0, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rolled, _ := analyseRollups(t, cfg, streams("a/stamp"), samples)
 	for _, rep := range []*model.MonitorReport{raw, rolled} {
 		got := map[string]model.LoadReliability{}
 		for _, lr := range rep.Stats[0].ByLoad {

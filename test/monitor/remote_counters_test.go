@@ -41,16 +41,8 @@ func TestRemoteCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &rig{t: t, dir: t.TempDir(), profile: prof, truth: prof.GroundTruth()}
-	l, err := lab.UpProfile(context.Background(), prof, lab.Options{Seed: 21, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := upLab(t, prof, 21)
 	r.lab = l
-	t.Cleanup(func() {
-		if err := l.Down(); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
 	router := "router-1"
 	lanAddr, err := l.AddrOn(router, 1) // the router's address on the LAN (link 1)
 	if err != nil {
