@@ -7,7 +7,7 @@ QUIC_BIN := bin/sonde-quic
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOFILES  := $(shell find cmd internal -name '*.go' -not -name '*_test.go' 2>/dev/null)
 # Debian packages the tests and benchmarks use (peers and tools).
-APT_PKGS := iperf3 irtt iputils-ping iproute2 tcpdump tshark tcptrace chromium firefox-esr postgresql \
+APT_PKGS := snmpd snmp prometheus-node-exporter qemu-user-static lintian iperf3 irtt iputils-ping iproute2 tcpdump tshark tcptrace chromium firefox-esr postgresql \
             prometheus-smokeping-prober sqlite3 curl
 NDT7_DIR := test/interop/ndt7
 WEB_SRC  := $(wildcard web/src/*) web/build.mjs web/package.json web/package-lock.json
@@ -19,7 +19,7 @@ RELEASE_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd
 # Cheap portability check of make test: everything compiles for these.
 CROSS_TARGETS   := darwin/amd64 windows/amd64 linux/arm64
 
-.PHONY: build run test cross deps apt-deps node-deps web bench release clean
+.PHONY: build run test cross deps apt-deps node-deps web bench release monitor-release deb clean
 
 build: $(BIN) $(QUIC_BIN)
 
@@ -83,6 +83,43 @@ release: web/dist/app.js
 		out=dist/sonde-$(VERSION)-$$os-$$arch$$ext; echo "$$out"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
 			-ldflags "-s -w -X main.version=$(VERSION)" -o $$out ./cmd/sonde || exit 1; \
+	done
+
+# The monitor-only build for gateways and small boards (docs/monitor.md,
+# "Where to run it"): the same code as sonde with tag monitoronly, which
+# wires only `sonde monitor` (run, status, report, alerts: probing,
+# counters, the SQLite store, ship, /metrics, the dashboard) and leaves out
+# the server, test clients, WebRTC, capture analysis, the emulator and lab,
+# and the PostgreSQL driver. Named sonde-monitor-VERSION-linux-ARCH;
+# linux-arm is ARMv7 (Pi 2 and later), linux-armv6 ARMv6 (Pi Zero, Pi 1).
+MONITOR_TARGETS := amd64 arm64 arm:7 armv6:6
+monitor-release: web/dist/app.js
+	@mkdir -p dist
+	@for t in $(MONITOR_TARGETS); do \
+		name=$${t%%:*}; goarm=$${t#*:}; arch=$$name; [ $$name = armv6 ] && arch=arm; [ $$goarm = $$t ] && goarm=; \
+		out=dist/sonde-monitor-$(VERSION)-linux-$$name; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$goarm $(GO) build -tags monitoronly -trimpath \
+			-ldflags "-s -w -X main.version=$(VERSION)" -o $$out ./cmd/sonde || exit 1; \
+		echo "$$out $$(stat -c %s $$out) bytes"; \
+	done
+
+# Debian packages of sonde for amd64, arm64 and armhf (ARMv7) in dist/,
+# with systemd units for sonde serve and sonde monitor run (contrib/deb),
+# checked by lintian when it is installed (errors fail the build). The
+# binary is static, as Go's are (lintian's override says so: it exempts
+# only Go packages built from a Debian source package).
+DEB_VERSION := 0.0~git$(shell git rev-parse --short HEAD 2>/dev/null || echo 0)
+DEB_TARGETS := amd64:amd64: arm64:arm64: armhf:arm:7
+deb: web/dist/app.js
+	@mkdir -p dist
+	@for t in $(DEB_TARGETS); do \
+		debarch=$${t%%:*}; rest=$${t#*:}; arch=$${rest%%:*}; goarm=$${rest#*:}; \
+		bin=dist/sonde-deb-linux-$$debarch; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$goarm $(GO) build -trimpath \
+			-ldflags "-s -w -X main.version=$(DEB_VERSION)" -o $$bin ./cmd/sonde || exit 1; \
+		out=dist/sonde_$(DEB_VERSION)_$$debarch.deb; \
+		sh contrib/deb/build-deb.sh $(DEB_VERSION) $$debarch $$bin $$out || exit 1; rm -f $$bin; \
+		if command -v lintian >/dev/null; then lintian --fail-on error $$out || exit 1; fi; \
 	done
 
 deps: apt-deps node-deps

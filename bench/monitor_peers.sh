@@ -23,7 +23,9 @@
 #
 # Environment: BENCH_DURATION (60), BENCH_ROUNDS (2), BENCH_PROFILE
 # (fiber), BENCH_TRUTH_MS (5.0, the profile's base RTT), SONDE (a sonde
-# binary; default: built from this tree), IRTT (irtt), SMOKEPING
+# binary; default: built from this tree), MONITOR (the binary that runs
+# `monitor run`: default SONDE; e.g. the monitor-only build of `make
+# monitor-release`, dist/sonde-monitor-VERSION-linux-amd64), IRTT (irtt), SMOKEPING
 # (prometheus-smokeping-prober), GO (go).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -124,7 +126,7 @@ on_start_sonde() { date +%s%N >"$tmp/sonde-$1.from"; }
 on_end_sonde() { date +%s%N >"$tmp/sonde-$1.to"; }
 run_sonde() {
 	local r=$1 db=$tmp/sonde-$1.db
-	client "$SONDE" monitor run --target "$SRV:8080" --rate 10 --store "$db" --listen off --name "peers-$r" 2>"$tmp/sonde-$r.log" &
+	client "${MONITOR:-$SONDE}" monitor run --target "$SRV:8080" --rate 10 --store "$db" --listen off --name "peers-$r" 2>"$tmp/sonde-$r.log" &
 	local lp=$!
 	pids+=("$lp")
 	measure sonde "$(tool_pid "$lp" "monitor run")" "$r" || return 1

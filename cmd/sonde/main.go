@@ -51,7 +51,7 @@ servers into one store (sonde store, sonde fleet).`,
 	// --version only: -v means nothing anywhere (serve's --verbose has no
 	// shorthand), so it cannot be mistaken for one or the other.
 	root.Flags().Bool("version", false, "print the version")
-	root.AddCommand(newServeCmd(), newTestCmd(), newUDPCmd(), newRPMCmd(), newAnalyzeCmd(), newCaptureCmd(), newLabCmd(), newEmulateCmd(), newReportCmd(), newStoreCmd(), newMonitorCmd(), newMBMCmd(), newFleetCmd())
+	root.AddCommand(sondeCommands()...)
 	// cobra lists every command below (Available Commands), from the
 	// command tree itself.
 	root.Long += "\n\n" + exitHelp()

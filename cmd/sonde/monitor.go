@@ -82,6 +82,7 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 				over("tcp", func() { fc.TCPPort = cfg.TCPPort })
 				over("dscp", func() { fc.DSCP = cfg.DSCP })
 				over("interface", func() { fc.Interface = cfg.Interface })
+				over("counters", func() { fc.Counters = cfg.Counters })
 				over("up", func() { fc.Up = cfg.Up })
 				over("down", func() { fc.Down = cfg.Down })
 				over("store", func() { fc.Store = cfg.Store })
@@ -151,6 +152,10 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 	f.IntVar(&cfg.TCPPort, "tcp", 0, "also probe each target's host with TCP connects to `PORT`")
 	f.StringSliceVar(&cfg.DSCP, "dscp", nil, "DSCP classes probed side by side, e.g. ef,be (default be)")
 	f.StringVar(&cfg.Interface, "interface", "", "access interface `IF` whose counters label each probe's load state")
+	f.StringVar(&cfg.Counters, "counters", "", "or the access link's counters on another box (`SPEC`): snmp://[COMMUNITY@]HOST[:PORT]/IFACE "+
+		"(v2c; IFACE an ifName, ifDescr or ifIndex), snmp://USER@HOST/IFACE?version=3&auth=SHA&auth-pass=P&priv=AES&priv-pass=Q, "+
+		"or node-exporter://HOST[:9100][/metrics]?device=IFACE; options interval= (between reads, 1s; 100ms-10s), timeout= (per read), "+
+		"side=wan|lan (lan: the interface's transmit counter is the downlink). Secrets belong in the --config file")
 	f.StringVar(&cfg.Up, "up", "", "uplink capacity of --interface, e.g. 20M (default: learnt)")
 	f.StringVar(&cfg.Down, "down", "", "downlink capacity of --interface, e.g. 100M (default: learnt)")
 	f.StringVar(&cfg.Store, "store", "", "`URL` of the store: a SQLite path or postgres://… (default /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db)")

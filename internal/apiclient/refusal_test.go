@@ -11,58 +11,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/protocol"
-	"github.com/sonde-project/sonde/internal/server"
-	"github.com/sonde-project/sonde/internal/server/servertest"
 )
-
-// A real server's refusals come back as a RefusedError with the server's
-// own reason, whether the reason is JSON (a handler's) or plain text (the
-// connection cap's, written before any handler runs), and never as
-// "not a sonde server" or net/http's internal wording.
-func TestRefusalsOfARealServer(t *testing.T) {
-	ctx := context.Background()
-	req := protocol.SessionRequest{Client: "test", DurationS: 1}
-
-	t.Run("token", func(t *testing.T) {
-		addr := servertest.Start(t, server.Config{Token: "s3cret", PerIPPerMinute: -1, WebRTCPort: -1})
-		c, err := New(addr, "wrong", "test", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		err = c.Call(ctx, http.MethodPost, protocol.PathSessions, req, nil)
-		var re *RefusedError
-		if !errors.As(err, &re) || re.Status != http.StatusUnauthorized || !strings.Contains(err.Error(), "token") {
-			t.Fatalf("wrong token: %v", err)
-		}
-	})
-
-	t.Run("connection cap", func(t *testing.T) {
-		addr := servertest.Start(t, server.Config{MaxConnsPerIP: 1, PerIPPerMinute: -1, WebRTCPort: -1})
-		// One idle connection holds the address's only slot.
-		hold, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer hold.Close()
-		time.Sleep(50 * time.Millisecond) // let the server count it
-		// The refusal races the request write on every try: repeat so that
-		// both orders are met.
-		for i := range 20 {
-			c, err := New(addr, "", "test", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = c.Call(ctx, http.MethodPost, protocol.PathSessions, req, nil)
-			c.Close()
-			var re *RefusedError
-			if !errors.As(err, &re) || re.Status != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "too many connections") {
-				t.Fatalf("try %d: want the server's refusal with its reason, got %v", i, err)
-			}
-			checkPlain(t, err)
-		}
-	})
-}
 
 // checkPlain fails on a message that shows a Go formatting verb or one of
 // net/http's internal names.

@@ -82,7 +82,7 @@ func (t *Tracker) noteResolution(nowNs, oldRes int64) {
 	res := time.Duration(t.stale.resNs)
 	d := map[string]float64{"resolution_ms": float64(res) / 1e6, "previous_ms": float64(oldRes) / 1e6}
 	if t.stale.resNs > t.intervalNs {
-		t.add(t.event(nowNs, fmt.Sprintf("%s: the driver refreshes its counters only every %v; load states use a %v window",
+		t.add(t.event(nowNs, fmt.Sprintf("%s: the counters change only every %v (a driver or an agent that refreshes them that seldom); load states use a %v window",
 			t.name(), res, time.Duration(t.windowNs())), "stale", d))
 		return
 	}

@@ -117,6 +117,7 @@ type entry struct {
 	downSatNs  int64
 	ok         bool
 	state      model.LoadState
+	us, ds     dirState // each direction's part of state
 	resolution int64
 }
 
@@ -277,7 +278,7 @@ func (t *Tracker) Observe(nowNs int64, rawRx, rawTx uint64) model.CounterSample 
 	} else if e.downSatNs != 0 && nowNs-e.downSatNs <= hold && ds != dirUnknown {
 		ds = dirSat
 	}
-	e.state = combine(us, ds)
+	e.state, e.us, e.ds = combine(us, ds), us, ds
 
 	t.ring[t.head] = e
 	t.head = (t.head + 1) % len(t.ring)
@@ -302,8 +303,9 @@ func (t *Tracker) deliver(evs []model.MonitorEvent) {
 
 // combine labels a sample from its two directions. A direction whose
 // state is unknown leaves the label unknown unless the other one alone
-// settles it; a direction between Low and High is neither idle nor
-// saturated, and the model has no state for it: unknown.
+// settles it (it is saturated); a direction between Low and High is
+// neither idle nor saturated: with the other one idle or likewise, the
+// link is loaded (model.LoadLoaded).
 func combine(up, down dirState) model.LoadState {
 	switch {
 	case up == dirSat && down == dirSat:
@@ -314,8 +316,33 @@ func combine(up, down dirState) model.LoadState {
 		return model.LoadDown
 	case up == dirIdle && down == dirIdle:
 		return model.LoadIdle
+	case (up == dirIdle || up == dirMid) && (down == dirIdle || down == dirMid):
+		return model.LoadLoaded
 	}
 	return model.LoadUnknown
+}
+
+// DirLoad is one direction's load at a reading: what the link's label is
+// made of, for status pages and tests that check each direction.
+type DirLoad uint8
+
+const (
+	DirUnknown   DirLoad = DirLoad(dirUnknown)
+	DirIdle      DirLoad = DirLoad(dirIdle)
+	DirLoaded    DirLoad = DirLoad(dirMid) // between Low and High × capacity
+	DirSaturated DirLoad = DirLoad(dirSat) // ≥ High × capacity, or within Hold of it
+)
+
+func (d DirLoad) String() string {
+	switch d {
+	case DirIdle:
+		return "idle"
+	case DirLoaded:
+		return "loaded"
+	case DirSaturated:
+		return "saturated"
+	}
+	return "unknown"
 }
 
 func (t *Tracker) direction(ok bool, rate, capacity float64) dirState {
@@ -414,6 +441,7 @@ type Status struct {
 	UpRate, DownRate     float64 // newest windowed rates, bits/s, when RatesOK
 	RatesOK              bool
 	State                model.LoadState // newest sample's label
+	Up, Down             DirLoad         // its two directions' parts
 	Wraps, Resets, Jumps uint64
 }
 
@@ -435,6 +463,7 @@ func (t *Tracker) Status() Status {
 	if t.n > 0 {
 		e := t.at(t.n - 1)
 		s.UpRate, s.DownRate, s.RatesOK, s.State = e.up, e.down, e.ok, e.state
+		s.Up, s.Down = DirLoad(e.us), DirLoad(e.ds)
 	}
 	return s
 }

@@ -246,7 +246,10 @@ func TestLoadStates(t *testing.T) {
 		{30, 100e3, 1e6, model.LoadIdle},
 		{50, 100e3, 48e6, model.LoadDown},
 		{50, 9.5e6, 48e6, model.LoadBoth},
-		{30, 5e6, 1e6, model.LoadUnknown}, // half the uplink: neither idle nor saturated
+		{30, 5e6, 1e6, model.LoadLoaded},    // half the uplink: neither idle nor saturated
+		{30, 5e6, 25e6, model.LoadLoaded},   // half of each direction
+		{30, 100e3, 25e6, model.LoadLoaded}, // half the downlink, the uplink idle
+		{50, 9.5e6, 25e6, model.LoadUp},     // one saturated direction names the state
 		{30, 0, 0, model.LoadIdle},
 	} {
 		l.run(p.reads, p.up, p.down)
@@ -316,8 +319,8 @@ func TestLearnCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.run(30, 20e6, 10e3)
-	if st := l.tr.Status(); st.UpLearnt || st.UpBps != 40e6 || l.tr.Classify(l.now) != model.LoadUnknown {
-		t.Errorf("after SetCapacity(40 M): %+v, %v; want 20 M of 40 M (mid: unknown)", st, l.tr.Classify(l.now))
+	if st := l.tr.Status(); st.UpLearnt || st.UpBps != 40e6 || l.tr.Classify(l.now) != model.LoadLoaded || st.Up != DirLoaded || st.Down != DirIdle {
+		t.Errorf("after SetCapacity(40 M): %+v, %v; want 20 M of 40 M (up loaded, down idle: loaded)", st, l.tr.Classify(l.now))
 	}
 	if err := l.tr.SetCapacity(-1, 0); err == nil {
 		t.Error("negative capacity accepted")

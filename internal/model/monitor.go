@@ -27,10 +27,17 @@ const (
 	LoadUp   // uplink saturated
 	LoadDown // downlink saturated
 	LoadBoth
+	// LoadLoaded: traffic flows but no direction is saturated (a direction
+	// between the idle and saturated thresholds, e.g. a steady 50 % of its
+	// capacity, the other idle or likewise). Added after the others, so the
+	// stored byte of every older row keeps its meaning.
+	LoadLoaded
 )
 
 // LoadStates lists the states a report breaks results down by, in order.
-var LoadStates = [...]LoadState{LoadIdle, LoadUp, LoadDown, LoadBoth, LoadUnknown}
+// Its length bounds every per-state array; a stored byte beyond it reads
+// as LoadUnknown.
+var LoadStates = [...]LoadState{LoadIdle, LoadLoaded, LoadUp, LoadDown, LoadBoth, LoadUnknown}
 
 func (s LoadState) String() string {
 	switch s {
@@ -42,6 +49,8 @@ func (s LoadState) String() string {
 		return "down-saturated"
 	case LoadBoth:
 		return "both-saturated"
+	case LoadLoaded:
+		return "loaded"
 	}
 	return "unknown"
 }

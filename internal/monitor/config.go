@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/sonde-project/sonde/internal/counters"
 	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor/probe"
@@ -45,6 +46,7 @@ type Config struct {
 	TCPPort   int               `json:"tcp_port"`     // also TCP connect to each target's host on this port (0: none)
 	DSCP      []string          `json:"dscp"`         // classes probed side by side (default: be only)
 	Interface string            `json:"interface"`    // access interface whose counters label the load state
+	Counters  string            `json:"counters"`     // or the access link's counters on another box: snmp://… or node-exporter://… (internal/counters)
 	Up        string            `json:"up"`           // uplink capacity (e.g. "20M"; empty: learnt)
 	Down      string            `json:"down"`         // downlink capacity
 	Store     string            `json:"store"`        // store URL (default DefaultStore())
@@ -200,8 +202,18 @@ type Plan struct {
 	Servers  []string             // per stream: the sonde server whose monitor session carries it ("" for others)
 	UpBps    float64
 	DownBps  float64
+	Counters *counters.Spec             // parsed Config.Counters (nil: none)
 	Profiles []model.RequirementProfile // nil: the smart-grid table
 	Alerts   AlertConfig                // checked, defaults filled
+}
+
+// LoadSource names where the load states come from: the interface, or
+// the remote counter source (without its secrets); "" for none.
+func (p *Plan) LoadSource() string {
+	if p.Counters != nil {
+		return p.Counters.String()
+	}
+	return p.Interface
 }
 
 // Validate checks every field (after Defaults) and builds the streams.
@@ -241,9 +253,19 @@ func (c Config) Validate() (*Plan, error) {
 		codes = append(codes, v)
 	}
 	if c.Up != "" || c.Down != "" {
-		if c.Interface == "" {
-			return nil, errors.New("--up/--down: they are the capacities of --interface, which is not given")
+		if c.Interface == "" && c.Counters == "" {
+			return nil, errors.New("--up/--down: they are the capacities of --interface or --counters, neither of which is given")
 		}
+	}
+	if c.Counters != "" {
+		if c.Interface != "" {
+			return nil, errors.New("--counters: give either --interface (a local interface) or --counters (another box's), not both")
+		}
+		spec, err := counters.Parse(c.Counters)
+		if err != nil {
+			return nil, fmt.Errorf("--counters: %s", strings.TrimPrefix(err.Error(), "counters: "))
+		}
+		p.Counters = &spec
 	}
 	var err error
 	if c.Up != "" {

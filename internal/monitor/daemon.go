@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/counters"
 	"github.com/sonde-project/sonde/internal/ifstat"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor/probe"
@@ -64,7 +65,7 @@ type Daemon struct {
 	mid     int64
 	prober  *probe.Prober
 	tracker *ifstat.Tracker
-	src     *ifstat.Sysfs
+	src     counterSource
 	ln      net.Listener
 	log     *log.Logger
 	version string
@@ -100,6 +101,7 @@ func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
 		}
 	}()
 	var ifEvents *eventQueue
+	var err error
 	if plan.Interface != "" {
 		src, err := ifstat.Open(plan.Interface)
 		if err != nil {
@@ -113,6 +115,11 @@ func New(ctx context.Context, plan *Plan, opt Options) (*Daemon, error) {
 			return nil, configErr(fmt.Errorf("--interface: %w", err))
 		}
 		d.tracker = t
+	} else if plan.Counters != nil {
+		ifEvents = &eventQueue{}
+		if d.src, d.tracker, err = d.openRemoteCounters(plan, ifEvents); err != nil {
+			return nil, configErr(fmt.Errorf("--counters: %w", err))
+		}
 	}
 	mid, err := d.st.Monitor(ctx, store.Identity{Name: plan.Name, Labels: plan.Labels})
 	if err != nil {
@@ -262,6 +269,47 @@ func (d *Daemon) Run(ctx context.Context) error {
 func ringSize(p *Plan) int {
 	n := int(float64(len(p.Streams)) * p.Rate * 60)
 	return min(max(n, 4096), probe.DefaultRingSize)
+}
+
+// counterSource is where the tracker's readings come from: a local
+// interface (ifstat.Sysfs) or another box's counters (internal/counters).
+type counterSource interface {
+	ifstat.Source
+	Close() error
+}
+
+// openRemoteCounters opens another box's counters. It reads them once: a
+// failure (agent unreachable, wrong credentials, unknown interface) is one
+// logged line and probing goes on, the reader retrying every interval
+// (ifstat.Run records when they become readable). Their read interval sets
+// the tracker's, and the window is at least two reads; an event says so,
+// since coarser reads make coarser load states.
+func (d *Daemon) openRemoteCounters(plan *Plan, q *eventQueue) (counterSource, *ifstat.Tracker, error) {
+	spec := *plan.Counters
+	src, err := counters.Open(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, _, err := src.Read(); err != nil {
+		d.log.Printf("--counters: %v (probing goes on; load states are unknown until the counters are readable)", err)
+		if _, _, err2 := src.Read(); err2 == nil {
+			d.log.Printf("--counters: %s readable", spec)
+		}
+	}
+	window := max(time.Second, 2*spec.Interval)
+	t, err := ifstat.NewTracker(ifstat.Config{Name: spec.String(), Interval: spec.Interval, Window: window,
+		Sustain: max(3*time.Second, 3*spec.Interval), UpBps: plan.UpBps, DownBps: plan.DownBps,
+		MaxBps: src.SpeedBps(), TxIsDown: spec.TxIsDown, OnEvent: q.add})
+	if err != nil {
+		src.Close()
+		return nil, nil, err
+	}
+	now := time.Now().UnixNano()
+	q.add(model.MonitorEvent{Kind: model.EventCounters, StartNs: now, EndNs: now, Stream: -1, Flags: []string{"remote"},
+		Text: fmt.Sprintf("load states from %s, read every %v: rates over %v windows (local counters: 100 ms reads, 1 s windows); an agent that refreshes less often makes them coarser still, and is reported when found",
+			spec, spec.Interval, window),
+		Detail: map[string]float64{"interval_ms": float64(spec.Interval) / 1e6, "window_ms": float64(window) / 1e6}})
+	return src, t, nil
 }
 
 // eventQueue collects events from other goroutines (ifstat's reader) for

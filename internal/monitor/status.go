@@ -53,6 +53,8 @@ type StreamStatus struct {
 type LoadStatus struct {
 	Interface    string  `json:"interface"`
 	State        string  `json:"state"`
+	Up           string  `json:"up"`     // the uplink's part: idle, loaded, saturated, unknown
+	Down         string  `json:"down"`   // the downlink's
 	UpBps        float64 `json:"up_bps"` // capacity in use (0: unknown)
 	DownBps      float64 `json:"down_bps"`
 	UpLearnt     bool    `json:"up_learnt"`
@@ -123,7 +125,7 @@ func (c *core) updateStatus(now int64, evs []model.MonitorEvent) {
 	var load *LoadStatus
 	if c.tracker != nil {
 		t := c.tracker.Status()
-		load = &LoadStatus{Interface: c.plan.Interface, State: t.State.String(), UpBps: t.UpBps, DownBps: t.DownBps,
+		load = &LoadStatus{Interface: c.plan.LoadSource(), State: t.State.String(), Up: t.Up.String(), Down: t.Down.String(), UpBps: t.UpBps, DownBps: t.DownBps,
 			UpLearnt: t.UpLearnt, DownLearnt: t.DownLearnt, Stale: t.Stale, ResolutionMs: float64(t.Resolution) / 1e6, Samples: t.Samples}
 		if t.RatesOK {
 			load.UpRateBps, load.DownRateBps = t.UpRate, t.DownRate

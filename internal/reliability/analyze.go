@@ -32,7 +32,7 @@ type streamAcc struct {
 	exactRev         []int64
 	exactOver        bool
 	within           []uint64
-	load             [5]loadTotals
+	load             [len(model.LoadStates)]loadTotals
 	minutes          []minuteRec
 	lastMinute       int64
 	hasMinute        bool

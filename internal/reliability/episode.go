@@ -14,7 +14,7 @@ import (
 // elevated delay), runs closer than GapNs joined.
 type episode struct {
 	start, lastLoaded, firstAfter int64
-	states                        [5]int
+	states                        [len(model.LoadStates)]int
 	seq                           []int64 // RTT per probe in order, −1 lost
 	n, lost                       int
 	truncated                     bool
@@ -24,7 +24,9 @@ func (a *Analyzer) loaded(st *streamAcc, s model.ProbeSample) bool {
 	switch s.Load {
 	case model.LoadUp, model.LoadDown, model.LoadBoth:
 		return true
-	case model.LoadIdle:
+	case model.LoadIdle, model.LoadLoaded:
+		// The counters say no direction is saturated: whatever delay the
+		// probe met, it is not a saturated episode.
 		return false
 	}
 	if st.baseRef == 0 {

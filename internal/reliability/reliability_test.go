@@ -46,6 +46,34 @@ func analyse(t testing.TB, cfg Config, ss []model.MonitorStream, samples []model
 	return rep
 }
 
+// analyseRollups rolls samples up into minutes and reports from the
+// rollups alone; it returns the report and the number of rollups.
+func analyseRollups(t testing.TB, cfg Config, ss []model.MonitorStream, samples []model.ProbeSample) (*model.MonitorReport, int) {
+	t.Helper()
+	a, err := New(cfg, ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rolls []model.MonitorRollup
+	r := NewRoller(a.ThresholdsNs(), func(m model.MonitorRollup) { rolls = append(rolls, m) })
+	for _, s := range samples {
+		if err := r.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Flush()
+	for _, ro := range rolls {
+		if err := a.AddRollup(ro); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := a.Report(t0, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, len(rolls)
+}
+
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
 func TestBounds(t *testing.T) {
@@ -198,26 +226,9 @@ func TestRollupsMatchRaw(t *testing.T) {
 		}
 	}
 	raw := analyse(t, cfg, streams("a/stamp"), samples)
-	a, _ := New(cfg, streams("a/stamp"))
-	var rolls []model.MonitorRollup
-	r := NewRoller(a.ThresholdsNs(), func(m model.MonitorRollup) { rolls = append(rolls, m) })
-	for _, s := range samples {
-		if err := r.Add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.Flush()
-	if len(rolls) != 2 {
-		t.Fatalf("%d rollups, want 2", len(rolls))
-	}
-	for _, ro := range rolls {
-		if err := a.AddRollup(ro); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rep, err := a.Report(t0, t0)
-	if err != nil {
-		t.Fatal(err)
+	rep, rolls := analyseRollups(t, cfg, streams("a/stamp"), samples)
+	if rolls != 2 {
+		t.Fatalf("%d rollups, want 2", rolls)
 	}
 	x, y := raw.Stats[0], rep.Stats[0]
 	if !slices.Equal(x.Reliability, y.Reliability) || !slices.Equal(x.Windows, y.Windows) || x.Sent != y.Sent || x.Lost != y.Lost {
@@ -258,6 +269,51 @@ func TestBinOfEdges(t *testing.T) {
 			if v >= lo && v < hi && BinOf(v) != b {
 				t.Fatalf("BinOf(%d) = %d, want %d [%d, %d)", v, BinOf(v), b, lo, hi)
 			}
+		}
+	}
+}
+
+// TestLoadedIsItsOwnState: probes sent while the link is loaded but not
+// saturated (model.LoadLoaded) get their own R(L), apart from idle and
+// from unknown ("no counters"), from raw samples and from rollups alike;
+// they open no saturated episode; and a stored load byte this version
+// does not know still reads as unknown.
+func TestLoadedIsItsOwnState(t *testing.T) {
+	var samples []model.ProbeSample
+	for i := range 1200 {
+		rtt, load := 20.0, model.LoadIdle
+		switch {
+		case i >= 300 && i < 600: // a steady 50 % load: 60 ms, 1 in 10 over 200 ms
+			rtt, load = 60, model.LoadLoaded
+			if i%10 == 0 {
+				rtt = 250
+			}
+		case i >= 600 && i < 700: // no counters yet
+			rtt, load = 30, model.LoadUnknown
+		case i >= 700 && i < 710:
+			rtt, load = 30, model.LoadState(200) // a byte from a future version
+		}
+		samples = append(samples, sample(0, i, rtt, load))
+	}
+	cfg := Config{}
+	raw := analyse(t, cfg, streams("a/stamp"), samples)
+	rolled, _ := analyseRollups(t, cfg, streams("a/stamp"), samples)
+	for _, rep := range []*model.MonitorReport{raw, rolled} {
+		got := map[string]model.LoadReliability{}
+		for _, lr := range rep.Stats[0].ByLoad {
+			got[lr.Load] = lr
+		}
+		if l := got["loaded"]; l.Sent != 300 || rel(l.Reliability, 200*ms).R != 0.9 || rel(l.Reliability, 50*ms).R != 0 {
+			t.Errorf("%s: loaded %+v; want 300 probes, R(200 ms) 0.9", rep.Source, l)
+		}
+		if u := got["unknown"]; u.Sent != 110 {
+			t.Errorf("%s: unknown %+v; want 110 probes (100 unlabelled, 10 of an unknown byte)", rep.Source, u)
+		}
+		if i := got["idle"]; i.Sent != 790 || rel(i.Reliability, 50*ms).R != 1 {
+			t.Errorf("%s: idle %+v; want 790 probes all within 50 ms", rep.Source, i)
+		}
+		if len(eventsOf(rep, model.EventLoaded)) != 0 {
+			t.Errorf("%s: a loaded (unsaturated) run made a saturated episode: %+v", rep.Source, eventsOf(rep, model.EventLoaded))
 		}
 	}
 }

@@ -38,7 +38,7 @@ type minuteAcc struct {
 	min, max         int64
 	answered         uint32
 	within           []uint32
-	load             [5]loadAcc
+	load             [len(model.LoadStates)]loadAcc
 }
 
 type loadAcc struct {
@@ -130,7 +130,7 @@ func failed(s model.ProbeSample) bool {
 }
 
 func loadIndex(l model.LoadState) int {
-	if l > model.LoadBoth {
+	if int(l) >= len(model.LoadStates) {
 		return int(model.LoadUnknown)
 	}
 	return int(l)

@@ -23,8 +23,9 @@ func monitorFixture(r200 float64) *model.MonitorReport {
 			RTT:         model.DelayStats{N: 980, MeanNs: 25e6, SDNs: 3e6, MinNs: 19e6, P50Ns: 20e6, P99Ns: 300e6, MaxNs: 430e6},
 			Reliability: rs,
 			Windows:     []model.WindowReliability{{WindowNs: 60e9, LNs: 200e6, Windows: 60, Worst: rel(200e6, 0.5), WorstStartNs: t0 + 600e9, P50: r200}},
-			ByLoad:      []model.LoadReliability{{Load: "up-saturated", Sent: 100, Reliability: []model.Reliability{rel(100e6, 0.1), rel(200e6, 0.15)}}},
-			Verdicts:    []model.ProfileVerdict{{Profile: "voip", Verdict: model.VerdictFail, Fail: 1, WorstR: 0.5}},
+			ByLoad: []model.LoadReliability{{Load: "loaded", Sent: 200, Reliability: []model.Reliability{rel(100e6, 0.6), rel(200e6, 0.95)}},
+				{Load: "up-saturated", Sent: 100, Reliability: []model.Reliability{rel(100e6, 0.1), rel(200e6, 0.15)}}},
+			Verdicts: []model.ProfileVerdict{{Profile: "voip", Verdict: model.VerdictFail, Fail: 1, WorstR: 0.5}},
 		}},
 		Daily:  []model.DailyStats{{Stream: 0, DayNs: t0, Sent: 1000, Lost: 20, P50Ns: 20e6, Reliability: rs}},
 		Series: []model.MonitorSeries{{Stream: 0, BucketNs: 60e9, Points: []model.SeriesPoint{{StartNs: t0, Sent: 600, Lost: 3, P50Ns: 20e6, P99Ns: 40e6}, {StartNs: t0 + 60e9, Sent: 400, Lost: 17, P50Ns: 200e6, P99Ns: 430e6}}}},
@@ -60,7 +61,9 @@ func TestMonitorCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[2], "198.18.0.2:862/stamp,198.18.0.2:862,stamp,0,200.000,1000,20,5,950,0.950000,0.940000,0.960000,0.500000,2026-01-01T00:10:00Z,,0.150000,") {
+	// A loaded (unsaturated) link has its own column, apart from idle and unknown.
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], ",r_idle,r_loaded,r_up-saturated,r_down-saturated,r_both-saturated,r_unknown") ||
+		!strings.HasPrefix(lines[2], "198.18.0.2:862/stamp,198.18.0.2:862,stamp,0,200.000,1000,20,5,950,0.950000,0.940000,0.960000,0.500000,2026-01-01T00:10:00Z,,0.950000,0.150000,,,") {
 		t.Errorf("csv:\n%s", b.String())
 	}
 	b.Reset()

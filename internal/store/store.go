@@ -23,8 +23,7 @@ import (
 	"sync"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/sonde-project/sonde/internal/model"
 )
@@ -283,6 +282,9 @@ func sqliteDSN(path string, cacheKiB int) string {
 func openDB(loc Location, cacheKiB int) (*sql.DB, error) {
 	switch loc.Backend {
 	case Postgres:
+		if !havePostgres {
+			return nil, fmt.Errorf("store: %s: this build (monitor-only) has no PostgreSQL driver: keep a SQLite store and --ship to a fleet store", loc)
+		}
 		db, err := sql.Open("pgx", loc.DSN)
 		if err != nil {
 			return nil, fmt.Errorf("store: %s: %w", loc, err)

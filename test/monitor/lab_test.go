@@ -72,16 +72,8 @@ func startRig(t *testing.T, p lab.Profile) *rig {
 	t.Helper()
 	r := &rig{t: t, profile: p, truth: p.GroundTruth(), dir: t.TempDir()}
 	r.store = filepath.Join(r.dir, "monitor.db")
-	l, err := lab.UpProfile(context.Background(), p, lab.Options{Seed: 13, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := upLab(t, p, 13)
 	r.lab = l
-	t.Cleanup(func() {
-		if err := l.Down(); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
 	r.iface = clientLinkDevice(t, l)
 	r.background(lab.Server, "sonde serve", sondeBin, "serve", "--addr", fmt.Sprintf("%s:%d", l.ServerAddr(), sondePort))
 	r.background(lab.Server, "iperf3 -s", "iperf3", "-s", "-B", l.ServerAddr(), "-p", strconv.Itoa(iperfPort))
@@ -95,6 +87,21 @@ func startRig(t *testing.T, p lab.Profile) *rig {
 		"--down", strconv.FormatFloat(r.truth.DownRateBps, 'f', -1, 64),
 		"--store", r.store, "--listen", "off", "--name", "lab")
 	return r
+}
+
+// upLab builds a profile's lab; cleanup takes it down.
+func upLab(t *testing.T, p lab.Profile, seed uint64) *lab.Lab {
+	t.Helper()
+	l, err := lab.UpProfile(context.Background(), p, lab.Options{Seed: seed, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Down(); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	return l
 }
 
 // clientLinkDevice is the client's end of the access link: the TUN device

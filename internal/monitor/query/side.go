@@ -32,9 +32,9 @@ type side struct {
 type sideStream struct {
 	bucket  acc
 	day     acc
-	all     []uint64    // RTT bins over the range
-	load    [5][]uint64 // RTT bins per load state (raw samples only)
-	loadN   [5]uint64
+	all     []uint64                        // RTT bins over the range
+	load    [len(model.LoadStates)][]uint64 // RTT bins per load state (raw samples only)
+	loadN   [len(model.LoadStates)]uint64
 	allN    uint64
 	series  []model.SeriesPoint
 	started bool

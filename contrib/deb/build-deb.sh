@@ -1,0 +1,51 @@
+#!/bin/sh
+# build-deb.sh VERSION ARCH BINARY OUT.deb: the Debian package of sonde
+# (make deb), assembled with dpkg-deb from files under contrib/deb and the
+# docs: /usr/bin/sonde, systemd units for `sonde serve` and `sonde monitor
+# run` (user sonde, state in /var/lib/sonde), /etc/default/sonde and
+# /etc/sonde/monitor.json as conffiles, the docs.
+set -eu
+version=$1 arch=$2 bin=$3 out=$4
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pkg=$tmp/pkg
+install -d "$pkg/DEBIAN" "$pkg/usr/bin" "$pkg/lib/systemd/system" "$pkg/etc/default" "$pkg/etc/sonde" "$pkg/usr/share/doc/sonde"
+install -m 0755 "$bin" "$pkg/usr/bin/sonde"
+install -m 0644 "$here/sonde.service" "$here/sonde-monitor.service" "$pkg/lib/systemd/system/"
+install -m 0644 "$here/sonde.default" "$pkg/etc/default/sonde"
+install -m 0644 "$root/contrib/monitor.sample.json" "$pkg/etc/sonde/monitor.json"
+install -m 0644 "$here/copyright" "$pkg/usr/share/doc/sonde/copyright"
+for d in README.md docs/monitor.md docs/cli.md docs/fleet.md docs/store.md; do
+	gzip -9n < "$root/$d" > "$pkg/usr/share/doc/sonde/$(basename "$d").gz"
+done
+printf 'sonde (%s) unstable; urgency=medium\n\n  * Built from the sonde sources (make deb).\n\n -- sonde developers <sonde@sonde-project.invalid>  %s\n' \
+	"$version" "$(date -R -d @"${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || date +%s)}")" |
+	gzip -9n > "$pkg/usr/share/doc/sonde/changelog.gz"
+install -d "$pkg/usr/share/lintian/overrides"
+# Go links statically; lintian exempts only Go built from a Debian source package.
+printf 'sonde: statically-linked-binary [usr/bin/sonde]\n' > "$pkg/usr/share/lintian/overrides/sonde"
+install -m 0755 "$here/postinst" "$here/prerm" "$here/postrm" "$pkg/DEBIAN/"
+printf '/etc/default/sonde\n/etc/sonde/monitor.json\n' > "$pkg/DEBIAN/conffiles"
+size=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)
+cat > "$pkg/DEBIAN/control" <<CONTROL
+Package: sonde
+Version: $version
+Architecture: $arch
+Maintainer: sonde developers <sonde@sonde-project.invalid>
+Installed-Size: $size
+Depends: adduser
+Section: net
+Priority: optional
+Homepage: https://github.com/sonde-project/sonde
+Description: network path measurement suite
+ sonde measures a network path against a sonde server: throughput, latency
+ under load (RPM), RFC 6349 reports, UDP quality (STAMP), and monitors a
+ last-mile link for years: reliability against latency requirements,
+ outages and bufferbloat per load state. This package holds the sonde
+ command and systemd units for sonde serve and sonde monitor run.
+CONTROL
+(cd "$pkg" && find usr lib etc -type f ! -path 'etc/*' -exec md5sum {} + | sort -k2) > "$pkg/DEBIAN/md5sums"
+dpkg-deb --root-owner-group -Zxz --build "$pkg" "$out" >/dev/null
+echo "$out"

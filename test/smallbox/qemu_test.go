@@ -1,0 +1,170 @@
+//go:build linux
+
+// Package smallbox runs the monitor-only build (make monitor-release, tag
+// monitoronly) for the boards it is made for, linux/arm64 and linux/arm
+// (ARMv7), under Debian's qemu-user-static on this machine, against a
+// `sonde serve` on loopback, and checks the rows each stores
+// (docs/monitor.md, "Where to run it").
+package smallbox
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/testbin"
+)
+
+var sondeBin string
+
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &sondeBin, false)) }
+
+// runFor is how long each emulated monitor probes: enough for a start
+// under emulation (the first second is slow) and two store batches.
+const runFor = 8 * time.Second
+
+func TestMonitorBuildUnderQEMU(t *testing.T) {
+	root, err := testbin.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	srv := start(t, sondeBin, "serve", "--addr", addr)
+	defer stop(srv)
+	waitTCP(t, addr)
+	for _, c := range []struct{ arch, goarm, qemu string }{
+		{"arm64", "", "qemu-aarch64-static"},
+		{"arm", "7", "qemu-arm-static"},
+	} {
+		t.Run(c.arch, func(t *testing.T) {
+			emu, err := exec.LookPath(c.qemu)
+			if err != nil {
+				t.Skipf("%s not installed (make apt-deps: qemu-user-static)", c.qemu)
+			}
+			dir := t.TempDir()
+			bin := filepath.Join(dir, "sonde-monitor-linux-"+c.arch)
+			build := exec.Command("go", "build", "-tags", "monitoronly", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/sonde")
+			build.Dir = root
+			build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+c.arch, "GOARM="+c.goarm)
+			if out, err := build.CombinedOutput(); err != nil {
+				t.Fatalf("build: %v\n%s", err, out)
+			}
+			// Only the monitor: a server command is not there.
+			if out, err := exec.Command(emu, bin, "serve").CombinedOutput(); err == nil {
+				t.Errorf("the monitor build runs serve:\n%s", out)
+			}
+			db := filepath.Join(dir, "m.db")
+			name := "qemu-" + c.arch
+			from := time.Now()
+			mon := start(t, emu, bin, "monitor", "run", "--target", addr, "--rate", "10", "--store", db, "--listen", "off", "--name", name)
+			time.Sleep(runFor)
+			stop(mon)
+			to := time.Now()
+
+			st, err := store.Open(context.Background(), db, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			id, err := st.Monitor(context.Background(), store.Identity{Name: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n, answered int
+			err = st.Probes(context.Background(), id, from.UnixNano(), to.UnixNano(), func(p model.ProbeSample) error {
+				n++
+				if !p.Lost && p.RTTNs > 0 && p.RTTNs < int64(time.Second) {
+					answered++
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 10/s for 8 s is 80; the emulated start and the last
+			// unfinished batch take some: at least half must be stored,
+			// nearly all answered on loopback.
+			t.Logf("%s under %s: %d probes stored, %d answered", c.arch, c.qemu, n, answered)
+			if n < 40 || answered < n*9/10 {
+				t.Errorf("%d probes stored, %d answered; want ≥ 40, ≥ 90 %% answered", n, answered)
+			}
+		})
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func start(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+		out.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(out.Name())
+			t.Logf("%s output: %s", filepath.Base(name), b[max(0, len(b)-2048):])
+		}
+	})
+	return p
+}
+
+// stop interrupts the process as systemd would (SIGTERM) and waits up to
+// 10 s for it to write its last batch and exit.
+func stop(p *proc) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+func waitTCP(t *testing.T, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(fmt.Errorf("%s not listening after 10 s: %w", addr, err))
+		}
+	}
+}
