@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -128,12 +129,18 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 				}
 				if cfg.Iperf3Addr != "off" {
 					ia, err := srv.StartIperf3()
-					if err != nil {
+					switch {
+					case err != nil && !cmd.Flags().Changed("iperf3-port") && portTaken(err):
+						// The default port is often an iperf3 -s's already:
+						// the rest of the server is still worth serving.
+						fmt.Fprintf(os.Stderr, "sonde: iperf3 server off: %v (an iperf3 -s there? choose another --iperf3-port)\n", err)
+					case err != nil:
 						udpErr = fmt.Errorf("iperf3 server: %w (choose another --iperf3-port, or off)", err)
 						cancel()
 						return
+					default:
+						fmt.Fprintf(os.Stderr, "sonde: iperf3 server on tcp and udp %s\n", ia)
 					}
-					fmt.Fprintf(os.Stderr, "sonde: iperf3 server on tcp and udp %s\n", ia)
 				}
 				if cfg.MBMAddr != "off" {
 					ma, err := srv.StartMBM()
@@ -169,7 +176,7 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.StringVar(&perIPRate, "per-ip-rate", "60", "tests per minute one client IP may start (off or 0: no limit)")
 	f.IntVar(&cfg.MaxStreams, "max-streams", 64, "streams per test session")
 	f.StringVar(&cfg.UDPAddr, "udp-addr", "", "STAMP reflector address (docs/udp.md); default port 862 on --addr's host, or an ephemeral port there when 862 is taken or needs privileges; off for none")
-	f.StringVar(&iperf3Port, "iperf3-port", "5201", "`PORT` where iperf3 clients are answered, TCP and UDP, on --addr's host (docs/iperf3.md); off for none")
+	f.StringVar(&iperf3Port, "iperf3-port", "5201", "`PORT` where iperf3 clients are answered, TCP and UDP, on --addr's host (docs/iperf3.md); off for none. If the default port is taken (an iperf3 -s), the server runs without it and says so")
 	f.BoolVar(&cfg.Iperf3Open, "iperf3-open", false, "admit iperf3 clients on a server with --token (iperf3 cannot send a token; the other limits still apply)")
 	f.StringVar(&cfg.MBMAddr, "mbm-addr", "", "UDP `ADDR` of the MBM sink that sonde mbm --mode udp sends to (docs/mbm-protocol.md); default an ephemeral port on --addr's host; off for none (clients send to the port granted, at the host they reached the server at)")
 	f.Float64Var(&cfg.UDPMaxRate, "udp-max-rate", 20000, "probes per second one UDP session may send")
@@ -295,6 +302,12 @@ func historyPath() (string, error) {
 		return "", fmt.Errorf("--store: default directory: %w", err)
 	}
 	return filepath.Join(dir, "results.db"), nil
+}
+
+// portTaken tells whether a listen failed because the port is in use or
+// reserved (not ours to take), as against a bad address.
+func portTaken(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EACCES)
 }
 
 // iperf3Addr is the iperf3 server's address: port on listen's host ("off":

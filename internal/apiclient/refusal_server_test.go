@@ -41,14 +41,19 @@ func TestRefusalsOfARealServer(t *testing.T) {
 	})
 
 	t.Run("connection cap", func(t *testing.T) {
-		addr := servertest.Start(t, server.Config{MaxConnsPerIP: 1, PerIPPerMinute: -1, WebRTCPort: -1})
-		// One idle connection holds the address's only slot.
-		hold, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
+		// Past the per-IP cap (1) an address may still open what its
+		// admitted work has room for: one connection for the one free test
+		// slot. Two idle connections take both.
+		addr := servertest.Start(t, server.Config{MaxConnsPerIP: 1, MaxConcurrent: 1, HeaderTimeout: time.Minute,
+			PerIPPerMinute: -1, WebRTCPort: -1})
+		for range 2 {
+			hold, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Close()
+			time.Sleep(50 * time.Millisecond) // let the server count it
 		}
-		defer hold.Close()
-		time.Sleep(50 * time.Millisecond) // let the server count it
 		// The refusal races the request write on every try: repeat so that
 		// both orders are met.
 		for i := range 20 {

@@ -4,19 +4,15 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sonde-project/sonde/internal/grade"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/units"
 )
 
-// resultGrades are the result's own grades; a result saved before grades
-// were part of it is graded here by the same code (internal/grade).
-func resultGrades(r *model.Result) *model.Grades {
-	if r.Grades != nil {
-		return r.Grades
-	}
-	return grade.Of(r)
-}
+// resultGrades are the result's own grades (assemble.Finish puts them
+// there). A result saved before grades were part of it renders as it did
+// then: sonde report shows what a file holds, and re-rendering a saved
+// file of the last release gives the same report (golden_test.go).
+func resultGrades(r *model.Result) *model.Grades { return r.Grades }
 
 // gradeLevel maps a grade to a verdict level.
 func gradeLevel(g string) string {

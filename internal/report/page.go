@@ -121,8 +121,8 @@ func render(w io.Writer, t *template.Template, data any, what string) error {
 
 // pageHTML is the body of the test result's report.
 const pageHTML = `{{template "top" .}}{{if .Header}}<section><h2>Test</h2>{{template "rows" .Header}}</section>{{end}}
-{{if .Grades}}<section id="grades"><h2>Grades</h2>{{template "rows" .Grades}}</section>{{end}}
-{{if .Baseline}}<section id="baseline"><h2>Baseline RTT (idle)</h2>{{template "rows" .Baseline}}
+{{if .Grades}}<section id="grades"><h2>Grades</h2>{{template "rows" .Grades}}</section>
+{{end}}{{if .Baseline}}<section id="baseline"><h2>Baseline RTT (idle)</h2>{{template "rows" .Baseline}}
 {{with .CDF}}<div class="charts"><figure><figcaption>{{.Caption}}</figcaption>{{.SVG}}</figure></div>{{end}}</section>
 {{else}}{{with .CDF}}<section><h2>RTT distribution</h2><div class="charts"><figure><figcaption>{{.Caption}}</figcaption>{{.SVG}}</figure></div></section>{{end}}{{end}}
 {{range .Directions}}<section id="{{.Key}}"><h2>{{.Title}}</h2>

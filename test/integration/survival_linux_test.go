@@ -89,7 +89,7 @@ func abuse(t *testing.T, addr string) {
 	}{
 		{"not HTTP", "\x16\x03\x01\x00\x05hello\r\n\r\n", 400},
 		{"bad JSON", post(protocol.PathSessions, "{not json"), 400},
-		{"huge body", post(protocol.PathSessions, `{"client":"`+strings.Repeat("x", 100<<10)+`"}`), 400},
+		{"huge body", post(protocol.PathSessions, `{"client":"`+strings.Repeat("x", 100<<10)+`"}`), 413},
 		{"unknown session", upgrade(protocol.PathSessions + "/0123/download"), 404},
 		{"unknown kind", upgrade(protocol.PathSessions + "/0123/sideways"), 404},
 		{"unknown path", "GET /sonde/v9/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404},
