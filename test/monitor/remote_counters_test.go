@@ -63,49 +63,58 @@ func TestRemoteCounters(t *testing.T) {
 	waitTCP(t, l, fmt.Sprintf("%s:%d", l.ServerAddr(), sondePort))
 	waitTCP(t, l, lanAddr+":9100")
 
-	for _, c := range []struct{ name, spec string }{
-		{"snmp v3", fmt.Sprintf("snmp://sondeuser@%s/%s?version=3&auth=SHA&auth-pass=authpass123&priv=AES&priv-pass=privpass123&interval=500ms", lanAddr, wan)},
-		{"node exporter", fmt.Sprintf("node-exporter://%s:9100/metrics?device=%s&interval=500ms", lanAddr, wan)},
+	// Both sources are read at once, by two monitors in the client's
+	// namespace, through the same phases of cross traffic.
+	type source struct{ name, spec, listen string }
+	sources := []source{
+		{"snmp v3", fmt.Sprintf("snmp://sondeuser@%s/%s?version=3&auth=SHA&auth-pass=authpass123&priv=AES&priv-pass=privpass123&interval=500ms", lanAddr, wan), ""},
+		{"node exporter", fmt.Sprintf("node-exporter://%s:9100/metrics?device=%s&interval=500ms", lanAddr, wan), ""},
+	}
+	var listens []string
+	for i := range sources {
+		c := &sources[i]
+		c.listen = fmt.Sprintf("%s:%d", l.ClientAddr(), 9851+i)
+		listens = append(listens, c.listen)
+		r.background(lab.Client, "sonde monitor run ("+c.name+")", sondeBin, "monitor", "run",
+			"--target", fmt.Sprintf("%s:%d", l.ServerAddr(), sondePort), "--rate", "5",
+			"--counters", c.spec, "--up", strconv.FormatFloat(upBps, 'f', -1, 64), "--down", strconv.FormatFloat(downBps, 'f', -1, 64),
+			"--store", filepath.Join(r.dir, fmt.Sprintf("m%d.db", i)), "--listen", c.listen, "--name", "gw")
+	}
+	// A warm-up load lets the tracker find the source's effective
+	// resolution: net-snmp refreshes IF-MIB from a cache about every 3 s,
+	// the node exporter reads /proc/net/dev afresh. Each phase then waits
+	// for three resolutions of the coarser source (the window is two)
+	// before its labels are read.
+	time.Sleep(2 * time.Second)
+	r.phaseStates(listens, []string{"-C", "cubic"}, 18*time.Second)
+	settle := 3 * time.Second
+	for _, c := range sources {
+		res := r.resolution(c.listen)
+		t.Logf("%s: effective resolution %v", c.name, res)
+		settle = max(settle, 3*res)
+	}
+	type phase struct {
+		what     string
+		args     []string // iperf3 client arguments ("" for none)
+		up, down string
+	}
+	for _, p := range []phase{
+		{"idle", nil, "idle", "idle"},
+		{"half the uplink", []string{"-u", "-b", strconv.FormatFloat(upBps/2, 'f', 0, 64), "-l", "1200"}, "loaded", "idle"},
+		{"saturated uplink", []string{"-C", "cubic"}, "saturated", "idle"},
+		{"half the downlink", []string{"-R", "-u", "-b", strconv.FormatFloat(downBps/2, 'f', 0, 64), "-l", "1200"}, "idle", "loaded"},
+		{"saturated downlink", []string{"-R", "-C", "cubic"}, "idle", "saturated"},
 	} {
-		t.Run(strings.ReplaceAll(c.name, " ", "-"), func(t *testing.T) {
-			listen := fmt.Sprintf("%s:%d", l.ClientAddr(), 9851+len(c.name))
-			r2 := &rig{t: t, lab: l, dir: t.TempDir()}
-			r2.background(lab.Client, "sonde monitor run", sondeBin, "monitor", "run",
-				"--target", fmt.Sprintf("%s:%d", l.ServerAddr(), sondePort), "--rate", "5",
-				"--counters", c.spec, "--up", strconv.FormatFloat(upBps, 'f', -1, 64), "--down", strconv.FormatFloat(downBps, 'f', -1, 64),
-				"--store", filepath.Join(r2.dir, "m.db"), "--listen", listen, "--name", "gw")
-			// A warm-up load lets the tracker find the source's effective
-			// resolution: net-snmp refreshes IF-MIB from a cache about every
-			// 3 s, the node exporter reads /proc/net/dev afresh. Each phase
-			// then waits for three resolutions (the window is two) before
-			// its labels are read.
-			time.Sleep(2 * time.Second)
-			r2.phaseStates(listen, []string{"-C", "cubic"}, 18*time.Second)
-			res := r2.resolution(listen)
-			t.Logf("%s: effective resolution %v", c.name, res)
-			settle := max(3*time.Second, 3*res)
-			type phase struct {
-				what     string
-				args     []string // iperf3 client arguments ("" for none)
-				up, down string
+		states := r.phaseStates(listens, p.args, settle)
+		// The majority of the phase's middle readings must say it; the
+		// acknowledgements of a saturating download are a few % of the
+		// uplink: idle.
+		for i, c := range sources {
+			if st := states[i]; st.up != p.up || st.down != p.down {
+				t.Errorf("%s, %s: up %s, down %s; want up %s, down %s (ground truth: up %g, down %g bit/s)",
+					c.name, p.what, st.up, st.down, p.up, p.down, upBps, downBps)
 			}
-			for _, p := range []phase{
-				{"idle", nil, "idle", "idle"},
-				{"half the uplink", []string{"-u", "-b", strconv.FormatFloat(upBps/2, 'f', 0, 64), "-l", "1200"}, "loaded", "idle"},
-				{"saturated uplink", []string{"-C", "cubic"}, "saturated", "idle"},
-				{"half the downlink", []string{"-R", "-u", "-b", strconv.FormatFloat(downBps/2, 'f', 0, 64), "-l", "1200"}, "idle", "loaded"},
-				{"saturated downlink", []string{"-R", "-C", "cubic"}, "idle", "saturated"},
-			} {
-				up, down := r2.phaseStates(listen, p.args, settle)
-				// The majority of the phase's middle readings must say it;
-				// the acknowledgements of a saturating download are a few
-				// % of the uplink: idle.
-				if up != p.up || down != p.down {
-					t.Errorf("%s, %s: up %s, down %s; want up %s, down %s (ground truth: up %g, down %g bit/s)",
-						c.name, p.what, up, down, p.up, p.down, upBps, downBps)
-				}
-			}
-		})
+		}
 	}
 }
 
@@ -123,10 +132,14 @@ func (r *rig) resolution(listen string) time.Duration {
 	return time.Duration(st.Load.ResolutionMs * 1e6)
 }
 
+// upDown is a monitor's load state per direction.
+type upDown struct{ up, down string }
+
 // phaseStates runs iperf3 with args (none: idle) for settle + 5 s and
-// returns the most frequent per-direction labels on /status over its last
-// 5 s, then waits for the window and hold to pass.
-func (r *rig) phaseStates(listen string, args []string, settle time.Duration) (up, down string) {
+// returns, for each monitor's /status at listens, the most frequent
+// per-direction labels over its last 5 s, then waits for the window and
+// hold to pass.
+func (r *rig) phaseStates(listens []string, args []string, settle time.Duration) []upDown {
 	r.t.Helper()
 	var ip *exec.Cmd
 	if args != nil {
@@ -137,21 +150,26 @@ func (r *rig) phaseStates(listen string, args []string, settle time.Duration) (u
 		}
 	}
 	time.Sleep(settle)
-	ups, downs := map[string]int{}, map[string]int{}
+	ups, downs := make([]map[string]int, len(listens)), make([]map[string]int, len(listens))
+	for k := range listens {
+		ups[k], downs[k] = map[string]int{}, map[string]int{}
+	}
 	for i := 0; i < 10; i++ {
 		time.Sleep(500 * time.Millisecond)
-		out, err := r.lab.Command(context.Background(), lab.Client, "curl", "-s", "-m", "2", "http://"+listen+"/status").Output()
-		if err != nil {
-			continue
+		for k, listen := range listens {
+			out, err := r.lab.Command(context.Background(), lab.Client, "curl", "-s", "-m", "2", "http://"+listen+"/status").Output()
+			if err != nil {
+				continue
+			}
+			var st struct {
+				Load *struct{ Up, Down, State string } `json:"load"`
+			}
+			if json.Unmarshal(out, &st) != nil || st.Load == nil {
+				continue
+			}
+			ups[k][st.Load.Up]++
+			downs[k][st.Load.Down]++
 		}
-		var st struct {
-			Load *struct{ Up, Down, State string } `json:"load"`
-		}
-		if json.Unmarshal(out, &st) != nil || st.Load == nil {
-			continue
-		}
-		ups[st.Load.Up]++
-		downs[st.Load.Down]++
 	}
 	most := func(m map[string]int) string {
 		best, n := "no status", 0
@@ -166,7 +184,11 @@ func (r *rig) phaseStates(listen string, args []string, settle time.Duration) (u
 		_ = ip.Wait()
 	}
 	time.Sleep(settle) // the window and hold after the load
-	return most(ups), most(downs)
+	states := make([]upDown, len(listens))
+	for k := range listens {
+		states[k] = upDown{most(ups[k]), most(downs[k])}
+	}
+	return states
 }
 
 // deviceWith is the name of node's device holding addr.
