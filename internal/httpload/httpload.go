@@ -147,6 +147,16 @@ type Test struct {
 	lastDone time.Time // when its last load request ended
 }
 
+// Has tells whether ip holds a running test: the server lets that
+// address's further requests (probes, more flows) past its per-IP
+// connection cap, as it does a sonde test's.
+func (g *Registry) Has(ip string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.tests[ip]
+	return t != nil && t.ctx.Err() == nil
+}
+
 // Active is the number of tests running (for tests and metrics).
 func (g *Registry) Active() int {
 	g.mu.Lock()

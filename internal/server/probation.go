@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/sonde-project/sonde/internal/httpload"
-	"github.com/sonde-project/sonde/internal/protocol"
 )
 
 // sessionCtlConns is what a test may hold beside its streams: its control
@@ -16,7 +15,8 @@ const sessionCtlConns = 8
 
 // connRoom is connLimiter.room: the connections ip's admitted work may
 // still open past the per-IP cap. Each live test of ip may open its
-// remaining streams and sessionCtlConns more; each free test slot, one
+// remaining streams and sessionCtlConns more (an RPM or LibreSpeed test,
+// its flow bound and as many); each free test slot, one
 // request to start a test. It is bounded by the test limits, so a client
 // claiming one test with thousands of connections gets no more.
 func (s *Server) connRoom(ip string) int {
@@ -28,6 +28,13 @@ func (s *Server) connRoom(ip string) int {
 		ses.mu.Lock()
 		room += max(s.cfg.MaxStreams-len(ses.flows), 0) + sessionCtlConns
 		ses.mu.Unlock()
+	}
+	// An RPM or LibreSpeed test: its flows (at most MaxStreams at once,
+	// httpload's bound) and its probes.
+	for _, g := range s.loads {
+		if g.Has(ip) {
+			room += s.cfg.MaxStreams + sessionCtlConns
+		}
 	}
 	return room
 }
@@ -55,7 +62,7 @@ func (s *Server) connGate(h http.Handler) http.Handler {
 		w.Header().Set("Connection", "close")
 		switch p := s.mux.policyOf(r); {
 		case p == policyAdmit,
-			(p == policySession || r.URL.Path == protocol.PathPing) && s.hasTest(clientIP(r)):
+			(p == policySession || p == policyProbe) && s.hasTest(clientIP(r)):
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -64,10 +71,17 @@ func (s *Server) connGate(h http.Handler) http.Handler {
 	})
 }
 
-// hasTest tells whether ip holds a live test.
+// hasTest tells whether ip holds a live test: a sonde session, or an
+// RPM or LibreSpeed test (whose probes and further flows are public or
+// admit routes of that same test).
 func (s *Server) hasTest(ip string) bool {
 	for _, ses := range s.sessions.all() {
 		if ses.client == ip && ses.ctx.Err() == nil {
+			return true
+		}
+	}
+	for _, g := range s.loads {
+		if g.Has(ip) {
 			return true
 		}
 	}

@@ -26,9 +26,14 @@ const (
 	// policyPublic: the route starts nothing (the page, /healthz,
 	// /metrics, /ping, past results).
 	policyPublic
+	// policyProbe: a public route that a running test's latency probes
+	// use (sonde's ping, RPM's small object and config, LibreSpeed's
+	// getIP): past the per-IP cap it is served to an address that holds
+	// a test, as the test's other requests are.
+	policyProbe
 )
 
-var policyNames = map[policy]string{policyAdmit: "admit", policySession: "session", policyPublic: "public"}
+var policyNames = map[policy]string{policyAdmit: "admit", policySession: "session", policyPublic: "public", policyProbe: "probe"}
 
 func (p policy) String() string {
 	if n, ok := policyNames[p]; ok {

@@ -76,7 +76,7 @@ func TestEveryRouteAdmitted(t *testing.T) {
 			if st, msg := do(t, c, req); st/100 != 4 {
 				t.Errorf("%s with an ID no admission gave: %d %q, want a 4xx refusal", rt.pattern, st, msg)
 			}
-		case policyPublic:
+		case policyPublic, policyProbe:
 			if m, _, ok := strings.Cut(rt.pattern, " "); ok && m != http.MethodGet && m != http.MethodHead {
 				t.Errorf("%s is public but takes a %s: declare it admit or session", rt.pattern, m)
 			}

@@ -29,7 +29,7 @@ func (s *Server) mountRPM() error {
 // LibreSpeed): admitted by s.adm, bounded per test by the session limits,
 // counted in the server's metrics.
 func (s *Server) newLoad(protocol string) (*httpload.Registry, error) {
-	return httpload.New(httpload.Options{
+	g, err := httpload.New(httpload.Options{
 		Protocol: protocol,
 		MaxTime:  s.cfg.MaxDuration,
 		MaxBytes: s.cfg.MaxBytes,
@@ -46,6 +46,11 @@ func (s *Server) newLoad(protocol string) (*httpload.Registry, error) {
 			s.archive.loadTest(sum)
 		},
 	}, s.payload)
+	if err != nil {
+		return nil, err
+	}
+	s.loads = append(s.loads, g)
+	return g, nil
 }
 
 // admitLoad runs the server's one admission path and hands its refusal
@@ -64,10 +69,11 @@ func (s *Server) countRejected(status int) {
 }
 
 // mountLoad mounts an HTTP-load protocol's routes: those that start work
-// behind the admission (token first), the others public.
+// behind the admission (token first), the others as probes (public, and
+// served past the per-IP cap to an address that holds a test).
 func (s *Server) mountLoad(routes []httpload.Route) {
 	for _, rt := range routes {
-		p := policyPublic
+		p := policyProbe
 		if rt.StartsWork {
 			p = policyAdmit
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -192,6 +193,55 @@ func TestLoadTestRecords(t *testing.T) {
 		rec := records(t, s, kind, 1)[0]
 		if rec.Download == nil || rec.Download.Bytes < 1<<20 || rec.Client.Address != "127.0.0.1" || rec.End.Before(rec.Start) {
 			t.Fatalf("%s record: %+v", kind, rec)
+		}
+	}
+}
+
+// TestLoadProbesPastPerIPCap: an address over its per-IP connection cap
+// that holds a running RPM test still gets its probes (the small object,
+// on new connections, as the draft's foreign probes are) answered; an
+// address without a test does not.
+func TestLoadProbesPastPerIPCap(t *testing.T) {
+	_, addr := start(t, Config{MaxConnsPerIP: 1, MaxConcurrent: 2, HeaderTimeout: time.Minute, PerIPPerMinute: -1,
+		UDPAddr: "off", MBMAddr: "off", WebRTCPort: -1})
+	hold, err := net.Dial("tcp", addr) // takes the address's one connection under the cap
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	time.Sleep(50 * time.Millisecond)
+	probe := func() int {
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := c.Get("http://" + addr + rpm.SmallPath)
+		if err != nil {
+			t.Fatalf("probe: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := probe(); st != http.StatusServiceUnavailable {
+		t.Fatalf("probe past the cap without a test: %d, want 503", st)
+	}
+	// A large object starts the address's test (an admit route: let past
+	// the cap for the free slot) and keeps it running while it is read.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+rpm.LargePath, nil)
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("large object past the cap: %s", resp.Status)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if st := probe(); st != http.StatusOK {
+			t.Errorf("probe %d of a running test past the cap: %d, want 200", i, st)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sonde-project/sonde/internal/httpload"
 	"io"
 	"log/slog"
 	"math"
@@ -250,6 +251,7 @@ type Server struct {
 	adm      *admission
 	conns    *connLimiter
 	sessions *registry
+	loads    []*httpload.Registry // RPM's and LibreSpeed's tests (hasTest)
 	metrics  *counters
 	payload  stream.Payload
 	mux      *routeMux
@@ -324,7 +326,7 @@ func (s *Server) routes() {
 	s.mux.handleFunc("GET "+protocol.PathSessions+"/{id}/report", policySession, s.handleReport)
 	s.mux.handleFunc("GET "+protocol.PathSessions+"/{id}/live", policySession, s.handleLive)
 	s.mux.handleFunc("GET "+protocol.PathSessions+"/{id}/{kind}", policySession, s.handleStream)
-	s.mux.handleFunc("GET "+protocol.PathPing, policyPublic, func(w http.ResponseWriter, r *http.Request) {
+	s.mux.handleFunc("GET "+protocol.PathPing, policyProbe, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("Cache-Control", "no-store")
 		// A foreign probe's connection serves one request: a browser's
