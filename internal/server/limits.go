@@ -4,11 +4,12 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/httpload"
 )
 
 // admission enforces the server's limits on starting tests: a bearer token
@@ -253,10 +254,6 @@ func tokenOK(r *http.Request, token string) bool {
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
+// clientIP is the request's peer address without its port, as every
+// protocol the server mounts keys a test (httpload.ClientIP).
+func clientIP(r *http.Request) string { return httpload.ClientIP(r) }

@@ -3,18 +3,16 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
-
-	"golang.org/x/net/ipv4"
 
 	"github.com/sonde-project/sonde/internal/mbmwire"
 )
+
+// The sink's own tests are internal/mbmsink's; these test its mount: the
+// address, StartMBM, and the server's admission around a session.
 
 // mbmServer serves cfg on loopback (start) and returns it with its base
 // URL.
@@ -47,211 +45,66 @@ func mbmRequest(packets int64) mbmwire.SessionRequest {
 		DurationS: 5, Packets: packets, ReorderPackets: 4, LossTimeoutMs: 50}
 }
 
-// TestMBMSink sends garbage, a flood on unknown tokens, out-of-range and
-// duplicate packets and one gap through the sink; only the session's own
-// packets count, the feedback reports the gap lost, the end report agrees.
-func TestMBMSink(t *testing.T) {
-	s, base := mbmServer(t, Config{})
+// TestMBMAdmission: an MBM session takes one of the server's test slots
+// and gives it back when it ends; a full server refuses the next with its
+// own 429; the UDP rate limit is the server's.
+func TestMBMAdmission(t *testing.T) {
+	s, base := mbmServer(t, Config{MaxConcurrent: 1, UDPMaxBitrate: 5e6})
+	req := mbmRequest(100)
+	req.RateBps = 1e6
 	var rep mbmwire.SessionReply
-	if code := postJSON(t, base+mbmwire.PathSessions, mbmRequest(100), &rep); code != http.StatusOK {
+	if code := postJSON(t, base+mbmwire.PathSessions, req, &rep); code != http.StatusOK {
 		t.Fatalf("open: %d", code)
 	}
-	if rep.Packets != 100 || rep.Token == 0 || rep.Port == 0 {
-		t.Fatalf("grant: %+v", rep)
+	if a := s.adm.activeCount(); a != 1 {
+		t.Errorf("%d slots held by an open session, want 1", a)
 	}
-	c, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", rep.Port))
+	if code := postJSON(t, base+mbmwire.PathSessions, req, nil); code != http.StatusTooManyRequests {
+		t.Errorf("a second session on a full server: %d, want 429", code)
+	}
+	if code := postJSON(t, base+mbmwire.PathSessions+"/"+rep.ID+"/end", mbmwire.EndRequest{Sent: 0}, nil); code != http.StatusOK {
+		t.Fatalf("end: %d", code)
+	}
+	if a := s.adm.activeCount(); a != 0 {
+		t.Errorf("%d slots held after the end", a)
+	}
+	req.RateBps = 1e7
+	if code := postJSON(t, base+mbmwire.PathSessions, req, nil); code != http.StatusBadRequest {
+		t.Errorf("10 Mbit/s on a 5 Mbit/s server: %d, want 400", code)
+	}
+}
+
+// TestMBMAddr: MBMAddr binds the sink where it says, StartMBM opens it
+// once, and "off" refuses MBM sessions with a reason naming the flag.
+func TestMBMAddr(t *testing.T) {
+	s, _ := mbmServer(t, Config{MBMAddr: "127.0.0.1:0"})
+	a, err := s.StartMBM()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	pkt := make([]byte, 200)
-	send := func(tok uint64, seq uint64) {
-		mbmwire.PutData(pkt, mbmwire.Data{Token: tok, Seq: seq, SendNs: time.Now().UnixNano()})
-		if _, err := c.Write(pkt); err != nil {
-			t.Fatal(err)
-		}
+	if !a.Addr().IsLoopback() || a.Port() == 0 {
+		t.Fatalf("MBM sink on %v, want 127.0.0.1 and a port", a)
 	}
-	// Garbage and a flood from unknown tokens: dropped, counted apart.
-	for i := range 2000 {
-		switch i % 3 {
-		case 0:
-			c.Write([]byte("garbage"))
-		case 1:
-			c.Write(bytes.Repeat([]byte{0xff}, 300))
-		default:
-			send(rep.Token+1+uint64(i), uint64(i))
-		}
+	if b, err := s.StartMBM(); err != nil || b != a {
+		t.Fatalf("second StartMBM: %v, %v; want %v again", b, err, a)
 	}
-	// Packets 0-49 but 20, one duplicate, one beyond the grant.
-	for i := uint64(0); i < 50; i++ {
-		if i != 20 {
-			send(rep.Token, i)
-		}
-		if i%10 == 0 {
-			time.Sleep(time.Millisecond) // stay inside the socket buffer
-		}
-	}
-	send(rep.Token, 7)
-	send(rep.Token, 150)
-	// Packet 50 with ECN CE (the DS field read with IP_RECVTOS).
-	if err := ipv4.NewConn(c.(*net.UDPConn)).SetTOS(0x03); err != nil {
+
+	// A taken address fails at StartMBM, not at the first session.
+	taken, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	send(rep.Token, 50)
-	// The feedback: packets up to 50 final after the loss timeout, 50 with CE.
-	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
-	buf := make([]byte, 2048)
-	var fb mbmwire.Feedback
-	for fb.First+uint64(fb.Count) < 51 {
-		n, err := c.Read(buf)
-		if err != nil {
-			t.Fatalf("feedback: %v (last %+v)", err, fb)
-		}
-		if fb, err = mbmwire.ParseFeedback(buf[:n]); err != nil || fb.Token != rep.Token {
-			t.Fatalf("feedback: %v, token %d", err, fb.Token)
-		}
+	defer taken.Close()
+	s2, _ := mbmServer(t, Config{MBMAddr: taken.LocalAddr().String()})
+	if _, err := s2.StartMBM(); err == nil || !strings.Contains(err.Error(), "MBM socket") {
+		t.Fatalf("StartMBM on a taken address: %v, want an MBM socket error", err)
 	}
-	for i := uint32(0); i < fb.Count; i++ {
-		arrived, ce := fb.Fate(i)
-		if seq := fb.First + uint64(i); arrived != (seq != 20) || ce != (seq == 50) {
-			t.Errorf("feedback: packet %d arrived %v CE %v", seq, arrived, ce)
-		}
-	}
-	var final mbmwire.Report
-	if code := postJSON(t, base+mbmwire.PathSessions+"/"+rep.ID+"/end", mbmwire.EndRequest{Sent: 60, From: 10, Verdict: "PASS"}, &final); code != http.StatusOK {
-		t.Fatalf("end: %d", code)
-	}
-	if final.Received != 50 || final.CE != 1 || final.Duplicates != 1 || final.OutOfRange != 1 || final.Sent != 60 {
-		t.Errorf("report: %+v", final)
-	}
-	for seq := int64(10); seq < 60; seq++ {
-		arrived, _, ok := final.Fate(seq)
-		if want := seq <= 50 && seq != 20; !ok || arrived != want {
-			t.Errorf("report: packet %d arrived %v ok %v", seq, arrived, ok)
-		}
-	}
-	s.mbm.mu.Lock()
-	unknown, malformed, open := s.mbm.unknown, s.mbm.malformed, len(s.mbm.open)
-	s.mbm.mu.Unlock()
-	if unknown < 600 || malformed < 1300 || open != 0 {
-		t.Errorf("unknown %d, malformed %d, open %d", unknown, malformed, open)
-	}
-	if a := s.adm.activeCount(); a != 0 {
-		t.Errorf("%d test slots still held", a)
-	}
-	// A repeated end returns the same counts; an unknown session is 404.
-	var again mbmwire.Report
-	if code := postJSON(t, base+mbmwire.PathSessions+"/"+rep.ID+"/end", mbmwire.EndRequest{}, &again); code != http.StatusOK || again.Received != 50 {
-		t.Errorf("repeated end: %d %+v", code, again)
-	}
-	if code := postJSON(t, base+mbmwire.PathSessions+"/nope/end", mbmwire.EndRequest{}, nil); code != http.StatusNotFound {
-		t.Errorf("unknown session: %d", code)
-	}
-}
 
-// TestMBMLimits: the rate limit is named; per-client sessions are capped;
-// a client that vanishes has its session expired and its slots freed.
-func TestMBMLimits(t *testing.T) {
-	s, base := mbmServer(t, Config{UDPMaxBitrate: 5e6, MaxDuration: 2 * time.Second})
-	resp, _ := http.Post(base+mbmwire.PathSessions, "application/json", strings.NewReader(`{"test":"8.1.1","rate_bps":1e7,"packet_bytes":200,"duration_s":1,"packets":10,"reorder_packets":4,"loss_timeout_ms":50}`))
-	var er struct{ Error string }
-	json.NewDecoder(resp.Body).Decode(&er)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(er.Error, "limit of 5.0 Mbit/s") {
-		t.Errorf("rate above the limit: %d %q", resp.StatusCode, er.Error)
+	s3, base := mbmServer(t, Config{MBMAddr: "off"})
+	if _, err := s3.StartMBM(); err == nil || !strings.Contains(err.Error(), "--mbm-addr off") {
+		t.Fatalf("StartMBM with MBMAddr off: %v", err)
 	}
-	req := mbmRequest(1e6)
-	req.RateBps = 1e6
-	var ids []string
-	for range maxMBMSessionsPerIP {
-		var rep mbmwire.SessionReply
-		if code := postJSON(t, base+mbmwire.PathSessions, req, &rep); code != http.StatusOK {
-			t.Fatalf("open: %d", code)
-		}
-		// Granted: the server's 2 s at 625 packets/s, not the 1e6 asked.
-		if rep.Packets >= 1e6 || rep.DurationS != 2 {
-			t.Errorf("grant %+v", rep)
-		}
-		ids = append(ids, rep.ID)
+	if code := postJSON(t, base+mbmwire.PathSessions, mbmRequest(100), nil); code != http.StatusServiceUnavailable {
+		t.Fatalf("MBM session with MBMAddr off: status %d, want 503", code)
 	}
-	if code := postJSON(t, base+mbmwire.PathSessions, req, nil); code != http.StatusServiceUnavailable {
-		t.Errorf("session beyond the per-client cap: %d", code)
-	}
-	// The clients vanish: expiry (the timer's work, called here rather
-	// than waited for) frees every slot.
-	for _, id := range ids {
-		s.mbm.expire(id)
-	}
-	s.mbm.mu.Lock()
-	open, perIP := len(s.mbm.open), len(s.mbm.perIP)
-	s.mbm.mu.Unlock()
-	if open != 0 || perIP != 0 || s.adm.activeCount() != 0 {
-		t.Errorf("after expiry: %d open, %d per-IP entries, %d slots", open, perIP, s.adm.activeCount())
-	}
-	if code := postJSON(t, base+mbmwire.PathSessions, req, nil); code != http.StatusOK {
-		t.Errorf("open after expiry: %d", code)
-	}
-}
-
-// TestMBMByteLimit: the server's byte limit bounds the packets granted.
-func TestMBMByteLimit(t *testing.T) {
-	_, base := mbmServer(t, Config{MaxBytes: 100_000})
-	var rep mbmwire.SessionReply
-	if code := postJSON(t, base+mbmwire.PathSessions, mbmRequest(10_000), &rep); code != http.StatusOK {
-		t.Fatalf("open: %d", code)
-	}
-	if rep.Packets != 500 { // 100,000 bytes of 200-byte datagrams
-		t.Errorf("granted %d packets, want 500", rep.Packets)
-	}
-}
-
-func FuzzMBMOpen(f *testing.F) {
-	b, _ := json.Marshal(mbmRequest(1000))
-	f.Add(b)
-	f.Add([]byte(`{"rate_bps":1e300,"packets":-1}`))
-	f.Add([]byte(`{`))
-	tcp, _ := json.Marshal(tcpRequest())
-	f.Add(tcp)
-	f.Add([]byte(`{"transport":"tcp","rate_bps":1e7,"duration_s":5,"receive_window_bytes":2048,"receive_buffer_bytes":4194304}`))
-	f.Add([]byte(`{"transport":"tcp","rate_bps":1e7,"duration_s":1e9,"receive_window_bytes":-5}`))
-	s := fuzzServer(f, Config{})
-	f.Fuzz(func(t *testing.T, body []byte) {
-		rec, alloc := serve(s, httptest.NewRequest(http.MethodPost, mbmwire.PathSessions, bytes.NewReader(body)))
-		checkReply(t, "mbm open", rec, alloc, len(body))
-		var rep mbmwire.SessionReply
-		if rec.Code == http.StatusOK && json.Unmarshal(rec.Body.Bytes(), &rep) == nil {
-			rec, _ := serve(s, httptest.NewRequest(http.MethodPost, mbmwire.PathSessions+"/"+rep.ID+"/end", strings.NewReader(`{"sent":0}`)))
-			if rec.Code != http.StatusOK {
-				t.Fatalf("end: %d %s", rec.Code, rec.Body)
-			}
-		}
-	})
-}
-
-func FuzzMBMEnd(f *testing.F) {
-	f.Add([]byte(`{"sent":10,"from":2,"verdict":"PASS"}`), false)
-	f.Add([]byte(`{"sent":1e20}`), false)
-	f.Add([]byte(`{"sent":5,"from":9}`), false)
-	f.Add([]byte(`{"verdict":"MAYBE"}`), false)
-	f.Add([]byte(`{"sent":0,"verdict":"PASS"}`), true)
-	f.Add([]byte(`{"sent":3}`), true)
-	s := fuzzServer(f, Config{})
-	open, _ := json.Marshal(mbmRequest(1000))
-	openTCP, _ := json.Marshal(tcpRequest())
-	f.Fuzz(func(t *testing.T, body []byte, tcp bool) {
-		req := open
-		if tcp {
-			req = openTCP
-		}
-		rec, _ := serve(s, httptest.NewRequest(http.MethodPost, mbmwire.PathSessions, bytes.NewReader(req)))
-		var rep mbmwire.SessionReply
-		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &rep) != nil {
-			t.Fatalf("open: %d %s", rec.Code, rec.Body)
-		}
-		rec, alloc := serve(s, httptest.NewRequest(http.MethodPost, mbmwire.PathSessions+"/"+rep.ID+"/end", bytes.NewReader(body)))
-		checkReply(t, "mbm end", rec, alloc, len(body))
-		if rec.Code != http.StatusOK {
-			s.mbm.expire(rep.ID) // a refused end leaves the session open
-		}
-	})
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sonde-project/sonde/internal/mbmsink"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/rtcquality"
 	"github.com/sonde-project/sonde/internal/store"
@@ -257,7 +258,7 @@ type Server struct {
 	mux      *routeMux
 	handler  http.Handler // mux under per-request deadlines
 	udp      *udpService
-	mbm      *mbmService
+	mbm      *mbmsink.Sink
 	rtc      *rtcquality.Service
 	history  store.Store
 	archive  *archive
@@ -298,9 +299,11 @@ func New(cfg Config) (*Server, error) {
 	s.mux = newRouteMux(s.adm, s.reject)
 	s.archive = newArchive(s.history, s.metrics.reg, &s.cfg)
 	s.udp = newUDPService(s)
-	s.mbm = newMBMService(s)
 	s.rtc = rtcquality.New(rtcquality.Config{Port: cfg.WebRTCPort, MaxDirection: min(30*time.Second, cfg.MaxDuration), Logger: cfg.Logger})
 	s.routes()
+	if err := s.mountMBM(); err != nil {
+		return nil, err
+	}
 	if err := s.mountNDT7(); err != nil {
 		return nil, err
 	}
@@ -337,7 +340,6 @@ func (s *Server) routes() {
 	s.mux.handleFunc("GET /healthz", policyPublic, s.handleHealth)
 	s.mux.handle("GET /metrics", policyPublic, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.udpRoutes()
-	s.mbmRoutes()
 	s.rtcRoutes()
 	s.webRoutes()
 }
@@ -437,7 +439,7 @@ func (s *Server) Close() {
 		ses.cancel()
 	}
 	s.udp.close()
-	s.mbm.close()
+	s.mbm.Close()
 	s.iperf3.close()
 	s.rtc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

@@ -1,4 +1,4 @@
-package server
+package mbmsink
 
 import (
 	"encoding/binary"
@@ -80,7 +80,7 @@ func TestMBMTCPSession(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
-	_, base := mbmServer(t, Config{})
+	_, _, base := mbmServer(t, Options{})
 	req := tcpRequest()
 	rep := openTCPSession(t, base, req)
 	set := mbmwire.ReceiveBufferFor(req.ReceiveWindowBytes)
@@ -119,7 +119,7 @@ func TestMBMTCPRejects(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
-	_, base := mbmServer(t, Config{})
+	_, _, base := mbmServer(t, Options{})
 	rep := openTCPSession(t, base, tcpRequest())
 	bad := dialSession(t, rep, "", rep.Token+1)
 	if !closedByServer(bad) {
@@ -149,14 +149,14 @@ func TestMBMTCPNoConnect(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
-	s, base := mbmServer(t, Config{})
-	s.mbm.acceptTimeout = 200 * time.Millisecond
+	k, _, base := mbmServer(t, Options{})
+	k.acceptTimeout = 200 * time.Millisecond
 	rep := openTCPSession(t, base, tcpRequest())
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		s.mbm.mu.Lock()
-		n, open := len(s.mbm.perIP), len(s.mbm.open)
-		s.mbm.mu.Unlock()
+		k.mu.Lock()
+		n, open := len(k.perIP), len(k.open)
+		k.mu.Unlock()
 		if n == 0 && open == 0 {
 			break
 		}
@@ -182,7 +182,7 @@ func TestMBMTCPSlowClient(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
-	s, base := mbmServer(t, Config{})
+	k, _, base := mbmServer(t, Options{})
 	rep := openTCPSession(t, base, tcpRequest())
 	c := dialSession(t, rep, "", rep.Token)
 	defer c.Close()
@@ -203,7 +203,7 @@ func TestMBMTCPSlowClient(t *testing.T) {
 	if !closedByServer(c) {
 		t.Error("the server kept the connection after the end call")
 	}
-	waitTCP(t, s)
+	waitTCP(t, k)
 }
 
 // TestMBMTCPShutdown: shutting the server down mid-session closes the
@@ -212,7 +212,7 @@ func TestMBMTCPShutdown(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
-	s, base := mbmServer(t, Config{})
+	k, _, base := mbmServer(t, Options{})
 	rep := openTCPSession(t, base, tcpRequest())
 	rep2 := openTCPSession(t, base, tcpRequest()) // never connected
 	c := dialSession(t, rep, "", rep.Token)
@@ -221,7 +221,7 @@ func TestMBMTCPShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { s.Close(); close(done) }()
+	go func() { k.Close(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -237,10 +237,10 @@ func TestMBMTCPShutdown(t *testing.T) {
 }
 
 // waitTCP waits (≤ 5 s) for every TCP session goroutine to end.
-func waitTCP(t *testing.T, s *Server) {
+func waitTCP(t *testing.T, k *Sink) {
 	t.Helper()
 	done := make(chan struct{})
-	go func() { s.mbm.tcpWG.Wait(); close(done) }()
+	go func() { k.tcpWG.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -251,7 +251,7 @@ func waitTCP(t *testing.T, s *Server) {
 // TestMBMTCPRefusals: a window out of bounds is a 400 naming the bound;
 // an unknown transport a 400.
 func TestMBMTCPRefusals(t *testing.T) {
-	s, _ := mbmServer(t, Config{})
+	k, _, _ := mbmServer(t, Options{})
 	for _, c := range []struct {
 		body, want string
 	}{
@@ -259,7 +259,8 @@ func TestMBMTCPRefusals(t *testing.T) {
 		{`{"transport":"tcp","rate_bps":1e7,"duration_s":5,"receive_window_bytes":99999999}`, "4194304"},
 		{`{"transport":"sctp","rate_bps":1e7}`, "transport"},
 	} {
-		rec, _ := serve(s, httptest.NewRequest(http.MethodPost, mbmwire.PathSessions, strings.NewReader(c.body)))
+		rec := httptest.NewRecorder()
+		k.HandleOpen(rec, httptest.NewRequest(http.MethodPost, mbmwire.PathSessions, strings.NewReader(c.body)))
 		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), c.want) {
 			t.Errorf("%s: %d %s, want 400 naming %q", c.body, rec.Code, rec.Body, c.want)
 		}

@@ -1,4 +1,4 @@
-package server
+package mbmsink
 
 import (
 	"encoding/binary"
@@ -44,7 +44,7 @@ const (
 )
 
 // mbmTCP is a TCP session's connection. Its fields but done are guarded
-// by mbmService.mu.
+// by Sink.mu.
 type mbmTCP struct {
 	ln      net.Listener
 	conn    net.Conn
@@ -65,30 +65,29 @@ func (t *mbmTCP) stop() {
 	}
 }
 
-// MBMListenVia makes the listeners of MBM TCP sessions through via, e.g.
-// in a lab's server namespace (netns.Do), as StartMBM makes the MBM
-// socket in the caller's: made on demand, a listener would otherwise be
-// made in the namespace of whatever thread asked.
-func (s *Server) MBMListenVia(via func(fn func() error) error) {
-	s.mbm.mu.Lock()
-	s.mbm.listenVia = via
-	s.mbm.mu.Unlock()
+// ListenVia makes the listeners of TCP sessions through via, e.g. in a
+// lab's server namespace (netns.Do), as Start makes the MBM socket in the
+// caller's: made on demand, a listener would otherwise be made in the
+// namespace of whatever thread asked.
+func (m *Sink) ListenVia(via func(fn func() error) error) {
+	m.mu.Lock()
+	m.listenVia = via
+	m.mu.Unlock()
 }
 
 // openTCP opens a TCP session for a validated request from ip.
-func (m *mbmService) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire.SessionRequest, ip netip.Addr) {
-	s := m.s
-	_, maxBps := s.udp.limits()
+func (m *Sink) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire.SessionRequest, ip netip.Addr) {
+	_, maxBps := m.opt.Host.Limits()
 	if req.RateBps > maxBps {
-		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %.1f Mbit/s exceeds this server's limit of %.1f Mbit/s", req.RateBps/1e6, maxBps/1e6))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %.1f Mbit/s exceeds this server's limit of %.1f Mbit/s", req.RateBps/1e6, maxBps/1e6))
 		return
 	}
 	conn, err := m.socket() // the MBM address, and a server that runs MBM at all
 	if err != nil {
-		s.writeError(w, http.StatusServiceUnavailable, err.Error())
+		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	grant := min(time.Duration(req.DurationS*float64(time.Second)), s.cfg.MaxDuration)
+	grant := min(time.Duration(req.DurationS*float64(time.Second)), m.opt.MaxTime)
 	release, ok := m.admitSlot(w, r, ip)
 	if !ok {
 		return
@@ -119,7 +118,7 @@ func (m *mbmService) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire
 	}
 	if err != nil {
 		m.unslot(ip, release)
-		s.writeError(w, http.StatusServiceUnavailable, "MBM TCP session: "+err.Error())
+		writeError(w, http.StatusServiceUnavailable, "MBM TCP session: "+err.Error())
 		return
 	}
 	now := time.Now()
@@ -133,7 +132,7 @@ func (m *mbmService) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire
 		m.mu.Unlock()
 		ln.Close()
 		m.unslot(ip, release)
-		s.writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
 		return
 	}
 	for m.byToken[ses.token] != nil {
@@ -147,8 +146,8 @@ func (m *mbmService) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire
 		defer m.tcpWG.Done()
 		m.serveTCP(ses, now.Add(grant+mbmTCPReadSlack))
 	}()
-	s.metrics.tests.WithLabelValues("sonde", "mbm").Inc()
-	s.cfg.Logger.Info("mbm tcp session", "id", ses.id, "client", ip, "test", req.Test, "rate_bps", req.RateBps,
+	m.opt.Started()
+	m.opt.Logger.Info("mbm tcp session", "id", ses.id, "client", ip, "test", req.Test, "rate_bps", req.RateBps,
 		"window", req.ReceiveWindowBytes, "rcvbuf", set, "rcvbuf_held", held, "grant", grant, "software", req.Client)
 	writeJSON(w, http.StatusOK, mbmwire.SessionReply{
 		ID: ses.id, Token: ses.token, TCPPort: ln.Addr().(*net.TCPAddr).Port, ReceiveBufferBytes: held,
@@ -158,7 +157,7 @@ func (m *mbmService) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire
 
 // serveTCP accepts the session's one connection and reads it until EOF,
 // readUntil, the byte limit or stop.
-func (m *mbmService) serveTCP(ses *mbmSession, readUntil time.Time) {
+func (m *Sink) serveTCP(ses *mbmSession, readUntil time.Time) {
 	tc := ses.tcp
 	defer close(tc.done)
 	c := m.acceptTCP(ses)
@@ -177,7 +176,7 @@ func (m *mbmService) serveTCP(ses *mbmSession, readUntil time.Time) {
 	m.mu.Unlock()
 	_ = c.SetReadDeadline(readUntil)
 	rc, _ := tcpinfo.RawConn(c)
-	limit := m.s.cfg.MaxBytes
+	limit := m.opt.MaxBytes
 	buf := make([]byte, 64<<10)
 	var (
 		maxWnd     uint32
@@ -230,7 +229,7 @@ func (m *mbmService) serveTCP(ses *mbmSession, readUntil time.Time) {
 // acceptTCP returns the session's connection: the first from the
 // client's address that writes the session's token, within
 // mbmAcceptTimeout. Others are closed. The listener is closed on return.
-func (m *mbmService) acceptTCP(ses *mbmSession) net.Conn {
+func (m *Sink) acceptTCP(ses *mbmSession) net.Conn {
 	tc := ses.tcp
 	defer tc.ln.Close()
 	deadline := time.Now().Add(m.acceptTimeout)
@@ -259,7 +258,7 @@ func (m *mbmService) acceptTCP(ses *mbmSession) net.Conn {
 
 // tokenOK says whether c comes from the session's client and writes its
 // token first, by deadline.
-func (m *mbmService) tokenOK(c net.Conn, ses *mbmSession, deadline time.Time) bool {
+func (m *Sink) tokenOK(c net.Conn, ses *mbmSession, deadline time.Time) bool {
 	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
 	if err != nil || ap.Addr().Unmap() != ses.client {
 		return false
@@ -274,7 +273,7 @@ func (m *mbmService) tokenOK(c net.Conn, ses *mbmSession, deadline time.Time) bo
 
 // noConnect ends a TCP session whose client never connected: its slots
 // are released at once.
-func (m *mbmService) noConnect(ses *mbmSession) {
+func (m *Sink) noConnect(ses *mbmSession) {
 	m.mu.Lock()
 	// Stopped: an end call, the expiry or shutdown has it.
 	if ses.tcp.stopped || m.open[ses.id] != ses {
@@ -286,8 +285,8 @@ func (m *mbmService) noConnect(ses *mbmSession) {
 	m.drop(ses)
 	m.keep(ses.id, rep)
 	m.mu.Unlock()
-	m.s.cfg.Logger.Info("mbm tcp session: no connection", "id", ses.id, "rejected", rep.TCP.Rejected)
-	m.s.mbmFinished(ses.endpoint(), ses.result(rep, "", fmt.Sprintf("the client did not connect within %s", m.acceptTimeout)))
+	m.opt.Logger.Info("mbm tcp session: no connection", "id", ses.id, "rejected", rep.TCP.Rejected)
+	m.finished(ses.endpoint(), ses.result(rep, "", fmt.Sprintf("the client did not connect within %s", m.acceptTimeout)))
 }
 
 // finishTCP waits for the session's EOF (its last bytes), at most
@@ -295,7 +294,7 @@ func (m *mbmService) noConnect(ses *mbmSession) {
 // the connection is not accepted yet: a client that wrote its bytes and
 // closed may call end before the accept loop took the connection from
 // the kernel's backlog, and its bytes must still be counted.
-func (m *mbmService) finishTCP(tc *mbmTCP) {
+func (m *Sink) finishTCP(tc *mbmTCP) {
 	select {
 	case <-tc.done:
 		return
