@@ -97,15 +97,15 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 			}
 			for _, kv := range []struct {
 				flag string
-				dst  *monitor.Duration
+				dst  *units.Duration
 				val  string
 			}{{"keep-raw", &c.KeepRaw, keepRaw}, {"keep-rollups", &c.KeepRoll, keepRoll}} {
 				if f.Changed(kv.flag) {
-					d, err := monitor.ParseAge(kv.val)
+					d, err := units.ParseAge(kv.val)
 					if err != nil {
 						return usagef("--%s: %s", kv.flag, err)
 					}
-					*kv.dst = monitor.Duration(d)
+					*kv.dst = units.Duration(d)
 				}
 			}
 			if f.Changed("label") {
@@ -119,7 +119,7 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 			// Given after the defaults: a 0 on the command line is a value
 			// to refuse, not an unset field.
 			if f.Changed("timeout") {
-				c.Timeout = monitor.Duration(timeout)
+				c.Timeout = units.Duration(timeout)
 			}
 			if f.Changed("rate") {
 				c.Rate = cfg.Rate

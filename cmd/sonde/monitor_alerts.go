@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-project/sonde/internal/alert"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor"
 	"github.com/sonde-project/sonde/internal/report"
@@ -56,10 +57,10 @@ RFC 3339 times or dates; a range is at most 366 days.`,
 			if err != nil {
 				return err
 			}
-			if toT.Sub(fromT) > time.Duration(monitor.MaxReplayNs) {
+			if toT.Sub(fromT) > time.Duration(alert.MaxReplayNs) {
 				return usagef("a range of %s: at most 366 days", toT.Sub(fromT).Round(time.Hour))
 			}
-			var ac monitor.AlertConfig
+			var ac alert.Config
 			var profiles []model.RequirementProfile
 			if cfgFile != "" {
 				c, err := monitor.LoadConfig(cfgFile)
@@ -81,9 +82,9 @@ RFC 3339 times or dates; a range is at most 366 days.`,
 			if err := checkOutput("--json", jsonOut); err != nil {
 				return err
 			}
-			var res *monitor.ReplayResult
+			var res *alert.ReplayResult
 			err = sr.read(cmd.Context(), loc, "the replay", func(ctx context.Context, st store.Store) (err error) {
-				res, err = monitor.Replay(ctx, st, monitor.ReplayRequest{Name: sr.name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Rules: ac.Rules})
+				res, err = alert.Replay(ctx, st, alert.ReplayRequest{Name: sr.name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Rules: ac.Rules})
 				return err
 			})
 			if err != nil {
@@ -100,7 +101,7 @@ RFC 3339 times or dates; a range is at most 366 days.`,
 }
 
 // writeReplay prints the changes as text, or as JSON to a file or stdout.
-func writeReplay(stdout io.Writer, jsonOut string, res *monitor.ReplayResult) error {
+func writeReplay(stdout io.Writer, jsonOut string, res *alert.ReplayResult) error {
 	if jsonOut != "" {
 		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }); err != nil {
 			return err
@@ -117,10 +118,10 @@ func writeReplay(stdout io.Writer, jsonOut string, res *monitor.ReplayResult) er
 		time.Unix(0, res.FromNs).UTC().Format(time.RFC3339), time.Unix(0, res.ToNs).UTC().Format(time.RFC3339), res.Probes, strings.Join(rules, ", "))
 	fired := 0
 	for _, a := range res.Changes {
-		if a.Status == monitor.AlertFiring {
+		if a.Status == alert.StatusFiring {
 			fired++
 		}
-		fmt.Fprintln(stdout, monitor.FormatAlert(a))
+		fmt.Fprintln(stdout, alert.Format(a))
 	}
 	fmt.Fprintf(stdout, "%d firings", fired)
 	if res.Truncated {
@@ -128,7 +129,7 @@ func writeReplay(stdout io.Writer, jsonOut string, res *monitor.ReplayResult) er
 	}
 	fmt.Fprintf(stdout, "; still firing at the end: %d\n", len(res.Firing))
 	for _, a := range res.Firing {
-		fmt.Fprintln(stdout, "  "+monitor.FormatAlert(a))
+		fmt.Fprintln(stdout, "  "+alert.Format(a))
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sonde-project/sonde/internal/monitor"
+	"github.com/sonde-project/sonde/internal/alert"
 )
 
 func runAlertsReplay(args ...string) (string, string, int) {
@@ -44,7 +44,7 @@ func TestAlertsReplay(t *testing.T) {
 	if _, stderr, code := runAlertsReplay("--store", db, "--from", "2026-01-01", "--to", "2026-01-01T00:10:00Z", "--config", cfg, "--json", js); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var res monitor.ReplayResult
+	var res alert.ReplayResult
 	b, _ := os.ReadFile(js)
 	if err := json.Unmarshal(b, &res); err != nil || len(res.Changes) != 13 || res.Probes != 600 || len(res.Firing) != 1 || res.Firing[0].Rule != "r200" {
 		t.Fatalf("%v: %s", err, b)

@@ -2,24 +2,53 @@ package monitor
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/alert"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/store"
 )
 
 // maxRecentAlerts bounds the alert changes /alerts lists.
 const maxRecentAlerts = 50
+
+// alert.Alert events read back at a start: those of the last restoreSpan, at
+// most restoreEvents (oldest first; a rule that flapped more than that
+// in a month loses its oldest changes, not its newest state).
+const (
+	restoreSpan   = 31 * 24 * time.Hour
+	restoreEvents = 100_000
+)
+
+// alertEngine is what the daemon asks of the alert engine
+// (internal/alert's Evaluator): it feeds final probes and the detectors'
+// events, evaluates once a pass, and restores what a past run left firing.
+type alertEngine interface {
+	Add(s model.ProbeSample)
+	Event(ev model.MonitorEvent, atNs int64)
+	Eval(atNs int64) []alert.Alert
+	Firing() []alert.Alert
+	Restore(a alert.Alert, firedAt int64) bool
+}
+
+// alertSink is where the daemon sends alert changes besides the log and
+// the store (internal/alert's Webhook).
+type alertSink interface {
+	Send(a alert.Alert)
+	Run(ctx context.Context)
+}
 
 // watcher runs on the daemon's loop after each pass: it feeds the probes
 // that became final since the last pass, in send order, to the alert
 // evaluator and the dashboard's series, feeds it the detectors' new
 // events, and delivers each alert change to the log and the webhook.
 type watcher struct {
-	ev     *Evaluator
-	hook   *webhook
+	ev     alertEngine
+	hook   alertSink // nil: none
 	log    *log.Logger
 	series *liveSeries
 	clock  *clockWatch // wall-clock steps (clockstep.go)
@@ -29,19 +58,19 @@ type watcher struct {
 	buf    []model.ProbeSample
 
 	mu     sync.Mutex
-	firing []Alert
-	recent []Alert // newest last
+	firing []alert.Alert
+	recent []alert.Alert // newest last
 }
 
 // AlertsView is what /alerts answers.
 type AlertsView struct {
-	Rules  []AlertRule `json:"rules"`
-	Firing []Alert     `json:"firing"`
-	Recent []Alert     `json:"recent"` // the last changes (at most 50), oldest first
+	Rules  []alert.Rule  `json:"rules"`
+	Firing []alert.Alert `json:"firing"`
+	Recent []alert.Alert `json:"recent"` // the last changes (at most 50), oldest first
 }
 
 func newWatcher(plan *Plan, lg *log.Logger) (*watcher, error) {
-	ev, err := NewEvaluator(plan.Alerts.Rules, plan.Name, plan.Streams)
+	ev, err := alert.NewEvaluator(plan.Alerts.Rules, plan.Name, plan.Streams)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +80,7 @@ func newWatcher(plan *Plan, lg *log.Logger) (*watcher, error) {
 		if plan.Listen != "off" {
 			ext = "http://" + plan.Listen + "/"
 		}
-		w.hook = newWebhook(plan.Alerts.Webhook, ext, time.Duration(plan.Alerts.WebhookTimeout), lg)
+		w.hook = alert.NewWebhook(plan.Alerts.Webhook, ext, time.Duration(plan.Alerts.WebhookTimeout), lg)
 	}
 	return w, nil
 }
@@ -62,7 +91,7 @@ func (w *watcher) start(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); w.hook.run(ctx) }()
+	go func() { defer wg.Done(); w.hook.Run(ctx) }()
 }
 
 // restore runs once at a start, after the restart is recorded and before
@@ -139,8 +168,83 @@ func (w *watcher) pass(c *core, now int64) {
 	w.mu.Unlock()
 }
 
-func (w *watcher) view(rules []AlertRule) AlertsView {
+func (w *watcher) view(rules []alert.Rule) AlertsView {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return AlertsView{Rules: rules, Firing: append([]Alert{}, w.firing...), Recent: append([]Alert{}, w.recent...)}
+	return AlertsView{Rules: rules, Firing: append([]alert.Alert{}, w.firing...), Recent: append([]alert.Alert{}, w.recent...)}
+}
+
+// restoreAlerts reads the alert changes stored before this start, makes
+// the evaluator's alerts firing again, and resolves (log, webhook, store)
+// those no rule matches any more. It runs once, before the first pass.
+func (w *watcher) restoreAlerts(ctx context.Context, c *core, now int64) error {
+	evs, err := c.st.Events(ctx, c.mid, now-int64(restoreSpan), now+1, restoreEvents)
+	if err != nil {
+		return fmt.Errorf("alerts: read the stored alerts: %w", err)
+	}
+	firing, at := alert.FiringFromEvents(evs)
+	var gone []alert.Alert
+	for i, a := range firing {
+		if w.ev.Restore(a, at[i]) {
+			w.log.Printf("alert %s: still firing since %s (stored before this start)", a.Rule, time.Unix(0, a.StartsNs).UTC().Format(time.RFC3339))
+			continue
+		}
+		a.Status, a.EndsNs = alert.StatusResolved, max(now, a.StartsNs)
+		a.Summary = "the rule is no longer configured: resolved at the start"
+		gone = append(gone, a)
+	}
+	w.deliver(c, gone, now)
+	w.mu.Lock()
+	w.firing = w.ev.Firing()
+	w.mu.Unlock()
+	return nil
+}
+
+// deliver sends alert changes to the log and the webhook and stores
+// them (at once: the next batch may never come if the daemon stops).
+func (w *watcher) deliver(c *core, changes []alert.Alert, now int64) {
+	if len(changes) == 0 {
+		return
+	}
+	evs := make([]model.MonitorEvent, 0, len(changes))
+	for _, a := range changes {
+		w.log.Print(alert.Format(a))
+		if w.hook != nil {
+			w.hook.Send(a)
+		}
+		evs = append(evs, alert.ToEvent(a, now))
+	}
+	// While the store fails, the loop's batch holds and retries them with
+	// the rest; a write failing here goes the same way.
+	stored := false
+	if c.failSince == 0 {
+		wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		stored = c.st.Write(wctx, c.mid, &store.Batch{Events: evs}) == nil
+		cancel()
+	}
+	if !stored {
+		c.events = append(c.events, evs...)
+	}
+	w.mu.Lock()
+	w.recent = append(w.recent, changes...)
+	if n := len(w.recent) - maxRecentAlerts; n > 0 {
+		w.recent = append(w.recent[:0], w.recent[n:]...)
+	}
+	w.mu.Unlock()
+}
+
+// checkAlerts checks the plan's alerts section (a copy: the caller's
+// Config is not changed) against its profiles and streams.
+func (p *Plan) checkAlerts() error {
+	if p.Config.Alerts != nil {
+		p.Alerts = *p.Config.Alerts
+		if p.Alerts.Rules != nil {
+			p.Alerts.Rules = slices.Clone(p.Alerts.Rules)
+		}
+	}
+	if err := p.Alerts.Check(p.Profiles); err != nil {
+		return err
+	}
+	_, err := alert.NewEvaluator(p.Alerts.Rules, p.Name, p.Streams)
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/alert"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor/probe"
 	"github.com/sonde-project/sonde/internal/store"
@@ -40,9 +41,9 @@ func runFor(c *core, w *watcher, from, to int64, rtt int64) {
 // alert events the restarted daemon never resolved it.
 func TestAlertsSurviveRestart(t *testing.T) {
 	var mu sync.Mutex
-	var got []amMessage
+	var got []alert.WebhookMessage
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		var m amMessage
+		var m alert.WebhookMessage
 		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
 			t.Error(err)
 		}
@@ -107,10 +108,10 @@ func TestAlertsSurviveRestart(t *testing.T) {
 	}
 	var status []string
 	for _, ev := range evs {
-		if a, ok := alertFromEvent(ev); ok {
+		if a, ok := alert.FromEvent(ev); ok {
 			status = append(status, a.Status)
 			t.Logf("%s start %d end %d: %s", a.Status, (a.StartsNs-t0)/1e6, (a.EndsNs-t0)/1e6, a.Summary)
-			if a.Status == AlertResolved && a.EndsNs != restartAt+10e9 {
+			if a.Status == alert.StatusResolved && a.EndsNs != restartAt+10e9 {
 				t.Errorf("resolved at %d s, want 100 s", (a.EndsNs-t0)/1e9)
 			}
 		}
@@ -130,7 +131,7 @@ func TestAlertsSurviveRestart(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 2 || got[0].Status != AlertFiring || got[1].Status != AlertResolved {
+	if len(got) != 2 || got[0].Status != alert.StatusFiring || got[1].Status != alert.StatusResolved {
 		t.Fatalf("webhook got %+v", got)
 	}
 	a := got[1].Alerts[0]
@@ -144,9 +145,9 @@ func TestAlertsSurviveRestart(t *testing.T) {
 func TestRestoredAlertOfRemovedRuleResolved(t *testing.T) {
 	c, fs := testCore(t, 200*time.Millisecond)
 	ctx := context.Background()
-	old := Alert{Rule: "gone", Severity: "warning", Kind: RuleOutage, Status: AlertFiring, StartsNs: t0,
-		Labels: map[string]string{"alertname": "gone", "severity": "warning", "kind": RuleOutage, "scope": "link"}, Summary: "outage"}
-	if err := fs.Write(ctx, c.mid, &store.Batch{Events: []model.MonitorEvent{alertEvent(old, t0+10e9)}}); err != nil {
+	old := alert.Alert{Rule: "gone", Severity: "warning", Kind: alert.RuleOutage, Status: alert.StatusFiring, StartsNs: t0,
+		Labels: map[string]string{"alertname": "gone", "severity": "warning", "kind": alert.RuleOutage, "scope": "link"}, Summary: "outage"}
+	if err := fs.Write(ctx, c.mid, &store.Batch{Events: []model.MonitorEvent{alert.ToEvent(old, t0+10e9)}}); err != nil {
 		t.Fatal(err)
 	}
 	var logs strings.Builder
@@ -159,43 +160,20 @@ func TestRestoredAlertOfRemovedRuleResolved(t *testing.T) {
 		t.Fatalf("firing %+v", f)
 	}
 	evs, _ := fs.Events(ctx, c.mid, t0, t0+1000e9, 100)
-	firing, _ := firingFromEvents(evs)
+	firing, _ := alert.FiringFromEvents(evs)
 	if len(firing) != 0 || !strings.Contains(logs.String(), "alert gone [warning] RESOLVED") {
 		t.Fatalf("not resolved: %+v\n%s", firing, logs.String())
 	}
 }
 
-// TestAlertEventRoundTrip: the stored form reads back to the same alert.
-func TestAlertEventRoundTrip(t *testing.T) {
-	a := Alert{Rule: "r", Severity: "critical", Kind: RuleReliability, Status: AlertResolved, StartsNs: t0, EndsNs: t0 + 5e9, Value: 0.97,
-		Labels:  map[string]string{"alertname": "r", "severity": "critical", "kind": RuleReliability, "scope": "stream", "stream": "a b=c", "target": "x"},
-		Summary: "R(200ms) is back"}
-	b, ok := alertFromEvent(alertEvent(a, t0+9e9))
-	if !ok || b.key() != a.key() || b.Status != a.Status || b.StartsNs != a.StartsNs || b.EndsNs != a.EndsNs || b.Value != a.Value ||
-		b.Summary != a.Summary || b.Labels["stream"] != "a b=c" {
-		t.Fatalf("%+v\n%+v", a, b)
-	}
+// lockedWriter serializes a log's writes with the test's reads.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
 }
 
-// FuzzAlertFromEvent: stored events are read back at every start; any
-// event (a damaged or foreign row) reads as an alert or as none, without
-// a panic, and what reads as one folds and restores without one.
-func FuzzAlertFromEvent(f *testing.F) {
-	f.Add("status=firing", "label:alertname=link-outage", "label:scope=link", "alert x [w] FIRING at T: outage", int64(5), int64(9))
-	f.Add("status=resolved", "label:alertname=r", "label:stream=a=b", "", int64(-1), int64(0))
-	f.Add("status=", "label:", "label:=", ": : :", int64(0), int64(1<<62))
-	evals, _ := NewEvaluator(DefaultRules(), "", twoTargets)
-	f.Fuzz(func(t *testing.T, f1, f2, f3, text string, start, end int64) {
-		ev := model.MonitorEvent{Kind: EventAlert, StartNs: start, EndNs: end, Stream: -1, Text: text, Flags: []string{f1, f2, f3},
-			Detail: map[string]float64{"value": 1}}
-		a, ok := alertFromEvent(ev)
-		if ok && (a.Rule == "" || a.Status != AlertFiring && a.Status != AlertResolved) {
-			t.Fatalf("read %+v", a)
-		}
-		firing, at := firingFromEvents([]model.MonitorEvent{ev, ev})
-		for i, a := range firing {
-			evals.Restore(a, at[i])
-		}
-		evals.Eval(end)
-	})
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/sonde-project/sonde/internal/alert"
 	"github.com/sonde-project/sonde/internal/counters"
 	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/model"
@@ -28,11 +29,6 @@ const (
 	MaxTargets     = 8
 	MaxConfigBytes = 64 << 10
 	DefaultListen  = "127.0.0.1:9851"
-	// maxAge bounds a retention age (100 years): beyond it is a typo.
-	maxAge = 100 * 365 * 24 * time.Hour
-	// Forever is a retention age that keeps rows for ever ("forever", "off"
-	// or "0"); an unset age takes the default.
-	Forever = Duration(-1)
 )
 
 // Config is the daemon's configuration: the flags of `sonde monitor run`
@@ -41,7 +37,7 @@ const (
 type Config struct {
 	Targets   []string          `json:"targets"`      // sonde servers (host:port or URL) or stamp://host[:port] reflectors
 	Rate      float64           `json:"rate"`         // probes/s per stream, 1-100 (default 10)
-	Timeout   Duration          `json:"timeout"`      // a probe unanswered after it is lost (default 2s)
+	Timeout   units.Duration    `json:"timeout"`      // a probe unanswered after it is lost (default 2s)
 	ICMP      bool              `json:"icmp"`         // also ICMP echo to each target's host
 	TCPPort   int               `json:"tcp_port"`     // also TCP connect to each target's host on this port (0: none)
 	DSCP      []string          `json:"dscp"`         // classes probed side by side (default: be only)
@@ -50,61 +46,17 @@ type Config struct {
 	Up        string            `json:"up"`           // uplink capacity (e.g. "20M"; empty: learnt)
 	Down      string            `json:"down"`         // downlink capacity
 	Store     string            `json:"store"`        // store URL (default DefaultStore())
-	KeepRaw   Duration          `json:"keep_raw"`     // raw probes and counters (default 30d; "forever")
-	KeepRoll  Duration          `json:"keep_rollups"` // per-minute rollups (default 5y; "forever")
+	KeepRaw   units.Duration    `json:"keep_raw"`     // raw probes and counters (default 30d; "forever")
+	KeepRoll  units.Duration    `json:"keep_rollups"` // per-minute rollups (default 5y; "forever")
 	Listen    string            `json:"listen"`       // HTTP endpoints (default 127.0.0.1:9851; "off": none)
 	Name      string            `json:"name"`         // the monitor's identity in the store (default the host name)
 	Labels    map[string]string `json:"labels"`       // e.g. isp, access
 	Profiles  string            `json:"profiles"`     // requirement profile file (default the smart-grid table)
 	Token     string            `json:"token"`        // bearer token for private sonde servers
-	Alerts    *AlertConfig      `json:"alerts"`       // alert rules and webhook (absent: DefaultRules, log only)
+	Alerts    *alert.Config     `json:"alerts"`       // alert rules and webhook (absent: DefaultRules, log only)
 	Ship      string            `json:"ship"`         // fleet store URL the shipper sends to (empty: none; docs/fleet.md)
 	ShipToken string            `json:"ship_token"`   // the monitor's token in the fleet store
 	ShipRaw   bool              `json:"ship_raw"`     // also ship raw probe samples and counters
-}
-
-// Duration is a time.Duration written as a string in JSON, with the
-// suffixes d (days) and y (365 days) besides Go's.
-type Duration time.Duration
-
-// UnmarshalJSON reads "30d", "2s" ….
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return errors.New(`want a duration string such as "2s" or "30d"`)
-	}
-	v, err := ParseAge(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalJSON writes the duration as Go prints it.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	if d == Forever {
-		return json.Marshal("forever")
-	}
-	return json.Marshal(time.Duration(d).String())
-}
-
-// age is a retention age for store.Retention (0: forever).
-func (d Duration) age() time.Duration { return time.Duration(max(d, 0)) }
-
-// ParseAge reads a duration with the extra suffixes d and y ("30d",
-// "5y"), or "0", "off" or "forever" for no limit (Forever).
-func ParseAge(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	switch s {
-	case "0", "forever", "off":
-		return time.Duration(Forever), nil
-	}
-	v, err := units.ParseDuration(s, maxAge)
-	if err != nil {
-		return 0, fmt.Errorf("invalid duration %w", err)
-	}
-	return v, nil
 }
 
 // ParseConfig reads a config file's content strictly: at most
@@ -168,7 +120,7 @@ func (c *Config) Defaults() {
 		c.Rate = probe.DefaultRate
 	}
 	if c.Timeout == 0 {
-		c.Timeout = Duration(probe.DefaultTimeout)
+		c.Timeout = units.Duration(probe.DefaultTimeout)
 	}
 	if len(c.DSCP) == 0 {
 		c.DSCP = []string{"be"}
@@ -180,10 +132,10 @@ func (c *Config) Defaults() {
 		c.Listen = DefaultListen
 	}
 	if c.KeepRaw == 0 {
-		c.KeepRaw = Duration(store.DefaultRetention.Raw)
+		c.KeepRaw = units.Duration(store.DefaultRetention.Raw)
 	}
 	if c.KeepRoll == 0 {
-		c.KeepRoll = Duration(store.DefaultRetention.Rollups)
+		c.KeepRoll = units.Duration(store.DefaultRetention.Rollups)
 	}
 	if c.Name == "" {
 		c.Name, _ = os.Hostname()
@@ -204,7 +156,7 @@ type Plan struct {
 	DownBps  float64
 	Counters *counters.Spec             // parsed Config.Counters (nil: none)
 	Profiles []model.RequirementProfile // nil: the smart-grid table
-	Alerts   AlertConfig                // checked, defaults filled
+	Alerts   alert.Config               // checked, defaults filled
 }
 
 // LoadSource names where the load states come from: the interface, or
@@ -284,13 +236,13 @@ func (c Config) Validate() (*Plan, error) {
 	if _, err := store.ParseURL(c.Store); err != nil {
 		return nil, fmt.Errorf("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
 	}
-	if (c.KeepRaw < 0 && c.KeepRaw != Forever) || (c.KeepRoll < 0 && c.KeepRoll != Forever) {
+	if (c.KeepRaw < 0 && c.KeepRaw != units.Forever) || (c.KeepRoll < 0 && c.KeepRoll != units.Forever) {
 		return nil, errors.New("--keep-raw/--keep-rollups: want a positive age or forever")
 	}
-	if c.KeepRaw > 0 && c.KeepRaw < Duration(time.Hour) {
+	if c.KeepRaw > 0 && c.KeepRaw < units.Duration(time.Hour) {
 		return nil, fmt.Errorf("--keep-raw: %s is under an hour: rows would go before their minute is rolled up", time.Duration(c.KeepRaw))
 	}
-	if c.KeepRoll > 0 && c.KeepRoll < Duration(24*time.Hour) {
+	if c.KeepRoll > 0 && c.KeepRoll < units.Duration(24*time.Hour) {
 		return nil, fmt.Errorf("--keep-rollups: %s is under a day", time.Duration(c.KeepRoll))
 	}
 	if err := c.checkShip(); err != nil {

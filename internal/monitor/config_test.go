@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"github.com/sonde-project/sonde/internal/units"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +20,7 @@ func TestSampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Streams) == 0 || p.KeepRaw != Duration(30*24*time.Hour) {
+	if len(p.Streams) == 0 || p.KeepRaw != units.Duration(30*24*time.Hour) {
 		t.Fatalf("plan %+v", p)
 	}
 }
@@ -64,14 +66,14 @@ func TestConfigErrors(t *testing.T) {
 		{"no target", func(c *Config) { c.Targets = nil }, "--target"},
 		{"nine targets", func(c *Config) { c.Targets = strings.Split("a,b,c,d,e,f,g,h,i", ",") }, "at most 8"},
 		{"rate", func(c *Config) { c.Rate = 101 }, "--rate"},
-		{"timeout", func(c *Config) { c.Timeout = Duration(time.Hour) }, "--timeout"},
+		{"timeout", func(c *Config) { c.Timeout = units.Duration(time.Hour) }, "--timeout"},
 		{"dscp", func(c *Config) { c.DSCP = []string{"ef", "nope"} }, "--dscp"},
 		{"dscp twice", func(c *Config) { c.DSCP = []string{"ef", "46"} }, "twice"},
 		{"up without interface", func(c *Config) { c.Up = "10M" }, "--up"},
 		{"bad up", func(c *Config) { c.Interface, c.Up = "eth0", "fast" }, "--up"},
 		{"bad interface", func(c *Config) { c.Interface = "../etc" }, "--interface"},
 		{"bad store", func(c *Config) { c.Store = "mysql://x" }, "--store"},
-		{"short keep", func(c *Config) { c.KeepRaw = Duration(time.Minute) }, "--keep-raw"},
+		{"short keep", func(c *Config) { c.KeepRaw = units.Duration(time.Minute) }, "--keep-raw"},
 		{"listen", func(c *Config) { c.Listen = "9851" }, "--listen"},
 		{"label", func(c *Config) { c.Labels = map[string]string{"": "x"} }, "--label"},
 		{"profiles missing", func(c *Config) { c.Profiles = filepath.Join(dir, "none.json") }, "--profiles"},
@@ -121,7 +123,7 @@ func TestParseConfigStrict(t *testing.T) {
 		}
 	}
 	c, err := ParseConfig(strings.NewReader(`{"targets": ["a"], "keep_raw": "7d", "keep_rollups": "forever", "timeout": "500ms"}`))
-	if err != nil || c.KeepRaw != Duration(7*24*time.Hour) || c.KeepRoll != Forever || c.Timeout != Duration(500*time.Millisecond) {
+	if err != nil || c.KeepRaw != units.Duration(7*24*time.Hour) || c.KeepRoll != units.Forever || c.Timeout != units.Duration(500*time.Millisecond) {
 		t.Fatalf("%+v %v", c, err)
 	}
 }

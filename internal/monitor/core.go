@@ -520,7 +520,7 @@ func (c *core) setStore(healthy bool) {
 }
 
 func (c *core) retain(ctx context.Context, now int64) {
-	r := store.Retention{Raw: c.plan.KeepRaw.age(), Rollups: c.plan.KeepRoll.age(), Batch: store.DefaultRetention.Batch}
+	r := store.Retention{Raw: c.plan.KeepRaw.Age(), Rollups: c.plan.KeepRoll.Age(), Batch: store.DefaultRetention.Batch}
 	if r.Raw == 0 && r.Rollups == 0 {
 		return
 	}

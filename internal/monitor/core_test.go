@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"github.com/sonde-project/sonde/internal/units"
+
 	"context"
 	"errors"
 	"io"
@@ -46,7 +48,7 @@ func (f *failing) Write(ctx context.Context, m int64, b *store.Batch) error {
 // hand: its ring takes the test's samples, step the test's clock.
 func testCore(t *testing.T, timeout time.Duration) (*core, *failing) {
 	t.Helper()
-	c := Config{Targets: []string{"stamp://127.0.0.1:9"}, Timeout: Duration(timeout), Store: filepath.Join(t.TempDir(), "m.db"), Name: "t"}
+	c := Config{Targets: []string{"stamp://127.0.0.1:9"}, Timeout: units.Duration(timeout), Store: filepath.Join(t.TempDir(), "m.db"), Name: "t"}
 	c.Defaults()
 	p, err := c.Validate()
 	if err != nil {

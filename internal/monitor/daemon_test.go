@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"github.com/sonde-project/sonde/internal/units"
+
 	"bytes"
 	"context"
 	"database/sql"
@@ -85,7 +87,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	raddr := refl.Addr()
 	var logs bytes.Buffer
-	d, st, stop := startDaemon(t, Config{Targets: []string{srv, "stamp://" + raddr}, Rate: 20, Timeout: Duration(200 * time.Millisecond),
+	d, st, stop := startDaemon(t, Config{Targets: []string{srv, "stamp://" + raddr}, Rate: 20, Timeout: units.Duration(200 * time.Millisecond),
 		Store: filepath.Join(t.TempDir(), "m.db"), Listen: "127.0.0.1:0", Name: "e2e", Labels: map[string]string{"isp": "loopback"}}, &logs)
 	base := "http://" + d.Addr().String()
 	time.Sleep(1500 * time.Millisecond)
@@ -187,7 +189,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Fatalf("integrity_check: %q %v", ok, err)
 	}
 	raw.Close()
-	c := Config{Targets: []string{"stamp://" + refl.Addr()}, Rate: 20, Timeout: Duration(200 * time.Millisecond), Store: db, Listen: "off", Name: "crash"}
+	c := Config{Targets: []string{"stamp://" + refl.Addr()}, Rate: 20, Timeout: units.Duration(200 * time.Millisecond), Store: db, Listen: "off", Name: "crash"}
 	_, st, stop := startDaemon(t, c, io.Discard)
 	time.Sleep(300 * time.Millisecond)
 	stop()
@@ -232,7 +234,7 @@ func TestCrashChild(t *testing.T) {
 	if db == "" {
 		t.Skip("run by TestCrashSafety")
 	}
-	c := Config{Targets: []string{os.Getenv("SONDE_MONITOR_TARGET")}, Rate: 20, Timeout: Duration(200 * time.Millisecond), Store: db, Listen: "off", Name: "crash"}
+	c := Config{Targets: []string{os.Getenv("SONDE_MONITOR_TARGET")}, Rate: 20, Timeout: units.Duration(200 * time.Millisecond), Store: db, Listen: "off", Name: "crash"}
 	startDaemon(t, c, os.Stderr)
 	time.Sleep(time.Minute) // killed long before
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/sonde-project/sonde/internal/alert"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/store"
@@ -188,7 +189,7 @@ const dashboardCSP = "default-src 'self'; script-src 'self'; style-src 'self'; i
 
 // handler serves the dashboard (/ and its assets), /series and /alerts
 // in front of the core's /metrics, /status and /healthz.
-func (w *watcher) handler(c *core, rules []AlertRule) http.Handler {
+func (w *watcher) handler(c *core, rules []alert.Rule) http.Handler {
 	mux := http.NewServeMux()
 	assets := web.Assets()
 	file := func(name, ctype string) http.HandlerFunc {

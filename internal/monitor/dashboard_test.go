@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/alert"
 	"github.com/sonde-project/sonde/internal/monitor/probe"
 )
 
@@ -108,8 +109,8 @@ func TestDashboardEndpoints(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &av); err != nil {
 		t.Fatal(err)
 	}
-	if len(av.Recent) != 2 || av.Recent[0].Status != AlertFiring || av.Recent[0].StartsNs != t0+150e9 ||
-		av.Recent[1].Status != AlertResolved || av.Recent[1].EndsNs != t0+170e9 || len(av.Firing) != 0 || len(av.Rules) != 1 {
+	if len(av.Recent) != 2 || av.Recent[0].Status != alert.StatusFiring || av.Recent[0].StartsNs != t0+150e9 ||
+		av.Recent[1].Status != alert.StatusResolved || av.Recent[1].EndsNs != t0+170e9 || len(av.Firing) != 0 || len(av.Rules) != 1 {
 		t.Fatalf("alerts %s", body)
 	}
 	if n := strings.Count(logs.String(), "alert link-outage [critical]"); n != 2 {

@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"github.com/sonde-project/sonde/internal/units"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -35,7 +37,7 @@ func TestDaemonShips(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	d, _, stop := startDaemon(t, Config{Targets: []string{"stamp://" + refl.Addr()}, Rate: 10, Timeout: Duration(200 * time.Millisecond),
+	d, _, stop := startDaemon(t, Config{Targets: []string{"stamp://" + refl.Addr()}, Rate: 10, Timeout: units.Duration(200 * time.Millisecond),
 		Store: filepath.Join(dir, "m.db"), Listen: "127.0.0.1:0", Name: "shipper", Ship: fleetURL, ShipToken: token}, &logs)
 	base := "http://" + d.Addr().String()
 	var s Status

@@ -1,6 +1,7 @@
 package units
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -141,4 +142,57 @@ func (r Range) Resolve(now time.Time, since, max time.Duration) (start, end time
 		return start, end, fmt.Errorf("a range of %s: at most %s", end.Sub(start).Round(time.Hour), FormatSpan(max))
 	}
 	return start, end, nil
+}
+
+// Duration is a time.Duration written in a config file as a string of
+// ParseDuration's grammar ("2s", "30d", "5y"), at most MaxAge; "forever",
+// "off" or "0" is Forever.
+type Duration time.Duration
+
+const (
+	// MaxAge bounds a Duration (100 years): beyond it is a typo.
+	MaxAge = 100 * Year
+	// Forever is a Duration without end, e.g. a retention age that keeps
+	// rows for ever.
+	Forever = Duration(-1)
+)
+
+// UnmarshalJSON reads "30d", "2s" ….
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New(`want a duration string such as "2s" or "30d"`)
+	}
+	v, err := ParseAge(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as Go prints it.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	if d == Forever {
+		return json.Marshal("forever")
+	}
+	return json.Marshal(time.Duration(d).String())
+}
+
+// Age is the duration as a retention age: 0 for Forever.
+func (d Duration) Age() time.Duration { return time.Duration(max(d, 0)) }
+
+// ParseAge reads a Duration's string: ParseDuration's grammar up to
+// MaxAge, or "0", "off" or "forever" for no limit (Forever).
+func ParseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "0", "forever", "off":
+		return time.Duration(Forever), nil
+	}
+	v, err := ParseDuration(s, MaxAge)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %w", err)
+	}
+	return v, nil
 }

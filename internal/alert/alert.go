@@ -1,4 +1,11 @@
-package monitor
+// Package alert is the monitor's alert engine (docs/monitor.md,
+// "Alerts"): the rules of a config file's "alerts" section and their
+// checks, the Evaluator that turns final probes and the detectors' events
+// into firing and resolved alerts, their stored form (events a restart
+// reads back), Replay over a store's history, and the Alertmanager
+// webhook. It is pure but for the webhook and Replay's reads: the daemon
+// (internal/monitor) feeds it and delivers what it returns.
+package alert
 
 import (
 	"errors"
@@ -24,8 +31,8 @@ const (
 
 // Alert statuses, as Alertmanager names them.
 const (
-	AlertFiring   = "firing"
-	AlertResolved = "resolved"
+	StatusFiring   = "firing"
+	StatusResolved = "resolved"
 )
 
 // Bounds of the "alerts" section: it comes from a file.
@@ -39,20 +46,20 @@ const (
 	maxWebhookURL   = 1024
 )
 
-// AlertConfig is the "alerts" section of the config file.
-type AlertConfig struct {
+// Config is the "alerts" section of the config file.
+type Config struct {
 	// Rules evaluated by the daemon; absent (null): DefaultRules, an
 	// empty list: none.
-	Rules []AlertRule `json:"rules"`
+	Rules []Rule `json:"rules"`
 	// Webhook is an Alertmanager-compatible receiver (http or https URL);
 	// empty: the log only.
 	Webhook string `json:"webhook"`
 	// WebhookTimeout bounds one POST (default 10s, at most 60s).
-	WebhookTimeout Duration `json:"webhook_timeout"`
+	WebhookTimeout units.Duration `json:"webhook_timeout"`
 }
 
-// AlertRule is one rule. Each kind reads only its own fields.
-type AlertRule struct {
+// Rule is one rule. Each kind reads only its own fields.
+type Rule struct {
 	Name     string `json:"name"`     // unique, the alert's alertname label
 	Severity string `json:"severity"` // a label (default "warning"), e.g. critical, info
 	Kind     string `json:"kind"`     // outage, reliability, baseline-step, bufferbloat
@@ -63,45 +70,45 @@ type AlertRule struct {
 	// outage that fires (default 10s).
 	// reliability: For is how long R(L) must stay under the requirement
 	// before the alert fires (default 0: at the first evaluation).
-	Scope string   `json:"scope,omitempty"`
-	For   Duration `json:"for,omitempty"`
+	Scope string         `json:"scope,omitempty"`
+	For   units.Duration `json:"for,omitempty"`
 	// reliability: fires while R(Latency) < Reliability over the last
 	// Window (default 10m) of a stream with at least MinProbes (default
 	// 100) probes in it; Profile takes Latency and Reliability from a
 	// requirement profile instead.
-	Latency     Duration `json:"latency,omitempty"`
-	Reliability float64  `json:"reliability,omitempty"`
-	Profile     string   `json:"profile,omitempty"`
-	Window      Duration `json:"window,omitempty"`
-	MinProbes   int      `json:"min_probes,omitempty"`
+	Latency     units.Duration `json:"latency,omitempty"`
+	Reliability float64        `json:"reliability,omitempty"`
+	Profile     string         `json:"profile,omitempty"`
+	Window      units.Duration `json:"window,omitempty"`
+	MinProbes   int            `json:"min_probes,omitempty"`
 	// reliability, hysteresis: a firing alert resolves only once R(L) has
 	// stayed at or above Reliability + ResolveMargin (default half the
 	// allowed failure fraction, (1 − Reliability) / 2; at most 1) at every
 	// evaluation for ResolveFor (default Window), so a rule does not flap
 	// at the requirement.
-	ResolveMargin *float64 `json:"resolve_margin,omitempty"`
-	ResolveFor    Duration `json:"resolve_for,omitempty"`
+	ResolveMargin *float64       `json:"resolve_margin,omitempty"`
+	ResolveFor    units.Duration `json:"resolve_for,omitempty"`
 	// baseline-step: fires on a step of at least MinStep (default any the
 	// detectors report); steps flagged probable-artefact only with
 	// Artefacts.
-	MinStep   Duration `json:"min_step,omitempty"`
-	Artefacts bool     `json:"artefacts,omitempty"`
+	MinStep   units.Duration `json:"min_step,omitempty"`
+	Artefacts bool           `json:"artefacts,omitempty"`
 	// bufferbloat: fires on a loaded episode graded Grade or worse
 	// (default "C"; the scale A+ A B C D F).
 	Grade string `json:"grade,omitempty"`
 	// baseline-step and bufferbloat: an event fires the alert, which is
 	// resolved Hold (default 15m) after the last matching event.
-	Hold Duration `json:"hold,omitempty"`
+	Hold units.Duration `json:"hold,omitempty"`
 }
 
 // DefaultRules are the rules of a config without an "alerts" section: an
 // outage of the link of at least 10 s.
-func DefaultRules() []AlertRule {
-	return []AlertRule{{Name: "link-outage", Severity: "critical", Kind: RuleOutage, Scope: "link", For: Duration(10 * time.Second)}}
+func DefaultRules() []Rule {
+	return []Rule{{Name: "link-outage", Severity: "critical", Kind: RuleOutage, Scope: "link", For: units.Duration(10 * time.Second)}}
 }
 
 // fill sets the defaults of the fields a rule's kind reads.
-func (r *AlertRule) fill() {
+func (r *Rule) fill() {
 	if r.Severity == "" {
 		r.Severity = "warning"
 	}
@@ -111,11 +118,11 @@ func (r *AlertRule) fill() {
 			r.Scope = "link"
 		}
 		if r.For == 0 {
-			r.For = Duration(10 * time.Second)
+			r.For = units.Duration(10 * time.Second)
 		}
 	case RuleReliability:
 		if r.Window == 0 {
-			r.Window = Duration(10 * time.Minute)
+			r.Window = units.Duration(10 * time.Minute)
 		}
 		if r.MinProbes == 0 {
 			r.MinProbes = 100
@@ -125,7 +132,7 @@ func (r *AlertRule) fill() {
 		}
 	case RuleStep, RuleBufferbloat:
 		if r.Hold == 0 {
-			r.Hold = Duration(15 * time.Minute)
+			r.Hold = units.Duration(15 * time.Minute)
 		}
 		if r.Kind == RuleBufferbloat && r.Grade == "" {
 			r.Grade = "C"
@@ -136,7 +143,7 @@ func (r *AlertRule) fill() {
 // Check fills the defaults and validates the section against the
 // requirement profiles a rule may name (nil: the smart-grid table). Each
 // error is one line naming the rule and field.
-func (a *AlertConfig) Check(profiles []model.RequirementProfile) error {
+func (a *Config) Check(profiles []model.RequirementProfile) error {
 	if a.Rules == nil {
 		a.Rules = DefaultRules()
 	}
@@ -144,7 +151,7 @@ func (a *AlertConfig) Check(profiles []model.RequirementProfile) error {
 		return fmt.Errorf("alerts: %d rules, at most %d", len(a.Rules), maxRules)
 	}
 	if a.WebhookTimeout == 0 {
-		a.WebhookTimeout = Duration(10 * time.Second)
+		a.WebhookTimeout = units.Duration(10 * time.Second)
 	}
 	if t := time.Duration(a.WebhookTimeout); t < 100*time.Millisecond || t > time.Minute {
 		return fmt.Errorf("alerts: webhook_timeout %s: want 100ms to 1m", t)
@@ -175,7 +182,7 @@ func (a *AlertConfig) Check(profiles []model.RequirementProfile) error {
 	return nil
 }
 
-func (r *AlertRule) check(profiles []model.RequirementProfile) error {
+func (r *Rule) check(profiles []model.RequirementProfile) error {
 	if r.Name == "" || len(r.Name) > maxRuleName || strings.IndexFunc(r.Name, func(c rune) bool { return unicode.IsControl(c) || unicode.IsSpace(c) }) >= 0 {
 		return fmt.Errorf("name: want 1-%d characters without spaces", maxRuleName)
 	}
@@ -226,7 +233,7 @@ func (r *AlertRule) check(profiles []model.RequirementProfile) error {
 			if i < 0 {
 				return fmt.Errorf("profile %q: no such requirement profile", r.Profile)
 			}
-			r.Latency, r.Reliability = Duration(profiles[i].LatencyNs), profiles[i].Reliability
+			r.Latency, r.Reliability = units.Duration(profiles[i].LatencyNs), profiles[i].Reliability
 		}
 		if t := time.Duration(r.Latency); t <= 0 || t > 1000*time.Second {
 			return fmt.Errorf("latency %s: want above 0, up to 1000s", t)
@@ -310,7 +317,7 @@ type Evaluator struct {
 }
 
 type ruleState struct {
-	rule    AlertRule
+	rule    Rule
 	streams []int // the streams it watches
 	groups  []group
 	windows []*window // reliability: per watched stream
@@ -334,9 +341,9 @@ type group struct {
 	summary      string
 }
 
-// NewEvaluator prepares rules (checked by AlertConfig.Check) for a
+// NewEvaluator prepares rules (checked by Config.Check) for a
 // monitor's streams. A rule naming a stream the monitor lacks is an error.
-func NewEvaluator(rules []AlertRule, monitor string, streams []model.MonitorStream) (*Evaluator, error) {
+func NewEvaluator(rules []Rule, monitor string, streams []model.MonitorStream) (*Evaluator, error) {
 	e := &Evaluator{streams: streams, monitor: monitor, runStart: make([]int64, len(streams)), inRun: make([]bool, len(streams)),
 		upAt: make([]int64, len(streams)), firstOK: make([]int64, len(streams)), sent: make([]bool, len(streams))}
 	for _, r := range rules {
@@ -505,7 +512,7 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 						end := max(up, g.start)
 						g.firing, g.value = false, float64(end-g.start)/1e9
 						g.summary = fmt.Sprintf("outage of %s over after %v (restored after a restart; first probe answered since)", g.what, time.Duration(end-g.start).Round(time.Millisecond))
-						out = append(out, g.alert(r, AlertResolved, end))
+						out = append(out, g.alert(r, StatusResolved, end))
 					}
 					continue
 				}
@@ -513,7 +520,7 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 				if !g.firing && long && start != g.fired {
 					g.firing, g.start, g.fired, g.value = true, start, start, float64(min(end, atNs)-start)/1e9
 					g.summary = fmt.Sprintf("outage of %s: every probe lost for %v", g.what, time.Duration(min(end, atNs)-start).Round(time.Millisecond))
-					out = append(out, g.alert(r, AlertFiring, 0))
+					out = append(out, g.alert(r, StatusFiring, 0))
 				}
 				if g.firing && !down {
 					end = max(min(end, atNs), g.start)
@@ -521,7 +528,7 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 					// a restart began before it, and covers it).
 					g.firing, g.value, g.fired = false, float64(end-g.start)/1e9, start
 					g.summary = fmt.Sprintf("outage of %s over after %v", g.what, time.Duration(end-g.start).Round(time.Millisecond))
-					out = append(out, g.alert(r, AlertResolved, end))
+					out = append(out, g.alert(r, StatusResolved, end))
 				}
 			case RuleReliability:
 				w := rs.windows[gi]
@@ -546,7 +553,7 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 					if atNs-g.below >= int64(r.For) {
 						g.firing, g.start, g.value, g.below, g.clear = true, g.below, rv, 0, 0
 						g.summary = fmt.Sprintf("%s is %.2f %% (%d of %d probes), under the required %.2f %%", lbl(), 100*rv, ok, sent, 100*r.Reliability)
-						out = append(out, g.alert(r, AlertFiring, 0))
+						out = append(out, g.alert(r, StatusFiring, 0))
 					}
 				case !g.firing:
 					g.below = 0
@@ -558,7 +565,7 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 						g.firing, g.value, g.clear = false, rv, 0
 						g.summary = fmt.Sprintf("%s is back to %.2f %% (required %.2f %%, resolved at %.2f %% held for %v)", lbl(), 100*rv,
 							100*r.Reliability, 100*resolveAt, time.Duration(r.ResolveFor))
-						out = append(out, g.alert(r, AlertResolved, atNs))
+						out = append(out, g.alert(r, StatusResolved, atNs))
 					}
 				default:
 					g.clear = 0
@@ -566,12 +573,12 @@ func (e *Evaluator) Eval(atNs int64) []Alert {
 			case RuleStep, RuleBufferbloat:
 				if g.pending {
 					g.pending = false
-					out = append(out, g.alert(r, AlertFiring, 0))
+					out = append(out, g.alert(r, StatusFiring, 0))
 				}
 				if g.firing && atNs >= g.hold {
 					g.firing = false
 					g.summary = fmt.Sprintf("no %s on %s for %v", r.Kind, g.what, time.Duration(r.Hold))
-					out = append(out, g.alert(r, AlertResolved, atNs))
+					out = append(out, g.alert(r, StatusResolved, atNs))
 				}
 			}
 		}
@@ -585,14 +592,14 @@ func (e *Evaluator) Firing() []Alert {
 	for _, rs := range e.rules {
 		for gi := range rs.groups {
 			if g := &rs.groups[gi]; g.firing {
-				out = append(out, g.alert(rs.rule, AlertFiring, 0))
+				out = append(out, g.alert(rs.rule, StatusFiring, 0))
 			}
 		}
 	}
 	return out
 }
 
-func (g *group) alert(r AlertRule, status string, end int64) Alert {
+func (g *group) alert(r Rule, status string, end int64) Alert {
 	l := make(map[string]string, len(g.labels))
 	for k, v := range g.labels {
 		l[k] = v
@@ -674,28 +681,12 @@ func (w *window) sum(atNs int64) (sent, ok uint64) {
 	return sent, ok
 }
 
-// FormatAlert is the alert's log line.
-func FormatAlert(a Alert) string {
+// Format is the alert's log line.
+func Format(a Alert) string {
 	at := a.StartsNs
-	if a.Status == AlertResolved {
+	if a.Status == StatusResolved {
 		at = a.EndsNs
 	}
 	return fmt.Sprintf("alert %s [%s] %s at %s: %s", a.Rule, a.Severity, strings.ToUpper(a.Status),
 		time.Unix(0, at).UTC().Format(time.RFC3339), a.Summary)
-}
-
-// checkAlerts checks the plan's alerts section (a copy: the caller's
-// Config is not changed) against its profiles and streams.
-func (p *Plan) checkAlerts() error {
-	if p.Config.Alerts != nil {
-		p.Alerts = *p.Config.Alerts
-		if p.Alerts.Rules != nil {
-			p.Alerts.Rules = slices.Clone(p.Alerts.Rules)
-		}
-	}
-	if err := p.Alerts.Check(p.Profiles); err != nil {
-		return err
-	}
-	_, err := NewEvaluator(p.Alerts.Rules, p.Name, p.Streams)
-	return err
 }

@@ -1,4 +1,4 @@
-package monitor
+package alert
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // BenchmarkEvaluator is the daemon's per-second alert work at 8 streams
@@ -17,9 +18,9 @@ func BenchmarkEvaluator(b *testing.B) {
 	for i := range 8 {
 		streams = append(streams, model.MonitorStream{Target: "198.18.0.1:862", Kind: model.ProbeSTAMP, DSCP: i, Name: string(rune('a' + i))})
 	}
-	a := AlertConfig{Rules: []AlertRule{
+	a := Config{Rules: []Rule{
 		{Name: "o", Kind: RuleOutage}, {Name: "s", Kind: RuleOutage, Scope: "stream"},
-		{Name: "r", Kind: RuleReliability, Latency: Duration(200 * time.Millisecond), Reliability: 0.98, Window: Duration(time.Hour)},
+		{Name: "r", Kind: RuleReliability, Latency: units.Duration(200 * time.Millisecond), Reliability: 0.98, Window: units.Duration(time.Hour)},
 		{Name: "b", Kind: RuleBufferbloat},
 	}}
 	if err := a.Check(nil); err != nil {
@@ -68,8 +69,8 @@ func BenchmarkReplayDay(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	a := AlertConfig{Rules: []AlertRule{{Name: "o", Kind: RuleOutage, For: Duration(2 * time.Second)},
-		{Name: "r", Kind: RuleReliability, Latency: Duration(200 * time.Millisecond), Reliability: 0.995}}}
+	a := Config{Rules: []Rule{{Name: "o", Kind: RuleOutage, For: units.Duration(2 * time.Second)},
+		{Name: "r", Kind: RuleReliability, Latency: units.Duration(200 * time.Millisecond), Reliability: 0.995}}}
 	if err := a.Check(nil); err != nil {
 		b.Fatal(err)
 	}

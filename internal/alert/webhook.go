@@ -1,4 +1,4 @@
-package monitor
+package alert
 
 import (
 	"bytes"
@@ -35,9 +35,9 @@ func checkWebhookURL(s string) error {
 	return nil
 }
 
-// amMessage is Alertmanager's webhook payload (version 4), which
+// WebhookMessage is Alertmanager's webhook payload (version 4), which
 // Alertmanager's receivers (and anything that reads it) accept.
-type amMessage struct {
+type WebhookMessage struct {
 	Version           string            `json:"version"`
 	GroupKey          string            `json:"groupKey"`
 	TruncatedAlerts   int               `json:"truncatedAlerts"`
@@ -47,10 +47,11 @@ type amMessage struct {
 	CommonLabels      map[string]string `json:"commonLabels"`
 	CommonAnnotations map[string]string `json:"commonAnnotations"`
 	ExternalURL       string            `json:"externalURL"`
-	Alerts            []amAlert         `json:"alerts"`
+	Alerts            []WebhookAlert    `json:"alerts"`
 }
 
-type amAlert struct {
+// WebhookAlert is one alert of a WebhookMessage.
+type WebhookAlert struct {
 	Status       string            `json:"status"`
 	Labels       map[string]string `json:"labels"`
 	Annotations  map[string]string `json:"annotations"`
@@ -65,23 +66,23 @@ func AlertmanagerJSON(a Alert, externalURL string) ([]byte, error) {
 	h := fnv.New64a()
 	io.WriteString(h, a.key())
 	fp := strconv.FormatUint(h.Sum64(), 16)
-	al := amAlert{Status: a.Status, Labels: a.Labels,
+	al := WebhookAlert{Status: a.Status, Labels: a.Labels,
 		Annotations: map[string]string{"summary": a.Summary, "value": strconv.FormatFloat(a.Value, 'g', 6, 64)},
 		StartsAt:    time.Unix(0, a.StartsNs).UTC(), GeneratorURL: externalURL, Fingerprint: fp}
-	if a.Status == AlertResolved {
+	if a.Status == StatusResolved {
 		al.EndsAt = time.Unix(0, a.EndsNs).UTC()
 	}
-	m := amMessage{Version: "4", GroupKey: "{}:{alertname=" + strconv.Quote(a.Rule) + "}", Status: a.Status, Receiver: "sonde-monitor",
+	m := WebhookMessage{Version: "4", GroupKey: "{}:{alertname=" + strconv.Quote(a.Rule) + "}", Status: a.Status, Receiver: "sonde-monitor",
 		GroupLabels: map[string]string{"alertname": a.Rule}, CommonLabels: a.Labels, CommonAnnotations: al.Annotations,
-		ExternalURL: externalURL, Alerts: []amAlert{al}}
+		ExternalURL: externalURL, Alerts: []WebhookAlert{al}}
 	return json.Marshal(m)
 }
 
-// webhook delivers alerts to one receiver from its own goroutine: a
+// Webhook delivers alerts to one receiver from its own goroutine: a
 // bounded queue (the oldest dropped when full, counted), each message
 // POSTed until a 2xx, with a timeout per POST and retries with doubling
 // backoff on network errors, 5xx and 429 (other statuses are final).
-type webhook struct {
+type Webhook struct {
 	url, external string
 	client        *http.Client
 	log           *log.Logger
@@ -96,13 +97,15 @@ type webhook struct {
 	failed  uint64
 }
 
-func newWebhook(u, external string, timeout time.Duration, lg *log.Logger) *webhook {
-	return &webhook{url: u, external: external, client: &http.Client{Timeout: timeout}, log: lg,
+// NewWebhook sends to the receiver at u (checked by Config.Check); external
+// is the generatorURL of its messages ("" none).
+func NewWebhook(u, external string, timeout time.Duration, lg *log.Logger) *Webhook {
+	return &Webhook{url: u, external: external, client: &http.Client{Timeout: timeout}, log: lg,
 		backoff: webhookBackoff, maxDelay: webhookMaxDelay, wake: make(chan struct{}, 1)}
 }
 
-// send queues an alert's change; it never blocks the caller.
-func (w *webhook) send(a Alert) {
+// Send queues an alert's change; it never blocks the caller.
+func (w *Webhook) Send(a Alert) {
 	body, err := AlertmanagerJSON(a, w.external)
 	if err != nil {
 		w.log.Printf("alert webhook: %v", err)
@@ -122,8 +125,8 @@ func (w *webhook) send(a Alert) {
 	}
 }
 
-// run delivers the queue until ctx ends.
-func (w *webhook) run(ctx context.Context) {
+// Run delivers the queue until ctx ends.
+func (w *Webhook) Run(ctx context.Context) {
 	for {
 		w.mu.Lock()
 		var body []byte
@@ -159,7 +162,7 @@ func (w *webhook) run(ctx context.Context) {
 
 var errFinal = errors.New("refused")
 
-func (w *webhook) deliver(ctx context.Context, body []byte) error {
+func (w *Webhook) deliver(ctx context.Context, body []byte) error {
 	delay := w.backoff
 	var err error
 	for try := 1; try <= webhookTries; try++ {
@@ -181,7 +184,7 @@ func (w *webhook) deliver(ctx context.Context, body []byte) error {
 	return fmt.Errorf("%d tries, the last: %w", webhookTries, err)
 }
 
-func (w *webhook) post(ctx context.Context, body []byte) error {
+func (w *Webhook) post(ctx context.Context, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("%w: %v", errFinal, err)

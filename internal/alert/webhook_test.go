@@ -1,4 +1,4 @@
-package monitor
+package alert
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // the resolved one, in Alertmanager's webhook format.
 func TestWebhookAlertmanagerJSONWithRetries(t *testing.T) {
 	var mu sync.Mutex
-	var bodies []amMessage
+	var bodies []WebhookMessage
 	tries := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
@@ -32,7 +32,7 @@ func TestWebhookAlertmanagerJSONWithRetries(t *testing.T) {
 			t.Errorf("%s with %q", r.Method, r.Header.Get("Content-Type"))
 		}
 		b, _ := io.ReadAll(r.Body)
-		var m amMessage
+		var m WebhookMessage
 		dec := json.NewDecoder(strings.NewReader(string(b)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&m); err != nil {
@@ -43,14 +43,14 @@ func TestWebhookAlertmanagerJSONWithRetries(t *testing.T) {
 	defer srv.Close()
 	var logs strings.Builder
 	var lmu sync.Mutex
-	w := newWebhook(srv.URL, "http://127.0.0.1:9851/", time.Second, log.New(lockedWriter{&lmu, &logs}, "", 0))
+	w := NewWebhook(srv.URL, "http://127.0.0.1:9851/", time.Second, log.New(lockedWriter{&lmu, &logs}, "", 0))
 	w.backoff = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { w.run(ctx); close(done) }()
+	go func() { w.Run(ctx); close(done) }()
 	labels := map[string]string{"alertname": "link-outage", "severity": "critical", "kind": "outage", "scope": "link", "monitor": "home"}
-	w.send(Alert{Rule: "link-outage", Severity: "critical", Kind: RuleOutage, Status: AlertFiring, Labels: labels, Summary: "outage of the link", StartsNs: t0, Value: 10})
-	w.send(Alert{Rule: "link-outage", Severity: "critical", Kind: RuleOutage, Status: AlertResolved, Labels: labels, Summary: "over", StartsNs: t0, EndsNs: t0 + 15e9, Value: 15})
+	w.Send(Alert{Rule: "link-outage", Severity: "critical", Kind: RuleOutage, Status: StatusFiring, Labels: labels, Summary: "outage of the link", StartsNs: t0, Value: 10})
+	w.Send(Alert{Rule: "link-outage", Severity: "critical", Kind: RuleOutage, Status: StatusResolved, Labels: labels, Summary: "over", StartsNs: t0, EndsNs: t0 + 15e9, Value: 15})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		mu.Lock()
@@ -97,10 +97,10 @@ func TestWebhookGivesUpAndBounds(t *testing.T) {
 	defer srv.Close()
 	var logs strings.Builder
 	var lmu sync.Mutex
-	w := newWebhook(srv.URL, "", time.Second, log.New(lockedWriter{&lmu, &logs}, "", 0))
-	a := Alert{Rule: "r", Status: AlertFiring, Labels: map[string]string{"alertname": "r"}}
+	w := NewWebhook(srv.URL, "", time.Second, log.New(lockedWriter{&lmu, &logs}, "", 0))
+	a := Alert{Rule: "r", Status: StatusFiring, Labels: map[string]string{"alertname": "r"}}
 	for range webhookQueue + 5 {
-		w.send(a)
+		w.Send(a)
 	}
 	if len(w.queue) != webhookQueue || w.dropped != 5 {
 		t.Fatalf("queue %d, dropped %d", len(w.queue), w.dropped)
@@ -108,7 +108,7 @@ func TestWebhookGivesUpAndBounds(t *testing.T) {
 	w.queue = w.queue[:1]
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { w.run(ctx); close(done) }()
+	go func() { w.Run(ctx); close(done) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		w.mu.Lock()

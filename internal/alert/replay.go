@@ -1,4 +1,4 @@
-package monitor
+package alert
 
 import (
 	"context"
@@ -28,16 +28,16 @@ const (
 type ReplayRequest struct {
 	Name         string // the monitor ("" the store's only one)
 	FromNs, ToNs int64
-	Rules        []AlertRule // checked (AlertConfig.Check)
+	Rules        []Rule // checked (Config.Check)
 }
 
 // ReplayResult is what Replay found.
 type ReplayResult struct {
-	Monitor string      `json:"monitor"`
-	FromNs  int64       `json:"from_ns"`
-	ToNs    int64       `json:"to_ns"`
-	Rules   []AlertRule `json:"rules"`
-	Probes  uint64      `json:"probes"`
+	Monitor string `json:"monitor"`
+	FromNs  int64  `json:"from_ns"`
+	ToNs    int64  `json:"to_ns"`
+	Rules   []Rule `json:"rules"`
+	Probes  uint64 `json:"probes"`
 	// Changes are the alerts' firings and resolutions in time order.
 	Changes []Alert `json:"changes"`
 	// Firing are the alerts still firing at the end of the range.

@@ -1,4 +1,4 @@
-package monitor
+package alert
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/store"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // TestReplayOverStore: an hour of two streams in a store, with a 15 s
@@ -54,11 +55,11 @@ func TestReplayOverStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a := AlertConfig{Rules: []AlertRule{
-		{Name: "link-outage", Severity: "critical", Kind: RuleOutage, For: Duration(10 * time.Second)},
-		{Name: "stream-outage", Kind: RuleOutage, Scope: "stream", Stream: twoTargets[1].Name, For: Duration(5 * time.Second)},
-		{Name: "r200", Kind: RuleReliability, Stream: twoTargets[0].Name, Latency: Duration(200 * time.Millisecond), Reliability: 0.98},
-		{Name: "bloat", Kind: RuleBufferbloat, Grade: "D", Hold: Duration(10 * time.Minute)},
+	a := Config{Rules: []Rule{
+		{Name: "link-outage", Severity: "critical", Kind: RuleOutage, For: units.Duration(10 * time.Second)},
+		{Name: "stream-outage", Kind: RuleOutage, Scope: "stream", Stream: twoTargets[1].Name, For: units.Duration(5 * time.Second)},
+		{Name: "r200", Kind: RuleReliability, Stream: twoTargets[0].Name, Latency: units.Duration(200 * time.Millisecond), Reliability: 0.98},
+		{Name: "bloat", Kind: RuleBufferbloat, Grade: "D", Hold: units.Duration(10 * time.Minute)},
 	}}
 	if err := a.Check(nil); err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestReplayOverStore(t *testing.T) {
 	var got []string
 	for _, c := range res.Changes {
 		when := c.StartsNs
-		if c.Status == AlertResolved {
+		if c.Status == StatusResolved {
 			when = c.EndsNs
 		}
 		got = append(got, fmt.Sprintf("%g %s %s", float64(when-t0)/1e9, c.Rule, c.Status))
