@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/sonde-project/sonde/internal/grade"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/units"
@@ -265,8 +266,8 @@ func (r *Rule) check(profiles []model.RequirementProfile) error {
 			return fmt.Errorf("min_step %s: want 0 to 1h", t)
 		}
 	case RuleBufferbloat:
-		if reliability.GradeRank(r.Grade) < 0 {
-			return fmt.Errorf("grade %q: want one of %s", r.Grade, strings.Join(reliability.Grades, " "))
+		if grade.BufferbloatRank(r.Grade) < 0 {
+			return fmt.Errorf("grade %q: want one of %s", r.Grade, strings.Join(grade.BufferbloatLetters(), " "))
 		}
 	default:
 		return fmt.Errorf("kind %q: want outage, reliability, baseline-step or bufferbloat", r.Kind)
@@ -452,7 +453,7 @@ func (e *Evaluator) Event(ev model.MonitorEvent, atNs int64) {
 					g = v
 				}
 			}
-			if g == "" || reliability.GradeRank(g) < reliability.GradeRank(r.Grade) {
+			if g == "" || grade.BufferbloatRank(g) < grade.BufferbloatRank(r.Grade) {
 				continue
 			}
 			value = ev.Detail["added_median_ms"]

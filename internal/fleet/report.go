@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sonde-project/sonde/internal/grade"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/store"
@@ -280,7 +281,7 @@ func Report(ctx context.Context, st store.FleetReader, req Request) (*model.Flee
 						fm.Grades = map[string]int{}
 					}
 					fm.Grades[g]++
-					if reliability.GradeRank(g) > reliability.GradeRank(fm.Worst) {
+					if grade.BufferbloatRank(g) > grade.BufferbloatRank(fm.Worst) {
 						fm.Worst = g
 					}
 				}

@@ -23,6 +23,29 @@ const BufferbloatScale = "dslreports"
 var Bufferbloat = []model.Band{{Name: "A+", Below: 5}, {Name: "A", Below: 30}, {Name: "B", Below: 60},
 	{Name: "C", Below: 200}, {Name: "D", Below: 400}, {Name: "F"}}
 
+// BufferbloatRank is letter's place on the bufferbloat scale, 0 for A+,
+// −1 for a string that is no letter of it: a worse letter ranks higher.
+func BufferbloatRank(letter string) int {
+	for i, b := range Bufferbloat {
+		if b.Name == letter {
+			return i
+		}
+	}
+	return -1
+}
+
+// BufferbloatLetters are the scale's letters, best first.
+func BufferbloatLetters() []string {
+	out := make([]string, len(Bufferbloat))
+	for i, b := range Bufferbloat {
+		out[i] = b.Name
+	}
+	return out
+}
+
+// BufferbloatOf is the letter of an added delay in nanoseconds.
+func BufferbloatOf(addedNs int64) string { return Classify(Bufferbloat, float64(addedNs)/1e6) }
+
 // RPMBands are draft-ietf-ippm-responsiveness-09 §1.2's.
 var RPMBands = []model.Band{{Name: "Poor", Below: 300}, {Name: "Fair", Below: 1000},
 	{Name: "Good", Below: 6000}, {Name: "Excellent"}}

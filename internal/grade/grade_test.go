@@ -160,3 +160,17 @@ func TestLossInput(t *testing.T) {
 		t.Errorf("UDP loss %v from %q", in.Loss, in.LossSource)
 	}
 }
+
+// TestBufferbloatOf: the letter of an added delay in ns, on the band
+// edges; the rank orders the letters and refuses a non-letter.
+func TestBufferbloatOf(t *testing.T) {
+	const ms = int64(1e6)
+	for ns, g := range map[int64]string{0: "A+", 4 * ms: "A+", 5 * ms: "A", 29 * ms: "A", 30 * ms: "B", 60 * ms: "C", 199 * ms: "C", 200 * ms: "D", 400 * ms: "F"} {
+		if BufferbloatOf(ns) != g {
+			t.Errorf("BufferbloatOf(%d ms) = %s, want %s", ns/ms, BufferbloatOf(ns), g)
+		}
+	}
+	if BufferbloatRank("A+") != 0 || BufferbloatRank("F") != 5 || BufferbloatRank("E") != -1 || len(BufferbloatLetters()) != 6 {
+		t.Errorf("ranks %d %d %d, letters %v", BufferbloatRank("A+"), BufferbloatRank("F"), BufferbloatRank("E"), BufferbloatLetters())
+	}
+}

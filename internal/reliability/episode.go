@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/grade"
 	"github.com/sonde-project/sonde/internal/model"
 )
 
@@ -85,31 +86,6 @@ func (a *Analyzer) closeEpisode(st *streamAcc) {
 	st.episodes = append(st.episodes, ep)
 }
 
-// Grades is the bufferbloat grade scale, best first (Grade's results).
-var Grades = []string{"A+", "A", "B", "C", "D", "F"}
-
-// GradeRank is g's place on the scale, 0 for the best, −1 for a string
-// that is no grade: a worse grade ranks higher.
-func GradeRank(g string) int { return slices.Index(Grades, g) }
-
-// Grade is the bufferbloat grade of an added delay (Waveform's and
-// Crusader's scale): A+ < 5 ms, A < 30, B < 60, C < 200, D < 400, F.
-func Grade(addedNs int64) string {
-	switch {
-	case addedNs < 5*ms:
-		return "A+"
-	case addedNs < 30*ms:
-		return "A"
-	case addedNs < 60*ms:
-		return "B"
-	case addedNs < 200*ms:
-		return "C"
-	case addedNs < 400*ms:
-		return "D"
-	}
-	return "F"
-}
-
 // Queue classes of a loaded episode.
 const (
 	QueueDropTail = "drop-tail" // deep delay, probe losses at the delay peaks
@@ -169,7 +145,7 @@ func (a *Analyzer) episodeEvent(i int32, ep *episode, base int64) model.MonitorE
 	d := ev.Detail
 	d["loaded_median_ms"], d["loaded_p99_ms"] = float64(p50)/1e6, float64(p99)/1e6
 	d["added_median_ms"], d["added_p95_ms"], d["added_p99_ms"] = float64(add50)/1e6, float64(add95)/1e6, float64(add99)/1e6
-	grade := Grade(add50)
+	letter := grade.BufferbloatOf(add50)
 	// Losses at the peaks: the share of lost probes whose last answered
 	// predecessor was in the episode's top quarter of delay. Drop-tail
 	// drops only when the buffer is full, i.e. at the sawtooth's top;
@@ -240,9 +216,9 @@ func (a *Analyzer) episodeEvent(i int32, ep *episode, base int64) model.MonitorE
 	default:
 		class = QueueBloated
 	}
-	ev.Flags = append(ev.Flags, "queue="+class, "grade="+grade)
+	ev.Flags = append(ev.Flags, "queue="+class, "grade="+letter)
 	ev.Text = fmt.Sprintf("loaded episode (%s) on %s: %v, added delay %.0f ms median, %.0f ms p99, grade %s, queue %s",
-		dir, a.streams[i].Name, time.Duration(ep.firstAfter-ep.start).Round(time.Millisecond), float64(add50)/1e6, float64(add99)/1e6, grade, class)
+		dir, a.streams[i].Name, time.Duration(ep.firstAfter-ep.start).Round(time.Millisecond), float64(add50)/1e6, float64(add99)/1e6, letter, class)
 	if c > 0 && base > 0 {
 		buf := c * float64(max(add99, 0)) / 1e9
 		bdp := c * float64(base) / 1e9

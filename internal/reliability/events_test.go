@@ -250,14 +250,6 @@ func TestLoadedAQMAndFQ(t *testing.T) {
 	}
 }
 
-func TestGrade(t *testing.T) {
-	for ns, g := range map[int64]string{0: "A+", 4 * ms: "A+", 5 * ms: "A", 29 * ms: "A", 30 * ms: "B", 60 * ms: "C", 199 * ms: "C", 200 * ms: "D", 400 * ms: "F"} {
-		if Grade(ns) != g {
-			t.Errorf("Grade(%d ms) = %s, want %s", ns/ms, Grade(ns), g)
-		}
-	}
-}
-
 // On a slow link the packet in service alone delays a probe by up to one
 // MTU's serialisation (17 ms at 0.7 Mbit/s): FQ-CoDel's added delay on
 // the adsl lab read p95 16.6 ms and CoDel's 65.8 ms (test/monitor). With
