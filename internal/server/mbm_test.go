@@ -24,20 +24,29 @@ func mbmServer(t *testing.T, cfg Config) (*Server, string) {
 	return s, "http://" + addr
 }
 
-func postJSON(t *testing.T, url string, in, out any) int {
+// openMBM opens an MBM session on base and returns its ID.
+func openMBM(t *testing.T, base string, req mbmwire.SessionRequest) string {
 	t.Helper()
-	b, _ := json.Marshal(in)
-	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	b, _ := json.Marshal(req)
+	resp, err := http.Post(base+mbmwire.PathSessions, "application/json", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if out != nil && resp.StatusCode == http.StatusOK {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			t.Fatal(err)
-		}
+	var rep mbmwire.SessionReply
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&rep) != nil {
+		t.Fatalf("open: status %d", resp.StatusCode)
 	}
-	return resp.StatusCode
+	return rep.ID
+}
+
+// postMBM posts in to url and returns the status.
+func postMBM(t *testing.T, url string, in any) int {
+	t.Helper()
+	b, _ := json.Marshal(in)
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	code, _ := do(t, http.DefaultClient, req)
+	return code
 }
 
 func mbmRequest(packets int64) mbmwire.SessionRequest {
@@ -52,24 +61,21 @@ func TestMBMAdmission(t *testing.T) {
 	s, base := mbmServer(t, Config{MaxConcurrent: 1, UDPMaxBitrate: 5e6})
 	req := mbmRequest(100)
 	req.RateBps = 1e6
-	var rep mbmwire.SessionReply
-	if code := postJSON(t, base+mbmwire.PathSessions, req, &rep); code != http.StatusOK {
-		t.Fatalf("open: %d", code)
-	}
+	id := openMBM(t, base, req)
 	if a := s.adm.activeCount(); a != 1 {
 		t.Errorf("%d slots held by an open session, want 1", a)
 	}
-	if code := postJSON(t, base+mbmwire.PathSessions, req, nil); code != http.StatusTooManyRequests {
+	if code := postMBM(t, base+mbmwire.PathSessions, req); code != http.StatusTooManyRequests {
 		t.Errorf("a second session on a full server: %d, want 429", code)
 	}
-	if code := postJSON(t, base+mbmwire.PathSessions+"/"+rep.ID+"/end", mbmwire.EndRequest{Sent: 0}, nil); code != http.StatusOK {
+	if code := postMBM(t, base+mbmwire.PathSessions+"/"+id+"/end", mbmwire.EndRequest{Sent: 0}); code != http.StatusOK {
 		t.Fatalf("end: %d", code)
 	}
 	if a := s.adm.activeCount(); a != 0 {
 		t.Errorf("%d slots held after the end", a)
 	}
 	req.RateBps = 1e7
-	if code := postJSON(t, base+mbmwire.PathSessions, req, nil); code != http.StatusBadRequest {
+	if code := postMBM(t, base+mbmwire.PathSessions, req); code != http.StatusBadRequest {
 		t.Errorf("10 Mbit/s on a 5 Mbit/s server: %d, want 400", code)
 	}
 }
@@ -104,7 +110,7 @@ func TestMBMAddr(t *testing.T) {
 	if _, err := s3.StartMBM(); err == nil || !strings.Contains(err.Error(), "--mbm-addr off") {
 		t.Fatalf("StartMBM with MBMAddr off: %v", err)
 	}
-	if code := postJSON(t, base+mbmwire.PathSessions, mbmRequest(100), nil); code != http.StatusServiceUnavailable {
+	if code := postMBM(t, base+mbmwire.PathSessions, mbmRequest(100)); code != http.StatusServiceUnavailable {
 		t.Fatalf("MBM session with MBMAddr off: status %d, want 503", code)
 	}
 }
