@@ -463,3 +463,22 @@ func TestParseSpec(t *testing.T) {
 		t.Fatalf("parsed %+v", p)
 	}
 }
+
+// TestParseLimit: packets, bytes in units' size syntax, and bits as tc
+// writes them; a size that is no size is refused in one line.
+func TestParseLimit(t *testing.T) {
+	for in, want := range map[string][2]int{
+		"1000p": {1000, 0}, "100pkts": {100, 0}, "20": {20, 0}, "37500B": {0, 37500}, "263KB": {0, 263000},
+		"64KiB": {0, 65536}, "300kbit": {0, 37500}, "301kbit": {0, 37625}, "1Mbit": {0, 125000},
+	} {
+		p, b, err := ParseLimit(in)
+		if err != nil || p != want[0] || b != want[1] {
+			t.Errorf("ParseLimit(%q) = %d packets, %d bytes, %v; want %v", in, p, b, err, want)
+		}
+	}
+	for _, in := range []string{"0", "0p", "-5", "99999999999999999999", "64kb", "1.5B", "fast", "0B", "10Mbit/s/s"} {
+		if _, _, err := ParseLimit(in); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseLimit(%q): %v, want one line of error", in, err)
+		}
+	}
+}

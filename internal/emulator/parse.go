@@ -176,20 +176,15 @@ func parseGE(s string) (*GilbertElliott, error) {
 	return &GilbertElliott{P: v[0], R: v[1], H: 1 - v[2], K: 1 - v[3]}, nil
 }
 
-var sizeUnits = []struct {
-	suffix string
-	bytes  float64
-}{
-	{"kib", 1024}, {"mib", 1 << 20}, {"kbit", 125}, {"mbit", 125000}, {"bit", 0.125},
-	{"kb", 1000}, {"mb", 1e6}, {"b", 1},
-}
-
 // ParseLimit reads a queue limit: packets ("1000p", "1000pkts", or a bare
-// number) or bytes ("37500B", "64KB", "64KiB", "300kbit" = 37500 bytes).
+// number), bytes in units.ParseBytes's syntax ("37500B", "64KB",
+// "64KiB"), or bits as tc writes them, in units.ParseRate's prefixes
+// without the "/s" ("300kbit" = 37500 bytes).
 func ParseLimit(s string) (pkts, bytes int, err error) {
-	t := strings.ToLower(strings.TrimSpace(s))
+	t := strings.TrimSpace(s)
+	lower := strings.ToLower(t)
 	for _, suf := range []string{"packets", "pkts", "p"} {
-		if n, ok := strings.CutSuffix(t, suf); ok {
+		if n, ok := strings.CutSuffix(lower, suf); ok {
 			v, err := strconv.Atoi(n)
 			if err != nil || v <= 0 {
 				return 0, 0, fmt.Errorf("queue limit %q: want a positive packet count", s)
@@ -197,21 +192,30 @@ func ParseLimit(s string) (pkts, bytes int, err error) {
 			return v, 0, nil
 		}
 	}
-	for _, u := range sizeUnits {
-		if n, ok := strings.CutSuffix(t, u.suffix); ok {
-			v, err := strconv.ParseFloat(n, 64)
-			b := int(math.Round(v * u.bytes))
-			if err != nil || b <= 0 {
-				return 0, 0, fmt.Errorf("queue limit %q: want a positive size", s)
-			}
-			return 0, b, nil
+	if v, err := strconv.Atoi(t); err == nil || !strings.ContainsFunc(t, unicode.IsLetter) {
+		if err != nil || v <= 0 {
+			return 0, 0, fmt.Errorf("queue limit %q: want packets (1000p) or bytes (37500B); 0 is not a queue", s)
 		}
+		return v, 0, nil
 	}
-	v, err := strconv.Atoi(t)
-	if err != nil || v <= 0 {
-		return 0, 0, fmt.Errorf("queue limit %q: want packets (1000p) or bytes (37500B); 0 is not a queue", s)
+	var b float64
+	if strings.HasSuffix(lower, "bit") || strings.HasSuffix(lower, "bits") {
+		bits, err := units.ParseRate(t)
+		if err != nil {
+			return 0, 0, fmt.Errorf("queue limit: %w", err)
+		}
+		b = math.Round(bits / 8)
+	} else {
+		n, err := units.ParseBytes(t)
+		if err != nil {
+			return 0, 0, fmt.Errorf("queue limit: %w", err)
+		}
+		b = float64(n)
 	}
-	return v, 0, nil
+	if b <= 0 {
+		return 0, 0, fmt.Errorf("queue limit %q: want a positive size", s)
+	}
+	return 0, int(b), nil
 }
 
 // ParseStep reads one schedule step "AT:SPEC", e.g. "50s:rate=20Mbit",
