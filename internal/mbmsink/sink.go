@@ -27,6 +27,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stamp"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // A client opens a session over HTTP (token, admission and
@@ -279,7 +280,7 @@ func (m *Sink) HandleOpen(w http.ResponseWriter, r *http.Request) {
 	pps := req.RateBps / (8 * float64(req.PacketBytes))
 	switch {
 	case req.RateBps > maxBps:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %.1f Mbit/s exceeds this server's limit of %.1f Mbit/s", req.RateBps/1e6, maxBps/1e6))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %s exceeds this server's limit of %s", units.FormatRate(req.RateBps), units.FormatRate(maxBps)))
 		return
 	case pps > maxPPS:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %.0f packets/s exceeds this server's limit of %.0f", pps, maxPPS))

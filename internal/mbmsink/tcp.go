@@ -13,6 +13,7 @@ import (
 	"github.com/sonde-project/sonde/internal/mbmwire"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/tcpinfo"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // MBM over TCP (docs/mbm-protocol.md, "TCP sessions"): for 8.1.2 the
@@ -79,7 +80,7 @@ func (m *Sink) ListenVia(via func(fn func() error) error) {
 func (m *Sink) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire.SessionRequest, ip netip.Addr) {
 	_, maxBps := m.opt.Host.Limits()
 	if req.RateBps > maxBps {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %.1f Mbit/s exceeds this server's limit of %.1f Mbit/s", req.RateBps/1e6, maxBps/1e6))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %s exceeds this server's limit of %s", units.FormatRate(req.RateBps), units.FormatRate(maxBps)))
 		return
 	}
 	conn, err := m.socket() // the MBM address, and a server that runs MBM at all

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sonde-project/sonde/internal/stamp"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // UDP reflector defaults (docs/udp.md).
@@ -194,7 +195,7 @@ func (u *udpService) handleOpen(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP session: %.0f probes/s exceeds this server's limit of %.0f (interval ≥ %.0f µs)", rate, maxPPS, 1e6/maxPPS))
 		return
 	case rate*float64(req.PacketBytes)*8 > maxBps:
-		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP session: %.1f Mbit/s exceeds this server's limit of %.1f Mbit/s", rate*float64(req.PacketBytes)*8/1e6, maxBps/1e6))
+		s.writeError(w, http.StatusBadRequest, fmt.Sprintf("UDP session: %s exceeds this server's limit of %s", units.FormatRate(rate*float64(req.PacketBytes)*8), units.FormatRate(maxBps)))
 		return
 	}
 	ip, err := netip.ParseAddr(clientIP(r))

@@ -239,6 +239,20 @@ func FormatRate(bps float64) string {
 	return formatUnits(bps, rateUnits)
 }
 
+// FormatRatePrecise prints a rate in bit/s to four significant figures
+// in FormatRate's unit, for a figure compared with a threshold in a
+// sentence: "9.987 Mbit/s", "10 Mbit/s", "1.2 Gbit/s".
+func FormatRatePrecise(bps float64) string {
+	if math.IsNaN(bps) || math.IsInf(bps, 0) {
+		return NA
+	}
+	i := 0
+	for i+1 < len(rateUnits) && math.Abs(bps) >= rateUnits[i+1].scale {
+		i++
+	}
+	return strconv.FormatFloat(bps/rateUnits[i].scale, 'g', 4, 64) + " " + rateUnits[i].name
+}
+
 // FormatRateLimit prints a rate limit: "off" for 0 or +Inf (no limit),
 // else as FormatRate.
 func FormatRateLimit(bps float64) string {

@@ -185,3 +185,11 @@ func TestRangeResolve(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatRatePrecise(t *testing.T) {
+	for bps, want := range map[float64]string{9.987e6: "9.987 Mbit/s", 10e6: "10 Mbit/s", 1.2e9: "1.2 Gbit/s", 544e3: "544 kbit/s", 21.6245e6: "21.62 Mbit/s", 0: "0 bit/s"} {
+		if got := FormatRatePrecise(bps); got != want {
+			t.Errorf("FormatRatePrecise(%g) = %q, want %q", bps, got, want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/tcpinfo"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // Run runs the configured tests one after the other, each on a new upload
@@ -439,7 +440,7 @@ func (r *runner) shortfall(win *RateWindow, rate float64, full bool, when string
 	rwnd, sndbuf, empty := win.Limits()
 	cwndLim := win.CwndLimited()
 	cfg.Logger.Debug("mbm tcp: rate shortfall", "test", r.id, "rate_bps", rate, "rwnd_pct", rwnd, "sndbuf_pct", sndbuf, "notsent_empty_pct", empty, "cwnd_limited_pct", cwndLim)
-	head := fmt.Sprintf("rate %.4g Mbit/s over %s %s, below %.2g × the target %.4g Mbit/s", rate/1e6, cfg.RateWindow, when, cfg.Precondition, target/1e6)
+	head := fmt.Sprintf("rate %s over %s %s, below %.2g × the target %s", units.FormatRatePrecise(rate), cfg.RateWindow, when, cfg.Precondition, units.FormatRatePrecise(target))
 	if r.id == TestWindowed {
 		// The receiver's window limits the flow by design: only the
 		// sender's buffer or an idle writer are the host's.
@@ -511,8 +512,8 @@ func (r *runner) conform(res result, sprt *mbm.SPRT) result {
 		}
 	}
 	if res.verdict == model.MBMPass && tc.DipSamples > 0 && tc.GoodputBps < r.cfg.Precondition*r.cfg.Plan.RateBps {
-		return result{model.MBMInconclusive, fmt.Sprintf("the test period's goodput %.4g Mbit/s is below %.2g × the target, with the congestion window not holding the flow back (the sending host's pacing or stalled acknowledgements): the pattern was not sustained (the SPRT had PASS)",
-			tc.GoodputBps/1e6, r.cfg.Precondition)}
+		return result{model.MBMInconclusive, fmt.Sprintf("the test period's goodput %s is below %.2g × the target, with the congestion window not holding the flow back (the sending host's pacing or stalled acknowledgements): the pattern was not sustained (the SPRT had PASS)",
+			units.FormatRatePrecise(tc.GoodputBps), r.cfg.Precondition)}
 	}
 	if tc.DipSamples > 0 {
 		notes = append(notes, fmt.Sprintf("the window rate dipped below %.2g × the target in %d samples without the congestion window holding the flow back (host or acknowledgement stalls)", r.cfg.Precondition, tc.DipSamples))

@@ -30,6 +30,7 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/pace"
 	"github.com/sonde-project/sonde/internal/stamp"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // Defaults of Config.
@@ -531,7 +532,7 @@ func errorResult(res *model.MBMTest, t *test, reason string) *model.MBMTest {
 	return res
 }
 
-func rate(bps float64) string { return fmt.Sprintf("%.4g Mbit/s", bps/1e6) }
+func rate(bps float64) string { return units.FormatRatePrecise(bps) }
 
 func patternText(pt pattern) string {
 	switch pt.ID {
