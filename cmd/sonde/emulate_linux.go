@@ -17,6 +17,7 @@ import (
 	"github.com/sonde-project/sonde/internal/emulator/forward"
 	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/netns"
+	"github.com/sonde-project/sonde/internal/report"
 )
 
 // emulateFlags are the options of `sonde emulate`.
@@ -204,17 +205,16 @@ func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) 
 	}
 	fmt.Fprintf(out, "emulating %s (%s, %s) ⇄ %s (%s, %s), seed %d\n  up:   %s\n  down: %s\n",
 		f.nsA, lk.A.Name(), addrA, f.nsB, lk.B.Name(), addrB, seed, up.Params, down.Params)
-	report := func() {
+	printStats := func() {
 		u, d := lk.Stats()
-		printStats(out, "up", u)
-		printStats(out, "down", d)
+		_ = report.WriteEmulatorStats(out, []report.EmulatorDirection{emuDir("up", u), emuDir("down", d)})
 	}
-	err = lab.Watch(ctx, []*lab.EmuLink{lk}, f.stats, f.duration, report)
+	err = lab.Watch(ctx, []*lab.EmuLink{lk}, f.stats, f.duration, printStats)
 	if err != nil {
 		err = fmt.Errorf("emulate: %w", err)
 	}
 	err = errors.Join(err, lk.Stop())
-	report()
+	printStats()
 	return err
 }
 
@@ -226,15 +226,7 @@ func orUnique(name, tag string) string {
 	return name
 }
 
-func printStats(w io.Writer, dir string, s forward.Stats) {
-	fmt.Fprintf(w, "%-4s in %d pkts %d B, out %d pkts %d B, drops loss %d queue %d aqm %d mtu %d, marked %d, dup %d, backlog %d pkts %d B%s\n",
-		dir, s.Arrived, s.BytesIn, s.Delivered, s.BytesOut, s.DropLoss, s.DropQueue, s.DropAQM, s.DropMTU,
-		s.Marked, s.Duplicated, s.BacklogPkts, s.BacklogBytes, rtNote(s))
-}
-
-func rtNote(s forward.Stats) string {
-	if s.WriteErrors > 0 {
-		return fmt.Sprintf(", %d write errors", s.WriteErrors)
-	}
-	return ""
+// emuDir is a forwarder direction's counters for report.WriteEmulatorStats.
+func emuDir(name string, s forward.Stats) report.EmulatorDirection {
+	return report.EmulatorDirection{Name: name, Counters: s.Counters, WriteErrors: s.WriteErrors}
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/report"
-	"github.com/sonde-project/sonde/internal/units"
 )
 
 func newLabCmd() *cobra.Command {
@@ -52,23 +50,7 @@ func newLabProfilesCmd() *cobra.Command {
 		Short: "List the built-in profiles with their parameters and sources",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w := cmd.OutOrStdout()
-			for _, s := range lab.Builtin() {
-				p, err := s.Parse()
-				if err != nil {
-					return err
-				}
-				g := p.GroundTruth()
-				fmt.Fprintf(w, "%s\n  %s\n  source: %s\n  base RTT %.1f ms, down %s, up %s\n",
-					p.Name, p.Description, p.Source, g.BaseRTTMs, units.FormatRateLimit(g.DownRateBps), units.FormatRateLimit(g.UpRateBps))
-				for _, l := range p.Links {
-					fmt.Fprintf(w, "    %s up:   %s\n    %s down: %s\n", l.Name, l.Up, l.Name, l.Down)
-					if len(l.UpSchedule)+len(l.DownSchedule) > 0 {
-						fmt.Fprintf(w, "    %s: %d/%d schedule steps up/down\n", l.Name, len(l.UpSchedule), len(l.DownSchedule))
-					}
-				}
-			}
-			return nil
+			return report.WriteLabProfiles(cmd.OutOrStdout(), lab.Builtin())
 		},
 	}
 }
@@ -142,14 +124,15 @@ func runLabUp(ctx context.Context, out io.Writer, profile, stateDir string, f la
 	l.Describe(out)
 	fmt.Fprintf(out, "lab %s is up. Run commands with `sonde lab exec client -- CMD` (server: %s); Ctrl-C or `sonde lab down` to tear down.\n",
 		l.ID, l.ServerAddr())
-	report := func() {
+	printStats := func() {
+		var dirs []report.EmulatorDirection
 		for _, s := range l.Stats() {
-			printStats(out, s.Name+" up", s.Up)
-			printStats(out, s.Name+" down", s.Down)
+			dirs = append(dirs, emuDir(s.Name+" up", s.Up), emuDir(s.Name+" down", s.Down))
 		}
+		_ = report.WriteEmulatorStats(out, dirs)
 	}
-	runErr := l.Watch(ctx, f.stats, report)
-	report()
+	runErr := l.Watch(ctx, f.stats, printStats)
+	printStats()
 	fmt.Fprintf(out, "tearing lab %s down\n", l.ID)
 	return errors.Join(runErr, l.Down())
 }
@@ -213,10 +196,7 @@ func detachLab(out io.Writer, stateDir string) error {
 		for _, s := range states {
 			if s.PID == child.Process.Pid {
 				fmt.Fprintf(out, "lab %s (%s) is up in the background, pid %d, log %s\n", s.ID, s.Profile, s.PID, logPath)
-				for _, n := range s.Nodes {
-					fmt.Fprintf(out, "  %-9s %-15s netns %s\n", n.Name, n.Addr, n.Namespace)
-				}
-				return nil
+				return report.WriteLabNodes(out, s.Nodes)
 			}
 		}
 	}
@@ -328,16 +308,7 @@ func newLabListCmd(stateDir *string) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			states, err := lab.ListStates(*stateDir)
-			var t report.Table
-			t.Row("ID", "PROFILE", "PID", "STATE", "STARTED", "CLIENT", "SERVER")
-			for _, s := range states {
-				st := s.Status()
-				if st != "running" {
-					st += " (sonde lab clean)"
-				}
-				t.Row(s.ID, s.Profile, strconv.Itoa(s.PID), st, s.Started.Format(time.RFC3339), s.Client, s.Server)
-			}
-			return errors.Join(err, t.Write(cmd.OutOrStdout()))
+			return errors.Join(err, report.WriteLabList(cmd.OutOrStdout(), states))
 		},
 	}
 }

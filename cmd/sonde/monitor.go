@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/monitor"
+	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/units"
 )
@@ -266,65 +267,5 @@ func monitorStatus(ctx context.Context, stdout io.Writer, listen, jsonOut string
 	if jsonOut != "" {
 		return writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { _, err := w.Write(body); return err })
 	}
-	printStatus(stdout, &st)
-	return nil
-}
-
-func printStatus(w io.Writer, st *monitor.Status) {
-	up := time.Duration(st.NowNs - st.StartedNs).Round(time.Second)
-	fmt.Fprintf(w, "monitor %s, up %v\n", st.Name, up)
-	for _, s := range st.Streams {
-		rtt, loss := "-", "-"
-		if s.LastRTTMs >= 0 {
-			rtt = fmt.Sprintf("%.2f ms", s.LastRTTMs)
-		}
-		if s.LossLastMinute >= 0 {
-			loss = fmt.Sprintf("%.2f %%", 100*s.LossLastMinute)
-		}
-		fmt.Fprintf(w, "  %-40s sent %d lost %d late %d  last RTT %s  loss (last min) %s\n", s.Name, s.Sent, s.Lost, s.Late, rtt, loss)
-		if s.Problem != "" {
-			fmt.Fprintf(w, "    problem: %s\n", s.Problem)
-		}
-	}
-	if l := st.Load; l != nil {
-		fmt.Fprintf(w, "  load on %s: %s (up %.0f / %.0f bit/s, down %.0f / %.0f bit/s; counters every %.0f ms%s)\n",
-			l.Interface, l.State, l.UpRateBps, l.UpBps, l.DownRateBps, l.DownBps, l.ResolutionMs, map[bool]string{true: ", stale driver", false: ""}[l.Stale])
-	}
-	health := "ok"
-	if !st.Store.Healthy {
-		health = "FAILING: " + st.Store.LastError
-	}
-	fmt.Fprintf(w, "  store %s: %s (backlog %d rows, %d dropped)\n", st.Store.Location, health, st.Store.BacklogRows, st.Store.DroppedRows)
-	if sh := st.Ship; sh != nil {
-		health := "ok"
-		if !sh.Healthy {
-			health = "FAILING: " + sh.LastError
-		}
-		var lag float64
-		var pending int64
-		for _, t := range sh.Tables {
-			lag, pending = max(lag, t.LagSeconds), pending+t.PendingRows
-		}
-		fmt.Fprintf(w, "  ship to %s: %s (%d rows pending, %s behind", sh.Dest, health, pending, time.Duration(lag*1e9).Round(time.Second))
-		if sh.UnshippedDeleted > 0 {
-			fmt.Fprintf(w, "; %d rows deleted unshipped", sh.UnshippedDeleted)
-		}
-		fmt.Fprintln(w, ")")
-		for _, t := range sh.Tables {
-			if t.PendingRows > 0 {
-				fmt.Fprintf(w, "    %-10s %d pending, %s behind\n", t.Table, t.PendingRows, time.Duration(t.LagSeconds*1e9).Round(time.Second))
-			}
-		}
-	}
-	// A stepped wall clock shifts the timestamps of what was written around
-	// it (docs/monitor.md); the daemon's schedule is monotonic and goes on.
-	if c := st.Clock; c.Steps > 0 {
-		fmt.Fprintf(w, "  clock: %d wall-clock step(s) since the start, the last %+.3f s at %s\n",
-			c.Steps, c.LastStepS, time.Unix(0, c.LastStepNs).UTC().Format(time.RFC3339))
-	} else {
-		fmt.Fprintln(w, "  clock: no wall-clock step since the start")
-	}
-	for _, e := range st.LastEvents {
-		fmt.Fprintf(w, "  %s  %-13s %s\n", time.Unix(0, e.StartNs).UTC().Format(time.RFC3339), e.Kind, e.Text)
-	}
+	return report.WriteMonitorStatus(stdout, &st)
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -110,26 +108,5 @@ func writeReplay(stdout io.Writer, jsonOut string, res *alert.ReplayResult) erro
 	if jsonOut == "-" {
 		return nil
 	}
-	rules := make([]string, len(res.Rules))
-	for i, r := range res.Rules {
-		rules[i] = r.Name
-	}
-	fmt.Fprintf(stdout, "monitor %s, %s to %s: %d probes, rules %s\n", res.Monitor,
-		time.Unix(0, res.FromNs).UTC().Format(time.RFC3339), time.Unix(0, res.ToNs).UTC().Format(time.RFC3339), res.Probes, strings.Join(rules, ", "))
-	fired := 0
-	for _, a := range res.Changes {
-		if a.Status == alert.StatusFiring {
-			fired++
-		}
-		fmt.Fprintln(stdout, alert.Format(a))
-	}
-	fmt.Fprintf(stdout, "%d firings", fired)
-	if res.Truncated {
-		fmt.Fprint(stdout, " (list truncated at 100000 changes)")
-	}
-	fmt.Fprintf(stdout, "; still firing at the end: %d\n", len(res.Firing))
-	for _, a := range res.Firing {
-		fmt.Fprintln(stdout, "  "+alert.Format(a))
-	}
-	return nil
+	return report.WriteAlertsReplay(stdout, res)
 }

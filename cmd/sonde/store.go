@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -192,26 +191,7 @@ func newStoreMonitorListCmd() *cobra.Command {
 				if jsonOut != "" {
 					return writeOutput("--json", jsonOut, cmd.OutOrStdout(), func(w io.Writer) error { return report.WriteJSON(w, ms) })
 				}
-				var t report.Table
-				t.Row("NAME", "ENROLLED", "TOKEN", "REVOKED", "INSTANCE", "LABELS")
-				yes := map[bool]string{true: "yes", false: "no"}
-				for _, m := range ms {
-					keys := make([]string, 0, len(m.Labels))
-					for k := range m.Labels {
-						keys = append(keys, k)
-					}
-					sort.Strings(keys)
-					var ls []string
-					for _, k := range keys {
-						ls = append(ls, k+"="+m.Labels[k])
-					}
-					inst := "-"
-					if m.Instance != "" {
-						inst = m.Instance[:min(8, len(m.Instance))]
-					}
-					t.Row(m.Name, yes[m.Enrolled], yes[m.Token], yes[m.Revoked], inst, strings.Join(ls, ","))
-				}
-				return t.Write(cmd.OutOrStdout())
+				return report.WriteFleetMonitors(cmd.OutOrStdout(), ms)
 			})
 		},
 	}
