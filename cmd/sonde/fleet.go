@@ -111,7 +111,8 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 	f.StringVar(&sr.since, "since", "", "report the last `DURATION` up to now (e.g. 24h, 7d; default 7d without --from)")
 	f.StringVar(&sr.from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")
 	f.StringVar(&sr.to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")
-	f.DurationVar(&sr.timeout, "timeout", 10*time.Minute, "longest the report may take (reading the store included)")
+	f.DurationVar(&sr.timeout, "deadline", 10*time.Minute, "longest the report may take (reading the store included)")
+	deprecatedAlias(f, "timeout", "deadline")
 	sr.defSince = "7d"
 	f.StringArrayVar(&labels, "label", nil, "only monitors with label `KEY=VALUE` (repeatable; at most 32)")
 	f.StringVar(&profile, "profiles", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table; the file monitor run --profiles takes)")
@@ -159,7 +160,7 @@ exact, only slower.`,
 			if maxHours < 0 || maxHours > 100_000_000 {
 				return usagef("--max-hours %d: want 0 (all) to 100000000", maxHours)
 			}
-			if err := checkDuration("--timeout", timeout, time.Second, 24*time.Hour); err != nil {
+			if err := checkDuration("--deadline", timeout, time.Second, 24*time.Hour); err != nil {
 				return err
 			}
 			sr := storeRange{timeout: timeout}
@@ -176,7 +177,8 @@ exact, only slower.`,
 	f := cmd.Flags()
 	f.StringVar(&storeURL, "store", "", "`URL` of the fleet's store: postgres://… or a SQLite path (required)")
 	f.IntVar(&maxHours, "max-hours", 0, "merge at most `N` stream-hours (0: all that are marked)")
-	f.DurationVar(&timeout, "timeout", time.Hour, "longest the run may take")
+	f.DurationVar(&timeout, "deadline", time.Hour, "longest the run may take")
+	deprecatedAlias(f, "timeout", "deadline")
 	return cmd
 }
 

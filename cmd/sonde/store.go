@@ -38,7 +38,8 @@ type storeFlags struct {
 func (sf *storeFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&sf.url, "store", "", "`URL` of the fleet store: postgres://… (or a SQLite path)")
-	f.DurationVar(&sf.timeout, "timeout", time.Minute, "longest wait for the database")
+	f.DurationVar(&sf.timeout, "deadline", time.Minute, "longest wait for the database")
+	deprecatedAlias(f, "timeout", "deadline")
 }
 
 // open checks the flags (usage errors), then opens and migrates the store
@@ -51,7 +52,7 @@ func (sf *storeFlags) open(ctx context.Context, fn func(context.Context, store.S
 	if err != nil {
 		return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
 	}
-	if err := checkDuration("--timeout", sf.timeout, time.Second, time.Hour); err != nil {
+	if err := checkDuration("--deadline", sf.timeout, time.Second, time.Hour); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, sf.timeout)
@@ -59,14 +60,14 @@ func (sf *storeFlags) open(ctx context.Context, fn func(context.Context, store.S
 	st, err := store.OpenLocation(ctx, loc, store.Options{})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: no answer within --timeout %s", loc, sf.timeout)
+			return fmt.Errorf("%s: no answer within --deadline %s", loc, sf.timeout)
 		}
 		return err
 	}
 	defer st.Close()
 	if err := fn(ctx, st); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: no answer within --timeout %s", loc, sf.timeout)
+			return fmt.Errorf("%s: no answer within --deadline %s", loc, sf.timeout)
 		}
 		return fmt.Errorf("%s: %w", loc, err)
 	}
@@ -228,14 +229,14 @@ postgres:// (postgresql://) URL.`,
 				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
 			}
 			if timeout <= 0 {
-				return usagef("--timeout: want a positive duration, got %s", timeout)
+				return usagef("--deadline: want a positive duration, got %s", timeout)
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			v, err := store.Migrate(ctx, url)
 			if err != nil {
 				if errors.Is(err, context.DeadlineExceeded) {
-					return fmt.Errorf("%s: no answer within --timeout %s", loc, timeout)
+					return fmt.Errorf("%s: no answer within --deadline %s", loc, timeout)
 				}
 				return err
 			}
@@ -245,7 +246,8 @@ postgres:// (postgresql://) URL.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&url, "store", "", "`URL` of the store: a SQLite path, sqlite:PATH or postgres://…")
-	f.DurationVar(&timeout, "timeout", time.Minute, "longest wait for the database (connect and migrate)")
+	f.DurationVar(&timeout, "deadline", time.Minute, "longest wait for the database (connect and migrate)")
+	deprecatedAlias(f, "timeout", "deadline")
 	return cmd
 }
 
@@ -281,7 +283,8 @@ func (r *storeRange) register(cmd *cobra.Command, verb, defSince string) {
 	f.StringVar(&r.since, "since", "", verb+" the last `DURATION` up to now (e.g. 24h, 7d; default "+defSince+" without --from)")
 	f.StringVar(&r.from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")
 	f.StringVar(&r.to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")
-	f.DurationVar(&r.timeout, "timeout", 10*time.Minute, "longest the "+verb+" may take (reading the store included)")
+	f.DurationVar(&r.timeout, "deadline", 10*time.Minute, "longest the "+verb+" may take (reading the store included)")
+	deprecatedAlias(f, "timeout", "deadline")
 }
 
 // resolve checks the flags (usage errors) and returns the store's
@@ -303,7 +306,7 @@ func (r *storeRange) resolve(now time.Time) (store.Location, time.Time, time.Tim
 	if err != nil {
 		return loc, from, to, err
 	}
-	return loc, from, to, checkDuration("--timeout", r.timeout, time.Second, time.Hour)
+	return loc, from, to, checkDuration("--deadline", r.timeout, time.Second, time.Hour)
 }
 
 // read opens the existing store at loc and runs fn within the timeout;
@@ -319,7 +322,7 @@ func (r *storeRange) read(ctx context.Context, loc store.Location, what string, 
 	defer st.Close()
 	switch err = fn(ctx, st); {
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%s: %s took longer than --timeout %s", loc, what, r.timeout)
+		return fmt.Errorf("%s: %s took longer than --deadline %s", loc, what, r.timeout)
 	case err != nil:
 		return fmt.Errorf("%s: %w", loc, err)
 	}

@@ -25,7 +25,7 @@ func TestStoreMigrate(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"store", "migrate"}, {"store", "migrate", "--store", "mysql://h/d"},
-		{"store", "migrate", "--store", "x.db", "--timeout", "0s"}, {"serve", "--store", "ftp://x"}, {"serve", "--store", "a.db", "--db", "b.db"}} {
+		{"store", "migrate", "--store", "x.db", "--deadline", "0s"}, {"serve", "--store", "ftp://x"}, {"serve", "--store", "a.db", "--db", "b.db"}} {
 		if _, errs, code := run(t, args...); code != exitUsage || strings.Count(errs, "\n") > 1 {
 			t.Errorf("%v: exit %d, %q; want a usage error, one line", args, code, errs)
 		}

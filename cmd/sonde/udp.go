@@ -51,7 +51,7 @@ there is no control channel, so loss is counted for the round trip only and
 one-way delays are estimates; the result says which format the reflector
 speaks. Add --no-cos if the reflector rejects RFC 8972 TLVs.
 
---profile voice sends G.711-like probes (20 ms, 172 bytes, EF) and adds an
+--preset voice sends G.711-like probes (20 ms, 172 bytes, EF) and adds an
 E-model MOS estimate. --classes runs one flow per class at the same time.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -68,7 +68,8 @@ E-model MOS estimate. --classes runs one flow per class at the same time.`,
 	f.StringVar(&uf.dscp, "dscp", "0", "DSCP of the probes, 0-63 or a name (ef, af41, cs1...); replies carry it too")
 	f.StringVar(&uf.ecn, "ecn", "0", "ECN codepoint of the probes: 0-3 or not-ect, ect1, ect0, ce")
 	f.DurationVar(&uf.opts.Timeout, "timeout", udptest.DefaultTimeout, "a probe not answered within this time is lost (later replies count as late)")
-	f.StringVar(&uf.profile, "profile", "", "voice: 20 ms G.711-sized EF probes and an E-model MOS estimate (explicit flags win)")
+	f.StringVar(&uf.profile, "preset", "", "voice: 20 ms G.711-sized EF probes and an E-model MOS estimate (explicit flags win)")
+	deprecatedAlias(f, "profile", "preset")
 	f.StringVar(&uf.classes, "classes", "", `QoS classes: one flow per class at the same time, "name:dscp[/src=PORT],...", e.g. "ef:46,be:0/src=5004" (src: the flow's local UDP port; @PORT, a server port in sonde test, does not apply: the reflector has one port)`)
 	f.BoolVar(&uf.opts.NoCoS, "no-cos", false, "send no Class of Service TLV (for strict RFC 8762 reflectors)")
 	f.StringVar(&uf.opts.Reflector, "reflector", "", "a standalone STAMP or TWAMP-Light reflector's UDP address (host:port) to test instead of a sonde server")
@@ -95,7 +96,7 @@ func (uf *udpFlags) build(changed func(string) bool) error {
 			o.PacketBytes = keep.PacketBytes
 		}
 	default:
-		return fmt.Errorf("--profile: want voice, got %q", uf.profile)
+		return fmt.Errorf("--preset: want voice, got %q", uf.profile)
 	}
 	if changed("dscp") || uf.profile == "" {
 		v, err := dscp.Parse(uf.dscp)
