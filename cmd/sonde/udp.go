@@ -8,14 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/dscp"
-	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/udptest"
 )
@@ -105,13 +102,13 @@ func (uf *udpFlags) build(changed func(string) bool) error {
 		}
 		o.DSCP = v
 	}
-	v, err := parseECN(uf.ecn)
+	v, err := dscp.ParseECN(uf.ecn)
 	if err != nil {
-		return err
+		return fmt.Errorf("--ecn: %w", err)
 	}
 	o.ECN = v
 	if uf.classes != "" {
-		cs, err := parseUDPClasses(uf.classes)
+		cs, err := dscp.ParseSourceClasses(uf.classes)
 		if err != nil {
 			return fmt.Errorf("--classes: %w", err)
 		}
@@ -130,58 +127,6 @@ func (uf *udpFlags) build(changed func(string) bool) error {
 	}
 	o.Software = "sonde/" + version
 	return o.Validate()
-}
-
-// parseUDPClasses reads sonde udp's --classes: dscp.ParseClasses's
-// "name:dscp" list, where each class may end in "/src=PORT", its local
-// UDP source port. "@PORT" is refused: it names a server port (sonde test),
-// and a reflector has one port.
-func parseUDPClasses(s string) ([]model.Class, error) {
-	if strings.Contains(s, "@") {
-		return nil, errors.New(`@PORT is a server port (sonde test); the reflector has one port: give a class's local port as name:dscp/src=PORT`)
-	}
-	items := strings.Split(s, ",")
-	ports := make([]int, len(items))
-	for i, it := range items {
-		head, port, ok := strings.Cut(it, "/src=")
-		if !ok {
-			continue
-		}
-		p, err := strconv.Atoi(strings.TrimSpace(port))
-		if err != nil || p < 1 || p > 65535 {
-			return nil, fmt.Errorf("class %q: invalid source port %q", strings.TrimSpace(head), port)
-		}
-		items[i], ports[i] = head, p
-	}
-	cs, err := dscp.ParseClasses(strings.Join(items, ","))
-	if err != nil {
-		return nil, err
-	}
-	// ParseClasses skips empty items: match the ports by position among
-	// the non-empty ones.
-	j := 0
-	for i, it := range items {
-		if strings.TrimSpace(it) == "" {
-			continue
-		}
-		cs[j].Port = ports[i]
-		j++
-	}
-	return cs, nil
-}
-
-func parseECN(s string) (int, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "0", "not-ect":
-		return 0, nil
-	case "1", "ect1", "ect(1)":
-		return 1, nil
-	case "2", "ect0", "ect(0)":
-		return 2, nil
-	case "3", "ce":
-		return 3, nil
-	}
-	return 0, fmt.Errorf("--ecn: want 0-3, not-ect, ect1, ect0 or ce, got %q", s)
 }
 
 func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout io.Writer) error {

@@ -4,6 +4,7 @@
 package dscp
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -71,4 +72,58 @@ func ParseClasses(s string) ([]model.Class, error) {
 		return nil, fmt.Errorf("invalid classes %q: no class given", s)
 	}
 	return out, nil
+}
+
+// ParseSourceClasses reads a class list of flows to a reflector (sonde
+// udp's --classes): ParseClasses's "name:dscp" list, where each class may
+// end in "/src=PORT", its local UDP source port. "@PORT" is refused: it
+// names a server port (sonde test), and a reflector has one port.
+func ParseSourceClasses(s string) ([]model.Class, error) {
+	if strings.Contains(s, "@") {
+		return nil, errors.New(`@PORT is a server port (sonde test); the reflector has one port: give a class's local port as name:dscp/src=PORT`)
+	}
+	items := strings.Split(s, ",")
+	ports := make([]int, len(items))
+	for i, it := range items {
+		head, port, ok := strings.Cut(it, "/src=")
+		if !ok {
+			continue
+		}
+		p, err := strconv.Atoi(strings.TrimSpace(port))
+		if err != nil || p < 1 || p > 65535 {
+			return nil, fmt.Errorf("class %q: invalid source port %q", strings.TrimSpace(head), port)
+		}
+		items[i], ports[i] = head, p
+	}
+	cs, err := ParseClasses(strings.Join(items, ","))
+	if err != nil {
+		return nil, err
+	}
+	// ParseClasses skips empty items: match the ports by position among
+	// the non-empty ones.
+	j := 0
+	for i, it := range items {
+		if strings.TrimSpace(it) == "" {
+			continue
+		}
+		cs[j].Port = ports[i]
+		j++
+	}
+	return cs, nil
+}
+
+// ParseECN reads an ECN codepoint (the DS field's two low bits): 0-3, or
+// not-ect, ect1 (ect(1)), ect0 (ect(0)), ce.
+func ParseECN(s string) (int, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "0", "not-ect":
+		return 0, nil
+	case "1", "ect1", "ect(1)":
+		return 1, nil
+	case "2", "ect0", "ect(0)":
+		return 2, nil
+	case "3", "ce":
+		return 3, nil
+	}
+	return 0, fmt.Errorf("want 0-3, not-ect, ect1, ect0 or ce, got %q", s)
 }
