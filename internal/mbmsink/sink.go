@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -260,17 +259,17 @@ func (m *Sink) drop(ses *mbmSession) {
 // starts work, mounted behind the server's admission.
 func (m *Sink) HandleOpen(w http.ResponseWriter, r *http.Request) {
 	var req mbmwire.SessionRequest
-	if !decodeBody(w, r, 16<<10, "MBM session request", &req) {
+	if !protocol.DecodeBody(w, r, 16<<10, "MBM session request", &req) {
 		return
 	}
 	if err := req.Validate(); err != nil {
-		writeError(w, http.StatusBadRequest, "MBM session: "+err.Error())
+		protocol.WriteError(w, http.StatusBadRequest, "MBM session: "+err.Error())
 		return
 	}
 	if req.Transport == mbmwire.TransportTCP {
 		ip, err := netip.ParseAddr(httpload.ClientIP(r))
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "MBM session: cannot tell the client's address")
+			protocol.WriteError(w, http.StatusBadRequest, "MBM session: cannot tell the client's address")
 			return
 		}
 		m.openTCP(w, r, req, ip.Unmap())
@@ -280,15 +279,15 @@ func (m *Sink) HandleOpen(w http.ResponseWriter, r *http.Request) {
 	pps := req.RateBps / (8 * float64(req.PacketBytes))
 	switch {
 	case req.RateBps > maxBps:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %s exceeds this server's limit of %s", units.FormatRate(req.RateBps), units.FormatRate(maxBps)))
+		protocol.WriteError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %s exceeds this server's limit of %s", units.FormatRate(req.RateBps), units.FormatRate(maxBps)))
 		return
 	case pps > maxPPS:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %.0f packets/s exceeds this server's limit of %.0f", pps, maxPPS))
+		protocol.WriteError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %.0f packets/s exceeds this server's limit of %.0f", pps, maxPPS))
 		return
 	}
 	ip, err := netip.ParseAddr(httpload.ClientIP(r))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "MBM session: cannot tell the client's address")
+		protocol.WriteError(w, http.StatusBadRequest, "MBM session: cannot tell the client's address")
 		return
 	}
 	ip = ip.Unmap()
@@ -301,12 +300,12 @@ func (m *Sink) HandleOpen(w http.ResponseWriter, r *http.Request) {
 		packets = min(packets, m.opt.MaxBytes/int64(req.PacketBytes))
 	}
 	if packets < 1 {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: this server's byte limit (%d) allows no packet of %d bytes", m.opt.MaxBytes, req.PacketBytes))
+		protocol.WriteError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: this server's byte limit (%d) allows no packet of %d bytes", m.opt.MaxBytes, req.PacketBytes))
 		return
 	}
 	conn, err := m.socket()
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		protocol.WriteError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	release, ok := m.admitSlot(w, r, ip)
@@ -332,7 +331,7 @@ func (m *Sink) HandleOpen(w http.ResponseWriter, r *http.Request) {
 	m.mu.Unlock()
 	m.opt.Started()
 	m.opt.Logger.Info("mbm session", "id", ses.id, "client", ip, "test", req.Test, "rate_bps", req.RateBps, "packets", packets, "grant", grant, "software", req.Client)
-	writeJSON(w, http.StatusOK, mbmwire.SessionReply{
+	protocol.WriteJSON(w, http.StatusOK, mbmwire.SessionReply{
 		ID: ses.id, Token: ses.token, Port: int(conn.LocalAddr().Port()), Packets: packets,
 		DurationS: grant.Seconds(), ExpiresS: expires.Seconds(), FeedbackMs: float64(mbmFeedbackEvery) / 1e6, MaxRateBps: maxBps,
 	})
@@ -589,7 +588,7 @@ func (ses *mbmSession) minRate(mean float64) (bps, windowMs float64) {
 func (m *Sink) HandleEnd(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var req mbmwire.EndRequest
-	if !decodeBody(w, r, 16<<10, "MBM end request", &req) {
+	if !protocol.DecodeBody(w, r, 16<<10, "MBM end request", &req) {
 		return
 	}
 	m.mu.Lock()
@@ -597,7 +596,7 @@ func (m *Sink) HandleEnd(w http.ResponseWriter, r *http.Request) {
 	if ses != nil && ses.tcp != nil {
 		if err := req.Validate(ses.granted); err != nil {
 			m.mu.Unlock()
-			writeError(w, http.StatusBadRequest, "MBM end: "+err.Error())
+			protocol.WriteError(w, http.StatusBadRequest, "MBM end: "+err.Error())
 			return
 		}
 		m.mu.Unlock()
@@ -609,15 +608,15 @@ func (m *Sink) HandleEnd(w http.ResponseWriter, r *http.Request) {
 		rep, ok := m.ended[id]
 		m.mu.Unlock()
 		if !ok {
-			writeError(w, http.StatusNotFound, "unknown or expired MBM session")
+			protocol.WriteError(w, http.StatusNotFound, "unknown or expired MBM session")
 			return
 		}
-		writeJSON(w, http.StatusOK, rep) // a repeated end call
+		protocol.WriteJSON(w, http.StatusOK, rep) // a repeated end call
 		return
 	}
 	if err := req.Validate(ses.granted); err != nil {
 		m.mu.Unlock()
-		writeError(w, http.StatusBadRequest, "MBM end: "+err.Error())
+		protocol.WriteError(w, http.StatusBadRequest, "MBM end: "+err.Error())
 		return
 	}
 	ses.timer.Stop()
@@ -626,7 +625,7 @@ func (m *Sink) HandleEnd(w http.ResponseWriter, r *http.Request) {
 	m.keep(id, rep)
 	m.mu.Unlock()
 	m.finished(ses.endpoint(), ses.result(rep, req.Verdict, req.Reason))
-	writeJSON(w, http.StatusOK, rep)
+	protocol.WriteJSON(w, http.StatusOK, rep)
 }
 
 // keep holds an ended session's report (without its bitmaps) for a
@@ -697,32 +696,4 @@ func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// decodeBody decodes r's JSON body, of at most limit bytes, into v; on an
-// error it answers 413 (too large) or 400, naming what, and returns false.
-func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, what string, v any) bool {
-	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit)).Decode(v)
-	var tooBig *http.MaxBytesError
-	switch {
-	case err == nil:
-		return true
-	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("invalid %s: larger than %d bytes", what, limit))
-	default:
-		writeError(w, http.StatusBadRequest, "invalid "+what+": "+err.Error())
-	}
-	return false
-}
-
-// writeError answers as every control route does (protocol.ErrorReply).
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, protocol.ErrorReply{Error: msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

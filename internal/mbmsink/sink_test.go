@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"github.com/sonde-project/sonde/internal/mbmwire"
+	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stamp"
 )
 
@@ -46,10 +47,10 @@ func (h *testHost) Admit(*http.Request) (func(), error) {
 func (h *testHost) Refuse(w http.ResponseWriter, err error) {
 	var rej *RejectError
 	if errors.As(err, &rej) {
-		writeError(w, rej.Status, rej.Reason)
+		protocol.WriteError(w, rej.Status, rej.Reason)
 		return
 	}
-	writeError(w, http.StatusInternalServerError, err.Error())
+	protocol.WriteError(w, http.StatusInternalServerError, err.Error())
 }
 
 func (h *testHost) Limits() (float64, float64) {

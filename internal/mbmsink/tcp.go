@@ -12,6 +12,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/mbmwire"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/tcpinfo"
 	"github.com/sonde-project/sonde/internal/units"
 )
@@ -80,12 +81,12 @@ func (m *Sink) ListenVia(via func(fn func() error) error) {
 func (m *Sink) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire.SessionRequest, ip netip.Addr) {
 	_, maxBps := m.opt.Host.Limits()
 	if req.RateBps > maxBps {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %s exceeds this server's limit of %s", units.FormatRate(req.RateBps), units.FormatRate(maxBps)))
+		protocol.WriteError(w, http.StatusBadRequest, fmt.Sprintf("MBM session: %s exceeds this server's limit of %s", units.FormatRate(req.RateBps), units.FormatRate(maxBps)))
 		return
 	}
 	conn, err := m.socket() // the MBM address, and a server that runs MBM at all
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		protocol.WriteError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	grant := min(time.Duration(req.DurationS*float64(time.Second)), m.opt.MaxTime)
@@ -119,7 +120,7 @@ func (m *Sink) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire.Sessi
 	}
 	if err != nil {
 		m.unslot(ip, release)
-		writeError(w, http.StatusServiceUnavailable, "MBM TCP session: "+err.Error())
+		protocol.WriteError(w, http.StatusServiceUnavailable, "MBM TCP session: "+err.Error())
 		return
 	}
 	now := time.Now()
@@ -133,7 +134,7 @@ func (m *Sink) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire.Sessi
 		m.mu.Unlock()
 		ln.Close()
 		m.unslot(ip, release)
-		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+		protocol.WriteError(w, http.StatusServiceUnavailable, "server is shutting down")
 		return
 	}
 	for m.byToken[ses.token] != nil {
@@ -150,7 +151,7 @@ func (m *Sink) openTCP(w http.ResponseWriter, r *http.Request, req mbmwire.Sessi
 	m.opt.Started()
 	m.opt.Logger.Info("mbm tcp session", "id", ses.id, "client", ip, "test", req.Test, "rate_bps", req.RateBps,
 		"window", req.ReceiveWindowBytes, "rcvbuf", set, "rcvbuf_held", held, "grant", grant, "software", req.Client)
-	writeJSON(w, http.StatusOK, mbmwire.SessionReply{
+	protocol.WriteJSON(w, http.StatusOK, mbmwire.SessionReply{
 		ID: ses.id, Token: ses.token, TCPPort: ln.Addr().(*net.TCPAddr).Port, ReceiveBufferBytes: held,
 		DurationS: grant.Seconds(), ExpiresS: expires.Seconds(), MaxRateBps: maxBps,
 	})

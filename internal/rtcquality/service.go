@@ -382,13 +382,6 @@ func localAddr(r *http.Request) (netip.Addr, error) {
 	return ap.Addr().Unmap().WithZone(""), nil
 }
 
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, protocol.ErrorReply{Error: msg})
-}
+func writeError(w http.ResponseWriter, status int, msg string) { protocol.WriteError(w, status, msg) }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { protocol.WriteJSON(w, status, v) }

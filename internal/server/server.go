@@ -8,7 +8,6 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/sonde-project/sonde/internal/httpload"
@@ -600,29 +599,14 @@ func (s *Server) reject(w http.ResponseWriter, err error) {
 	s.writeError(w, http.StatusInternalServerError, err.Error())
 }
 
-// decodeBody decodes r's JSON body, of at most limit bytes, into v; on an
-// error it answers 413 (too large) or 400, naming what, and returns false.
+// decodeBody is protocol.DecodeBody: every control route reads its body
+// the same way.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, limit int64, what string, v any) bool {
-	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit)).Decode(v)
-	var tooBig *http.MaxBytesError
-	switch {
-	case err == nil:
-		return true
-	case errors.As(err, &tooBig):
-		s.writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("invalid %s: larger than %d bytes", what, limit))
-	default:
-		s.writeError(w, http.StatusBadRequest, "invalid "+what+": "+err.Error())
-	}
-	return false
+	return protocol.DecodeBody(w, r, limit, what, v)
 }
 
 func (s *Server) writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, protocol.ErrorReply{Error: msg})
+	protocol.WriteError(w, status, msg)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { protocol.WriteJSON(w, status, v) }
