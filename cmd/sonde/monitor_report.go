@@ -29,7 +29,6 @@ func newMonitorReportCmd() *cobra.Command {
 		sr                  storeRange
 		thresholds, profile string
 		up, down            string
-		csvSeries           string
 		out                 outputs
 	)
 	cmd := &cobra.Command{
@@ -88,12 +87,6 @@ oversizing from the link capacity the daemon recorded while it ran
 			if err := out.check(); err != nil {
 				return err
 			}
-			if csvSeries == "-" && out.toStdout() {
-				return usagef("only one output (--json, --html, --csv, --csv-series) can go to stdout (-)")
-			}
-			if err := checkOutput("--csv-series", csvSeries); err != nil {
-				return err
-			}
 			var rep *model.MonitorReport
 			err = sr.read(cmd.Context(), loc, "the report", func(ctx context.Context, st store.Store) (err error) {
 				rep, err = query.Run(ctx, st, query.Request{Name: sr.name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Config: cfg,
@@ -107,7 +100,11 @@ oversizing from the link capacity the daemon recorded while it ran
 			if err != nil {
 				return err
 			}
-			return writeMonitorReport(cmd.OutOrStdout(), cmd.ErrOrStderr(), &out, csvSeries, rep)
+			return out.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), forms{json: rep,
+				html:   func(w io.Writer) error { return report.WriteMonitorHTML(w, rep) },
+				csv:    func(w io.Writer) error { return report.WriteMonitorCSV(w, rep) },
+				series: func(w io.Writer) error { return report.WriteMonitorSeriesCSV(w, rep) },
+				text:   func(w io.Writer) error { return report.WriteMonitorText(w, rep) }})
 		},
 	}
 	f := cmd.Flags()
@@ -117,45 +114,10 @@ oversizing from the link capacity the daemon recorded while it ran
 	deprecatedAlias(f, "profile", "profiles")
 	f.StringVar(&up, "up", "", "uplink capacity `RATE` for the inferred buffers, e.g. 700k (default: what the monitor recorded)")
 	f.StringVar(&down, "down", "", "downlink capacity `RATE` for the inferred buffers, e.g. 8M (default: what the monitor recorded)")
-	f.StringVar(&csvSeries, "csv-series", "", "write the delay and loss time series as CSV to `FILE`, - for stdout")
+	f.StringVar(&out.series, "csv-series", "", "write the delay and loss time series as CSV to `FILE`, - for stdout")
 	out.register(cmd, "the report (schema sonde.monitor/v1)", false)
 	f.StringVar(&out.csv, "csv", "", "write R(L) per stream and threshold as CSV to `FILE`, - for stdout (no text summary then)")
 	return cmd
-}
-
-// writeMonitorReport writes every output asked for; the text summary goes
-// where outputs say, and to stderr if a file output failed, so the
-// report is not lost.
-func writeMonitorReport(stdout, stderr io.Writer, out *outputs, csvSeries string, rep *model.MonitorReport) error {
-	var errs []error
-	if out.json != "" {
-		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, rep) }))
-	}
-	if out.html != "" {
-		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteMonitorHTML(w, rep) }))
-	}
-	if out.csv != "" {
-		errs = append(errs, writeOutput("--csv", out.csv, stdout, func(w io.Writer) error { return report.WriteMonitorCSV(w, rep) }))
-	}
-	if csvSeries != "" {
-		errs = append(errs, writeOutput("--csv-series", csvSeries, stdout, func(w io.Writer) error { return report.WriteMonitorSeriesCSV(w, rep) }))
-	}
-	err := errors.Join(errs...)
-	toStdout := out.toStdout() || csvSeries == "-"
-	var w io.Writer
-	switch {
-	case toStdout && err != nil:
-		w = stderr
-	case toStdout, out.quiet && err == nil:
-	default:
-		w = stdout
-	}
-	if w != nil {
-		if terr := report.WriteMonitorText(w, rep); terr != nil {
-			err = errors.Join(err, terr)
-		}
-	}
-	return err
 }
 
 // reportRate reads an optional capacity flag: "" is 0 (the recorded one).

@@ -193,6 +193,7 @@ func isCobraUsage(err error) bool {
 type outputs struct {
 	json, html, csv string
 	raw             string // sonde udp's per-probe lines (--raw)
+	series          string // monitor report's time series (--csv-series)
 	quiet           bool
 }
 
@@ -211,23 +212,23 @@ func (o *outputs) register(cmd *cobra.Command, what string, withCSV bool) {
 // check validates the outputs before anything is measured.
 func (o *outputs) check() error {
 	stdout := 0
-	for _, p := range []string{o.json, o.html, o.csv, o.raw} {
+	for _, p := range []string{o.json, o.html, o.csv, o.raw, o.series} {
 		if p == "-" {
 			stdout++
 		}
 	}
 	if stdout > 1 {
-		return usagef("only one output (--json, --html, --csv, --raw) can go to stdout (-)")
+		return usagef("only one output (--json, --html, --csv, --raw, --csv-series) can go to stdout (-)")
 	}
 	if o.quiet && o.json == "" && o.html == "" && o.csv == "" {
 		return usagef("--quiet without --json, --html or --csv would discard the result")
 	}
-	return errors.Join(checkOutput("--json", o.json), checkOutput("--html", o.html), checkOutput("--csv", o.csv), checkOutput("--raw", o.raw))
+	return errors.Join(checkOutput("--json", o.json), checkOutput("--html", o.html), checkOutput("--csv", o.csv), checkOutput("--raw", o.raw), checkOutput("--csv-series", o.series))
 }
 
 // toStdout tells whether a machine output goes to stdout.
 func (o *outputs) toStdout() bool {
-	return o.json == "-" || o.html == "-" || o.csv == "-" || o.raw == "-"
+	return o.json == "-" || o.html == "-" || o.csv == "-" || o.raw == "-" || o.series == "-"
 }
 
 // textTo is where the text summary goes: stdout, unless --quiet or a
@@ -244,10 +245,11 @@ func (o *outputs) textTo(stdout, stderr io.Writer, failed bool) io.Writer {
 }
 
 // forms are a result's renderings: the value written as JSON, and the
-// HTML, CSV and text writers; nil for a form the command has not.
+// HTML, CSV, time-series CSV and text writers; nil for a form the command
+// has not.
 type forms struct {
-	json            any
-	html, csv, text func(io.Writer) error
+	json                    any
+	html, csv, series, text func(io.Writer) error
 }
 
 // write is the one output writer of the commands: every output o names
@@ -264,6 +266,9 @@ func (o *outputs) write(stdout, stderr io.Writer, f forms) error {
 	}
 	if o.csv != "" && f.csv != nil {
 		errs = append(errs, writeOutput("--csv", o.csv, stdout, f.csv))
+	}
+	if o.series != "" && f.series != nil {
+		errs = append(errs, writeOutput("--csv-series", o.series, stdout, f.series))
 	}
 	if w := o.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil && f.text != nil {
 		errs = append(errs, f.text(w))
