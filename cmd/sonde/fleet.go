@@ -207,7 +207,7 @@ a proxy that authenticates (docs/fleet.md, "Fleet view").`,
 			if _, _, err := net.SplitHostPort(listen); err != nil {
 				return usagef("--listen %q: want HOST:PORT (e.g. 127.0.0.1:9102)", listen)
 			}
-			st, err := openExistingStore(cmd.Context(), loc)
+			st, err := store.OpenExisting(cmd.Context(), loc)
 			if err != nil {
 				return err
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -74,10 +73,10 @@ func (sf *storeFlags) open(ctx context.Context, fn func(context.Context, store.S
 	return nil
 }
 
-// monitorName checks a NAME argument (usage error).
+// monitorName checks a NAME argument (usage error) by the store's rule.
 func monitorName(name string) error {
-	if name == "" || len(name) > store.MaxNameLen || strings.IndexFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0 {
-		return usagef("NAME: want 1-%d printable characters, got %.40q", store.MaxNameLen, name)
+	if err := store.CheckMonitorName(name); err != nil {
+		return usagef("NAME: %s", strings.TrimPrefix(err.Error(), store.ErrBadInput.Error()+": "))
 	}
 	return nil
 }
@@ -251,18 +250,6 @@ postgres:// (postgresql://) URL.`,
 	return cmd
 }
 
-// openExistingStore opens a store that must already exist: opening a
-// missing SQLite file would create and migrate an empty one, and a reader
-// (a report, a replay) must find the store, not make one.
-func openExistingStore(ctx context.Context, loc store.Location) (store.Store, error) {
-	if loc.Backend == store.SQLite && loc.Path != store.Memory {
-		if _, err := os.Stat(loc.Path); err != nil {
-			return nil, fmt.Errorf("--store %s: %w", loc, errors.Unwrap(err))
-		}
-	}
-	return store.OpenLocation(ctx, loc, store.Options{})
-}
-
 // storeRange is what a command reading a monitor's history takes: the
 // store, the monitor, a time range and how long reading may take.
 // `monitor report` and `monitor alerts replay` share it so their flags
@@ -315,7 +302,7 @@ func (r *storeRange) resolve(now time.Time) (store.Location, time.Time, time.Tim
 func (r *storeRange) read(ctx context.Context, loc store.Location, what string, fn func(context.Context, store.Store) error) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	st, err := openExistingStore(ctx, loc)
+	st, err := store.OpenExisting(ctx, loc)
 	if err != nil {
 		return err
 	}

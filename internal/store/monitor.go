@@ -36,6 +36,10 @@ const (
 // (docs/monitor.md, "Memory").
 const chunkRows = 64
 
+// CheckMonitorName checks a monitor's name as the store will: 1 to
+// MaxNameLen printable UTF-8 bytes.
+func CheckMonitorName(name string) error { return checkName("monitor name", name) }
+
 func checkName(what, s string) error {
 	if s == "" || len(s) > MaxNameLen || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
 		return fmt.Errorf("%w: %s %.40q: want 1–%d printable UTF-8 bytes", ErrBadInput, what, s, MaxNameLen)

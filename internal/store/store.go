@@ -199,6 +199,18 @@ func Open(ctx context.Context, rawURL string, opt Options) (Store, error) {
 	return OpenLocation(ctx, loc, opt)
 }
 
+// OpenExisting opens a store that must already exist: opening a missing
+// SQLite file would create and migrate an empty one, and a reader (a
+// report, a replay, a view) must find the store, not make one.
+func OpenExisting(ctx context.Context, loc Location) (Store, error) {
+	if loc.Backend == SQLite && loc.Path != Memory {
+		if _, err := os.Stat(loc.Path); err != nil {
+			return nil, fmt.Errorf("store %s: %w", loc, errors.Unwrap(err))
+		}
+	}
+	return OpenLocation(ctx, loc, Options{})
+}
+
 // OpenLocation opens a parsed location; see Open.
 func OpenLocation(ctx context.Context, loc Location, opt Options) (Store, error) {
 	if opt.CacheKiB < 0 || opt.CacheKiB > MaxCacheKiB {

@@ -1,6 +1,9 @@
 package store
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -75,4 +78,33 @@ func FuzzParseURL(f *testing.F) {
 			t.Fatalf("ParseURL(%q): backend %q", s, loc.Backend)
 		}
 	})
+}
+
+// TestOpenExisting: a reader does not create a missing SQLite store; an
+// existing one opens. CheckMonitorName is the store's rule for names.
+func TestOpenExisting(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	loc, err := ParseURL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenExisting(ctx, loc); err == nil || !strings.Contains(err.Error(), "m.db") {
+		t.Fatalf("missing store: %v", err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Fatal("OpenExisting created the missing store")
+	}
+	st, err := OpenLocation(ctx, loc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if st, err = OpenExisting(ctx, loc); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if CheckMonitorName("home") != nil || CheckMonitorName("") == nil || CheckMonitorName("a\x7fb") == nil {
+		t.Error("CheckMonitorName")
+	}
 }
