@@ -36,14 +36,17 @@ func main() {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sonde",
-		Short: "Network path measurement: active tests, MBM (RFC 8337), passive analysis, monitoring, emulation, fleets",
+		Short: "Network path measurement: active tests and a browser page (serve), UDP quality, MBM (RFC 8337), passive analysis and capture, monitoring, emulation and labs, fleets",
 		Long: `sonde measures a network path between a client and a sonde server:
 throughput (multi-stream, both directions), baseline RTT, latency under load
-and responsiveness (RPM), and an RFC 6349 report built from TCP_INFO; UDP
-delay, jitter and loss; Model Based Metrics (RFC 8337, sonde mbm); passive
-RTT from captures; long-term monitoring of a link's reliability, outages and
-bufferbloat (sonde monitor); emulated paths and labs; many monitors and
-servers into one store (sonde store, sonde fleet).`,
+and responsiveness (RPM), and an RFC 6349 report built from TCP_INFO, also
+from a browser on the page sonde serve serves, and against iperf3, ndt7, RPM
+and LibreSpeed peers; UDP delay, jitter and loss; Model Based Metrics
+(RFC 8337, sonde mbm); passive RTT from captures and live traffic (sonde
+analyze, sonde capture); long-term monitoring of a link's reliability,
+outages and bufferbloat (sonde monitor); emulated paths and labs (sonde
+emulate, sonde lab); many monitors and servers into one store (sonde store,
+sonde fleet).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
