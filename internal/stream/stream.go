@@ -134,6 +134,7 @@ func (s *Sender) Run(ctx context.Context) error {
 	defer stop()
 
 	out, gather := s.writer()
+	direct := gather && directSupported && s.raw != nil
 	maxChunk := MaxChunk
 	if s.ChunkLimit >= MinChunk && s.ChunkLimit < MaxChunk {
 		maxChunk = s.ChunkLimit
@@ -170,10 +171,13 @@ func (s *Sender) Run(ctx context.Context) error {
 		bufs = append(bufs, hdr[:], s.payload[lead:lead+n])
 		start := time.Now()
 		var err error
-		if gather {
+		switch {
+		case direct:
+			_, err = writevDirect(s.raw, bufs)
+		case gather:
 			w := bufs // WriteTo consumes its receiver
 			_, err = w.WriteTo(out)
-		} else {
+		default:
 			scratch = scratch[:0]
 			for _, b := range bufs {
 				scratch = append(scratch, b...)
@@ -195,6 +199,33 @@ func (s *Sender) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// DirectWriter returns a writer on c that writes a bare TCP socket with
+// system calls that keep the goroutine's P (see writevDirect), for senders
+// that write large blocks back to back; anything else gets c itself. The
+// writer is for one goroutine.
+func DirectWriter(c net.Conn) io.Writer {
+	tc, ok := c.(*net.TCPConn)
+	if !ok || !directSupported {
+		return c
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	return &directWriter{rc: rc}
+}
+
+// directWriter is not safe for concurrent use (one per sender).
+type directWriter struct {
+	rc  syscall.RawConn
+	one [1][]byte
+}
+
+func (w *directWriter) Write(b []byte) (int, error) {
+	w.one[0] = b
+	return writevDirect(w.rc, w.one[:])
 }
 
 // Budget is a payload allowance shared by several streams, so that a limit

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package stream
+
+import (
+	"errors"
+	"syscall"
+)
+
+const directSupported = false
+
+func writevDirect(syscall.RawConn, [][]byte) (int, error) {
+	return 0, errors.New("stream: direct writes are Linux only")
+}
