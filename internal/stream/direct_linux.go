@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"io"
 	"syscall"
 	"unsafe"
 
@@ -77,4 +78,42 @@ func consume(bufs [][]byte, n int) [][]byte {
 		bufs[0] = bufs[0][n:]
 	}
 	return bufs
+}
+
+// readDirect reads into b from the non-blocking socket behind rc with
+// read(2) issued as a raw system call, waiting in the poller (and
+// honouring the read deadline) as net.Conn.Read does: the receiving end of
+// writevDirect, for the same reason (a long copy out of the socket would
+// otherwise cost the runtime's P hand-offs). 0 bytes read is io.EOF.
+func readDirect(rc syscall.RawConn, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	var (
+		n    int
+		serr error
+	)
+	err := rc.Read(func(fd uintptr) bool {
+		for {
+			r, _, e := syscall.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+			switch e {
+			case 0:
+				if n = int(r); n == 0 {
+					serr = io.EOF
+				}
+				return true
+			case syscall.EAGAIN:
+				return false // wait for data, then call again
+			case syscall.EINTR:
+				continue
+			default:
+				serr = e
+				return true
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, serr
 }

@@ -116,3 +116,33 @@ func TestConsume(t *testing.T) {
 		t.Fatalf("consume(all) = %q", bufs)
 	}
 }
+
+// TestDirectReader: a BufferedConn's buffered bytes come first, then the
+// socket's through raw reads, then EOF; a read deadline ends a wait.
+func TestDirectReader(t *testing.T) {
+	a, b := tcpPair(t)
+	bc := NewBufferedConn(b, bytes.NewReader([]byte("buffered-")), len("buffered-"))
+	r := directReader(bc)
+	if _, ok := r.(*rawReader); !ok {
+		t.Fatalf("directReader(BufferedConn on TCP) = %T", r)
+	}
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	go func() {
+		a.Write(payload)
+		a.Close()
+	}()
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append([]byte("buffered-"), payload...); !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, want %d in order", len(got), len(want))
+	}
+
+	c, d := tcpPair(t)
+	_ = c
+	_ = d.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := directReader(d).Read(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %v", err)
+	}
+}

@@ -12,3 +12,7 @@ const directSupported = false
 func writevDirect(syscall.RawConn, [][]byte) (int, error) {
 	return 0, errors.New("stream: direct writes are Linux only")
 }
+
+func readDirect(syscall.RawConn, []byte) (int, error) {
+	return 0, errors.New("stream: direct reads are Linux only")
+}
