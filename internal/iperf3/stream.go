@@ -117,8 +117,9 @@ func (ses *session) reachedCount(p Checked) bool {
 
 func (st *stream) recvTCP() error {
 	buf := make([]byte, max(st.ses.p.Len, 128<<10))
+	r := sstream.DirectReader(st.tcp)
 	for {
-		n, err := st.tcp.Read(buf)
+		n, err := r.Read(buf)
 		if n > 0 {
 			st.bytes.Add(int64(n))
 			st.ses.addBytes(n)

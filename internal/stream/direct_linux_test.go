@@ -122,9 +122,9 @@ func TestConsume(t *testing.T) {
 func TestDirectReader(t *testing.T) {
 	a, b := tcpPair(t)
 	bc := NewBufferedConn(b, bytes.NewReader([]byte("buffered-")), len("buffered-"))
-	r := directReader(bc)
+	r := DirectReader(bc)
 	if _, ok := r.(*rawReader); !ok {
-		t.Fatalf("directReader(BufferedConn on TCP) = %T", r)
+		t.Fatalf("DirectReader(BufferedConn on TCP) = %T", r)
 	}
 	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
 	go func() {
@@ -142,7 +142,7 @@ func TestDirectReader(t *testing.T) {
 	c, d := tcpPair(t)
 	_ = c
 	_ = d.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	if _, err := directReader(d).Read(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
+	if _, err := DirectReader(d).Read(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read past the deadline: %v", err)
 	}
 }

@@ -305,7 +305,7 @@ func (r *Receiver) Bytes() int64 { return r.bytes.Load() }
 func (r *Receiver) Run(ctx context.Context, bufSize int) error {
 	stop := context.AfterFunc(ctx, func() { _ = r.conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	fr := protocol.NewReader(directReader(r.conn), bufSize)
+	fr := protocol.NewReader(DirectReader(r.conn), bufSize)
 	count := func(n int) { r.bytes.Add(int64(n)) }
 	for {
 		typ, p, err := fr.Next(count)
@@ -333,10 +333,10 @@ func PeerClosed(err error) bool {
 		errors.Is(err, net.ErrClosed)
 }
 
-// directReader returns a reader of c that reads a bare TCP socket (or a
+// DirectReader returns a reader of c that reads a bare TCP socket (or a
 // BufferedConn on one, after its buffered bytes) with raw system calls
 // (readDirect); anything else reads c itself. For one goroutine.
-func directReader(c net.Conn) io.Reader {
+func DirectReader(c net.Conn) io.Reader {
 	var pre io.Reader
 	sock := c
 	if bc, ok := c.(*BufferedConn); ok {
