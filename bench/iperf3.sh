@@ -12,17 +12,24 @@
 # against `sonde serve --iperf3-port PORT_S` and `iperf3 -s -p PORT_I`.
 # The figure is end.sum_received.bits_per_second; the table shows the
 # medians and their ratio, and the load average before and after (the
-# machine may be shared: read the ratio, not the absolute rates).
+# machine may be shared: read the ratio, not the absolute rates). Beside
+# it, each server's CPU (user+system, from /proc) per GB received: the
+# sender's cost in downloads, the receiver's in uploads; and the iperf3
+# client's (the other end), which the server's socket options move too.
 #
-# Environment: BENCH_REPEAT (5), BENCH_SECONDS (5), SONDE (bin/sonde).
+# Environment: BENCH_REPEAT (5), BENCH_SECONDS (5), BENCH_DIRECTIONS
+# ("up down"), SONDE (bin/sonde).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 SONDE=${SONDE:-bin/sonde}
 REPEAT=${BENCH_REPEAT:-5}
 SECONDS_=${BENCH_SECONDS:-5}
+DIRS=${BENCH_DIRECTIONS:-up down}
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a positive integer, got '$REPEAT'"
 [[ $SECONDS_ =~ ^[1-9][0-9]*$ ]] || die "BENCH_SECONDS must be a positive integer, got '$SECONDS_'"
+for d in $DIRS; do [[ $d == up || $d == down ]] || die "BENCH_DIRECTIONS takes up and down, got '$d'"; done
+HZ=$(getconf CLK_TCK)
 command -v iperf3 >/dev/null || die "iperf3 is not installed (make apt-deps)"
 [[ -x $SONDE ]] || die "$SONDE not built (make build)"
 
@@ -51,7 +58,15 @@ done
 grep -q "iperf3 server on" "$TMP/sonde.log" || { cat "$TMP/sonde.log" >&2; exit 1; }
 sleep 0.5
 
-# run PORT ARGS... prints the receiver's bit/s of one iperf3 test.
+# cpu_ms PID prints the user+system CPU PID has used so far.
+cpu_ms() {
+	local f
+	read -r -a f <"/proc/$1/stat" || return 1
+	echo $(((f[13] + f[14]) * 1000 / HZ))
+}
+
+# run PORT ARGS... prints the receiver's bit/s of one iperf3 test, its
+# bytes, and the iperf3 client's CPU milliseconds.
 run() {
 	local port=$1
 	shift
@@ -60,33 +75,55 @@ run() {
 		cat "$TMP/out.json" >&2
 		exit 1
 	}
-	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"])' "$TMP/out.json"
+	# run is a subshell of its own: its children's times are iperf3's.
+	times >"$TMP/times"
+	python3 -c 'import json, re, sys
+s = json.load(open(sys.argv[1]))["end"]["sum_received"]
+t = open(sys.argv[2]).read().split("\n")[1].split()  # children: user sys, as 1m2.345s
+ms = sum(int(m) * 60000 + float(x) * 1000 for m, x in (re.match(r"(\d+)m([\d.]+)s", v).groups() for v in t))
+print(s["bits_per_second"], s["bytes"], round(ms))' "$TMP/out.json" "$TMP/times"
 }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-declare -A res
-for dir in up down; do
+declare -A res cpu ccpu
+for dir in $DIRS; do
 	args=()
 	[[ $dir == down ]] && args=(-R)
 	for r in $(seq "$REPEAT"); do
 		if ((r % 2)); then order="sonde iperf3"; else order="iperf3 sonde"; fi
 		for peer in $order; do
-			port=$PS
-			[[ $peer == iperf3 ]] && port=$PI
+			port=$PS pid=$SPID
+			[[ $peer == iperf3 ]] && port=$PI pid=$IPID
+			c0=$(cpu_ms "$pid") || exit 1
 			v=$(run "$port" "${args[@]}") || exit 1
-			res[$dir.$peer]+="$v "
+			c1=$(cpu_ms "$pid") || exit 1
+			read -r bps bytes cms <<<"$v"
+			res[$dir.$peer]+="$bps "
+			# ms per byte * 1e9 / 1e3 = CPU seconds per GB
+			cpu[$dir.$peer]+="$(awk "BEGIN{print ($c1 - $c0) * 1e6 / $bytes}") "
+			ccpu[$dir.$peer]+="$(awk "BEGIN{print $cms * 1e6 / $bytes}") "
 			sleep 0.5
 		done
 	done
 done
 echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "${res[up.sonde]}" "${res[up.iperf3]}" "${res[down.sonde]}" "${res[down.iperf3]}" <<'PY'
+python3 - "${res[up.sonde]:-}" "${res[up.iperf3]:-}" "${res[down.sonde]:-}" "${res[down.iperf3]:-}" \
+	"${cpu[up.sonde]:-}" "${cpu[up.iperf3]:-}" "${cpu[down.sonde]:-}" "${cpu[down.iperf3]:-}" \
+	"${ccpu[up.sonde]:-}" "${ccpu[up.iperf3]:-}" "${ccpu[down.sonde]:-}" "${ccpu[down.iperf3]:-}" <<'PY'
 import statistics, sys
 v = [list(map(float, a.split())) for a in sys.argv[1:]]
 print("%-10s %16s %16s %8s" % ("direction", "sonde serve", "iperf3 -s", "ratio"))
-for name, s, i in (("upload", v[0], v[1]), ("download", v[2], v[3])):
+for k, name in enumerate(("upload", "download")):
+    s, i, cs, ci = v[2 * k], v[2 * k + 1], v[4 + 2 * k], v[5 + 2 * k]
+    if not s:
+        continue
     ms, mi = statistics.median(s), statistics.median(i)
     print("%-10s %13.2f Gb %13.2f Gb %8.3f   (bar: >= 0.95)" % (name, ms / 1e9, mi / 1e9, ms / mi))
     print("  runs sonde:  " + " ".join("%.2f" % (x / 1e9) for x in s))
     print("  runs iperf3: " + " ".join("%.2f" % (x / 1e9) for x in i))
+    mcs, mci = statistics.median(cs), statistics.median(ci)
+    print("  server CPU s/GB: sonde %.3f, iperf3 %.3f, ratio %.2f" % (mcs, mci, mcs / mci))
+    cs, ci = v[8 + 2 * k], v[9 + 2 * k]
+    mcs, mci = statistics.median(cs), statistics.median(ci)
+    print("  client CPU s/GB: against sonde %.3f, against iperf3 %.3f, ratio %.2f" % (mcs, mci, mcs / mci))
 PY

@@ -27,7 +27,7 @@ type testServer struct {
 	tests []*Test
 }
 
-func startServer(t *testing.T, opts Options) *testServer {
+func startServer(t testing.TB, opts Options) *testServer {
 	t.Helper()
 	ts := &testServer{}
 	if opts.Admit == nil {
@@ -81,7 +81,7 @@ func (ts *testServer) records() []*Test {
 	return append([]*Test(nil), ts.tests...)
 }
 
-func needIperf3(t *testing.T) string {
+func needIperf3(t testing.TB) string {
 	t.Helper()
 	p, err := exec.LookPath("iperf3")
 	if err != nil {
@@ -144,7 +144,7 @@ type iperfSum struct {
 }
 
 // runIperf3 runs the iperf3 client with -J against port, bounded in time.
-func runIperf3(t *testing.T, port int, limit time.Duration, args ...string) (iperfJSON, error) {
+func runIperf3(t testing.TB, port int, limit time.Duration, args ...string) (iperfJSON, error) {
 	t.Helper()
 	bin := needIperf3(t)
 	ctx, cancel := context.WithTimeout(context.Background(), limit)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
+	sstream "github.com/sonde-project/sonde/internal/stream"
 	"github.com/sonde-project/sonde/internal/tcpinfo"
 	"sync/atomic"
 )
@@ -83,12 +84,13 @@ func (st *stream) sendTCP() error {
 	p := st.ses.p
 	buf := payload(p.Len)
 	pacer := newPacer(p.Bandwidth, st.start)
+	w := sstream.DirectWriter(st.tcp)
 	for !st.stopping() {
 		if st.ses.reachedCount(p) {
 			return nil
 		}
 		pacer.wait(st.bytes.Load(), st.ses.stop)
-		n, err := st.tcp.Write(buf)
+		n, err := w.Write(buf)
 		if n > 0 {
 			st.sentBlock(n)
 		}
@@ -115,8 +117,9 @@ func (ses *session) reachedCount(p Checked) bool {
 
 func (st *stream) recvTCP() error {
 	buf := make([]byte, max(st.ses.p.Len, 128<<10))
+	r := sstream.DirectReader(st.tcp)
 	for {
-		n, err := st.tcp.Read(buf)
+		n, err := r.Read(buf)
 		if n > 0 {
 			st.bytes.Add(int64(n))
 			st.ses.addBytes(n)

@@ -24,8 +24,11 @@ type SuiteConfig struct {
 	Streams          int // per direction (default 4)
 	Download, Upload bool
 	Software         string
-	// ProbeInterval spaces the TCP-connect probes (default 100 ms).
+	// ProbeInterval spaces the TCP-connect and ICMP probes (default 100 ms).
 	ProbeInterval time.Duration
+	// NoICMP leaves out the ICMP echo probes (run by default where a ping
+	// or raw socket is allowed).
+	NoICMP bool
 }
 
 // DefaultPort is iperf3's port.
@@ -73,7 +76,33 @@ func Suite(ctx context.Context, cfg SuiteConfig) (*model.Result, error) {
 	res.Notes = append(res.Notes,
 		"iperf3 server: no one-way delays (it has no STAMP reflector) and no server TCP_INFO; RTTs are TCP-connect times to its port, which include its accept",
 		"upload goodput is the bytes the server's TCP acknowledged (the client's TCP_INFO), the iperf3 server's own count is in the notes")
+	// ICMP echo runs beside the connect probes where this host allows it.
+	var icmpRun *icmpProbes
+	if !cfg.NoICMP {
+		h, _, _ := net.SplitHostPort(cfg.Addr)
+		var err error
+		if icmpRun, err = startICMP(ctx, h, ref, cfg.ProbeInterval); err != nil {
+			res.Notes = append(res.Notes, "ICMP echo not run: "+err.Error())
+		} else {
+			defer icmpRun.stop()
+			res.Notes = append(res.Notes, "ICMP echo RTTs from a "+icmpRun.socket+" beside the TCP-connect ones (baseline_icmp, icmp_latency_under_load)")
+		}
+	}
+	// The spans (seconds from ref) of the idle baseline and of each
+	// phase's load, whose ICMP RTTs are summarised at the end.
+	type span struct {
+		from, to float64
+		out      **model.RTTResult
+	}
+	var spans []span
 	finish := func(err error) (*model.Result, error) {
+		if icmpRun != nil {
+			icmpRun.stop()
+			for _, sp := range spans {
+				s, lost := icmpRun.between(sp.from, sp.to)
+				*sp.out = assemble.RTT(s, lost)
+			}
+		}
 		res.End = time.Now().UTC()
 		if err != nil {
 			res.Errors = append(res.Errors, err.Error())
@@ -102,8 +131,10 @@ func Suite(ctx context.Context, cfg SuiteConfig) (*model.Result, error) {
 			Loaded: func(stop <-chan struct{}) { probes = connectProbes(ctx, cfg.Addr, ref, cfg.ProbeInterval, 0, stop) }}
 		if res.Baseline == nil {
 			tc.Idle = func() {
+				from := time.Since(ref).Seconds()
 				base := connectProbes(ctx, cfg.Addr, ref, cfg.ProbeInterval, baselineProbes, nil)
 				res.Baseline = assemble.RTT(base.samples, base.lost)
+				spans = append(spans, span{from, time.Since(ref).Seconds(), &res.BaselineICMP})
 			}
 		}
 		t, err := RunTest(ctx, tc)
@@ -139,6 +170,10 @@ func Suite(ctx context.Context, cfg SuiteConfig) (*model.Result, error) {
 			p.Flows = append(p.Flows, f)
 		}
 		*ph.out = assemble.Direction(p)
+		spans = append(spans, span{t.StartS, t.EndS, &(*ph.out).ICMPLatency})
+		if icmpRun != nil {
+			icmpRun.drain()
+		}
 		res.Notes = append(res.Notes, fmt.Sprintf("%s: the iperf3 server reported %d bytes %s over %d stream(s)",
 			ph.dir, server, map[bool]string{true: "sent", false: "received"}[ph.reverse], len(t.Server.Streams)))
 		if err != nil {

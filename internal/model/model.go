@@ -36,6 +36,11 @@ type Result struct {
 	Grades *Grades `json:"grades,omitempty"`
 	// Errors lists what failed; everything measured before a failure is kept.
 	Errors []string `json:"errors,omitempty"`
+
+	// BaselineICMP is ICMP echo on the idle path, where a test runs it
+	// beside its other probes (sonde test iperf3://).
+	BaselineICMP *RTTResult `json:"baseline_icmp,omitempty"`
+
 	// Notes are caveats a reader needs (e.g. "TTR needs --link-rate").
 	Notes []string `json:"notes,omitempty"`
 }
@@ -256,6 +261,10 @@ type DirectionResult struct {
 	UDPLatency *UDPFlow `json:"udp_latency_under_load,omitempty"`
 	RPM        *RPM     `json:"rpm,omitempty"`
 	RFC6349    *RFC6349 `json:"rfc6349,omitempty"`
+
+	// ICMPLatency is ICMP echo during the phase, where the test ran it
+	// (sonde test iperf3://).
+	ICMPLatency *RTTResult `json:"icmp_latency_under_load,omitempty"`
 }
 
 // ClassFlow is one class's result in a QoS classes test.

@@ -134,6 +134,7 @@ func (s *Sender) Run(ctx context.Context) error {
 	defer stop()
 
 	out, gather := s.writer()
+	direct := gather && directSupported && s.raw != nil
 	maxChunk := MaxChunk
 	if s.ChunkLimit >= MinChunk && s.ChunkLimit < MaxChunk {
 		maxChunk = s.ChunkLimit
@@ -170,10 +171,13 @@ func (s *Sender) Run(ctx context.Context) error {
 		bufs = append(bufs, hdr[:], s.payload[lead:lead+n])
 		start := time.Now()
 		var err error
-		if gather {
+		switch {
+		case direct:
+			_, err = writevDirect(s.raw, bufs)
+		case gather:
 			w := bufs // WriteTo consumes its receiver
 			_, err = w.WriteTo(out)
-		} else {
+		default:
 			scratch = scratch[:0]
 			for _, b := range bufs {
 				scratch = append(scratch, b...)
@@ -195,6 +199,33 @@ func (s *Sender) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// DirectWriter returns a writer on c that writes a bare TCP socket with
+// system calls that keep the goroutine's P (see writevDirect), for senders
+// that write large blocks back to back; anything else gets c itself. The
+// writer is for one goroutine.
+func DirectWriter(c net.Conn) io.Writer {
+	tc, ok := c.(*net.TCPConn)
+	if !ok || !directSupported {
+		return c
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	return &directWriter{rc: rc}
+}
+
+// directWriter is not safe for concurrent use (one per sender).
+type directWriter struct {
+	rc  syscall.RawConn
+	one [1][]byte
+}
+
+func (w *directWriter) Write(b []byte) (int, error) {
+	w.one[0] = b
+	return writevDirect(w.rc, w.one[:])
 }
 
 // Budget is a payload allowance shared by several streams, so that a limit
@@ -274,7 +305,7 @@ func (r *Receiver) Bytes() int64 { return r.bytes.Load() }
 func (r *Receiver) Run(ctx context.Context, bufSize int) error {
 	stop := context.AfterFunc(ctx, func() { _ = r.conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	fr := protocol.NewReader(r.conn, bufSize)
+	fr := protocol.NewReader(DirectReader(r.conn), bufSize)
 	count := func(n int) { r.bytes.Add(int64(n)) }
 	for {
 		typ, p, err := fr.Next(count)
@@ -302,22 +333,66 @@ func PeerClosed(err error) bool {
 		errors.Is(err, net.ErrClosed)
 }
 
+// DirectReader returns a reader of c that reads a bare TCP socket (or a
+// BufferedConn on one, after its buffered bytes) with raw system calls
+// (readDirect); anything else reads c itself. For one goroutine.
+func DirectReader(c net.Conn) io.Reader {
+	var pre io.Reader
+	sock := c
+	if bc, ok := c.(*BufferedConn); ok {
+		pre, sock = bc.pre, bc.Conn
+	}
+	tc, ok := sock.(*net.TCPConn)
+	if !ok || !directSupported {
+		return c
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	return &rawReader{pre: pre, rc: rc}
+}
+
+type rawReader struct {
+	pre io.Reader // bytes read before the socket's, nil when drained
+	rc  syscall.RawConn
+}
+
+func (r *rawReader) Read(b []byte) (int, error) {
+	if r.pre != nil {
+		n, err := r.pre.Read(b)
+		if err == nil || n > 0 && err == io.EOF {
+			if err == io.EOF {
+				r.pre = nil
+			}
+			return n, nil
+		}
+		if err != io.EOF {
+			return n, err
+		}
+		r.pre = nil
+	}
+	return readDirect(r.rc, b)
+}
+
 // BufferedConn is a connection whose first bytes were already read into a
 // buffer while parsing the HTTP upgrade; reads drain that buffer first.
 // Conn stays the underlying socket, for TCP_INFO and marking.
 type BufferedConn struct {
 	net.Conn
-	rd io.Reader
+	rd  io.Reader
+	pre io.Reader // the buffered bytes not read yet (shared with rd); nil if none
 }
 
 // NewBufferedConn wraps c so that reads return buffered bytes (if any)
 // before reading from c.
 func NewBufferedConn(c net.Conn, buffered io.Reader, n int) *BufferedConn {
-	var rd io.Reader = c
+	var rd, pre io.Reader = c, nil
 	if n > 0 {
-		rd = io.MultiReader(io.LimitReader(buffered, int64(n)), c)
+		pre = io.LimitReader(buffered, int64(n))
+		rd = io.MultiReader(pre, c)
 	}
-	return &BufferedConn{Conn: c, rd: rd}
+	return &BufferedConn{Conn: c, rd: rd, pre: pre}
 }
 
 func (b *BufferedConn) Read(p []byte) (int, error) { return b.rd.Read(p) }
