@@ -328,6 +328,7 @@ func (g *Registry) Send(w http.ResponseWriter, r *http.Request, t *Test, n int64
 	// a large object is meant to outlast it, and must not outlast the test.
 	_ = rc.SetWriteDeadline(t.deadline)
 	conn := ConnFrom(r.Context())
+	LossBased(conn) // working conditions: see loadCongestion
 	lw := newLowat(conn)
 	fl := t.flows.get(conn, true)
 	stop := context.AfterFunc(t.ctx, func() { _ = rc.SetWriteDeadline(time.Now()) })

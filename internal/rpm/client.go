@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/httpload"
 	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/stream"
@@ -126,6 +127,9 @@ type client struct {
 	small, large, upload string
 	tlsCfg               *tls.Config
 	payload              []byte
+	// uploadCC is the congestion control the upload connections got
+	// (httpload.LossBased; "" where none could be set).
+	uploadCC atomic.Pointer[string]
 }
 
 func (c *client) transport() *http.Transport {
@@ -185,6 +189,13 @@ func Run(ctx context.Context, opt ClientOptions) (*model.RPMResult, error) {
 	}
 	if f := all.figure(); f != nil && len(res.Directions) > 1 {
 		res.Overall = f
+	}
+	if cc := c.uploadCC.Load(); cc != nil {
+		if *cc == "" {
+			res.Notes = append(res.Notes, "upload load connections kept the host's congestion control (a loss-based one could not be set): a delay-based one such as BBR may not fill the bottleneck's buffer, and the upload RPM then reads higher than under working conditions")
+		} else {
+			res.Notes = append(res.Notes, "upload load connections: congestion control "+*cc+" (loss-based, so the bottleneck's buffer fills: the draft's working conditions); sonde serve sends downloads the same way")
+		}
 	}
 	return res, nil
 }
@@ -254,6 +265,8 @@ func (c *client) startFlow(ctx context.Context, dir string, errc chan<- error) *
 		f.tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := d.DialContext(ctx, network, addr)
 			if err == nil {
+				cc := httpload.LossBased(conn) // the draft's working conditions
+				c.uploadCC.Store(&cc)
 				stream.LimitUnsent(conn, lowatStart)
 				f.conn.Store(&conn)
 			}
