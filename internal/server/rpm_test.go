@@ -295,3 +295,19 @@ func TestLoadProbesPastPerIPCap(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamLossBasedParam: a load stream may ask for the loss-based
+// congestion control (sonde test --loss-based) with cc=loss; any other cc
+// is refused before the upgrade.
+func TestStreamLossBasedParam(t *testing.T) {
+	_, addr := start(t, Config{PerIPPerMinute: -1, UDPAddr: "off", MBMAddr: "off", WebRTCPort: -1})
+	_, ses := createSession(t, addr, nil)
+	if _, resp, err := dialWS(t, addr, ses.ID, protocol.KindDownload, "d0&cc=bbr", []string{WebSocketSubprotocol}); err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("cc=bbr: %v %+v", err, resp)
+	}
+	ws, _, err := dialWS(t, addr, ses.ID, protocol.KindDownload, "d1&cc="+protocol.CCLossBased, []string{WebSocketSubprotocol})
+	if err != nil {
+		t.Fatalf("cc=%s: %v", protocol.CCLossBased, err)
+	}
+	ws.Close()
+}
