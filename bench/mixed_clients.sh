@@ -36,16 +36,7 @@ command -v go >/dev/null || die "go not installed (builds bench/ndt7client)"
 Q=$((CLIENTS / 4))
 KINDS=" ${BENCH_KINDS:-iperf3 test ndt7 rpm} "
 
-WORK=$(mktemp -d /tmp/sonde-mixed.XXXXXX)
-cleanup() {
-	local left
-	left=$(jobs -p)
-	[[ -n $left ]] && kill $left 2>/dev/null
-	wait 2>/dev/null
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+workdir mixed
 
 go build -o "$WORK/ndt7client" ./bench/ndt7client || die "cannot build bench/ndt7client"
 freeport() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

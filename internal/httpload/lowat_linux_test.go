@@ -2,6 +2,8 @@ package httpload
 
 import (
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -61,12 +63,9 @@ func TestLowatFollowsRate(t *testing.T) {
 // allowed), whatever the host's default, and says which; a non-TCP
 // connection gets none.
 func TestLossBased(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
