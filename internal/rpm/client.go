@@ -247,16 +247,6 @@ type flow struct {
 	last int64
 }
 
-// Bounds of an upload flow's unsent data (TCP_NOTSENT_LOWAT): about 5 ms
-// at its rate, as the server keeps its own (draft §6.1): without it a self
-// probe on an upload connection waits behind the client's socket buffer,
-// which is not the path's queue.
-const (
-	lowatStart = 128 << 10
-	lowatMin   = 16 << 10
-	lowatMax   = 4 << 20
-)
-
 func (c *client) startFlow(ctx context.Context, dir string, errc chan<- error) *flow {
 	fctx, cancel := context.WithCancel(ctx)
 	f := &flow{tr: c.transport(), cancel: cancel}
@@ -267,7 +257,11 @@ func (c *client) startFlow(ctx context.Context, dir string, errc chan<- error) *
 			if err == nil {
 				cc := httpload.LossBased(conn) // the draft's working conditions
 				c.uploadCC.Store(&cc)
-				stream.LimitUnsent(conn, lowatStart)
+				// About 5 ms of the flow's rate unsent, as the server
+				// keeps its own (draft §6.1): without it a self probe on
+				// an upload connection waits behind the client's socket
+				// buffer, which is not the path's queue.
+				stream.LimitUnsent(conn, httpload.UnsentStart)
 				f.conn.Store(&conn)
 			}
 			return conn, err
@@ -457,7 +451,7 @@ loop:
 				n := f.bytes.Load()
 				if cp := f.conn.Load(); cp != nil {
 					rate := float64(n-f.last) / opt.Interval.Seconds()
-					stream.LimitUnsent(*cp, min(max(int(rate*0.005), lowatMin), lowatMax))
+					stream.LimitUnsent(*cp, httpload.UnsentFor(rate))
 				}
 				f.last = n
 			}
