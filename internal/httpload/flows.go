@@ -56,6 +56,8 @@ type flows struct {
 	m   map[flowKey]*flow
 	all []*flow
 	max int // bound on the flows kept (further connections are not recorded)
+	// unrecorded are the connections past max.
+	unrecorded map[flowKey]bool
 }
 
 // get is the flow of c in one direction, started on first use; nil past
@@ -68,6 +70,12 @@ func (fs *flows) get(c net.Conn, send bool) *flow {
 		return f
 	}
 	if len(fs.all) >= fs.max {
+		if fs.unrecorded == nil {
+			fs.unrecorded = map[flowKey]bool{}
+		}
+		if len(fs.unrecorded) < fs.max { // counted up to a bound too
+			fs.unrecorded[k] = true
+		}
 		return nil
 	}
 	now := time.Now()
@@ -113,11 +121,13 @@ func (f *flow) moved(ref time.Time, n int) {
 }
 
 // reports stops the samplers and returns the flows as the server's
-// records take them; limit names the server limit that cut the test
-// (protocol.LimitBytes, protocol.LimitDuration) or is empty.
-func (fs *flows) reports(limit string) []protocol.FlowReport {
+// records take them, and the number of connections not recorded; limit
+// names the server limit that cut the test (protocol.LimitBytes,
+// protocol.LimitDuration) or is empty.
+func (fs *flows) reports(limit string) ([]protocol.FlowReport, int) {
 	fs.mu.Lock()
 	all := append([]*flow(nil), fs.all...)
+	unrecorded := len(fs.unrecorded)
 	fs.mu.Unlock()
 	out := make([]protocol.FlowReport, 0, len(all))
 	for _, f := range all {
@@ -139,5 +149,5 @@ func (fs *flows) reports(limit string) []protocol.FlowReport {
 		}
 		out = append(out, r)
 	}
-	return out
+	return out, unrecorded
 }

@@ -47,9 +47,6 @@ const (
 	readChunk = 32 << 10
 	// replyGrace is the time an upload's reply has after its test's end.
 	replyGrace = 5 * time.Second
-	// maxRecordedFlows × MaxFlows bounds the connections a test's record
-	// keeps (a client may replace its load connections as it goes).
-	maxRecordedFlows = 2
 )
 
 // Options configures a Registry.
@@ -105,6 +102,9 @@ type Summary struct {
 	// TCP_INFO series of those it sent on, receive counts of those it
 	// read uploads on, their times in seconds since Start.
 	Reports []protocol.FlowReport
+	// Unrecorded counts the connections past Options.MaxFlows that
+	// carried load but are not in Reports.
+	Unrecorded int
 }
 
 // Registry holds the running tests, one per client IP. Safe for concurrent
@@ -200,7 +200,10 @@ func (g *Registry) Join(r *http.Request) (*Test, error) {
 	}
 	now := time.Now()
 	t := &Test{reg: g, client: ip, start: now, deadline: now.Add(g.opt.MaxTime), open: 1, total: 1}
-	t.flows = flows{ref: now, max: maxRecordedFlows * g.opt.MaxFlows}
+	// As many connections recorded as a test may load at once (a sonde
+	// session's streams are bounded alike): each keeps a TCP_INFO series
+	// of up to tcpinfo.MaxSamples.
+	t.flows = flows{ref: now, max: g.opt.MaxFlows}
 	t.ctx, t.cancel = context.WithDeadline(context.Background(), t.deadline)
 	if g.opt.MaxBytes > 0 {
 		t.budget = stream.NewBudget(g.opt.MaxBytes)
@@ -226,10 +229,10 @@ func (g *Registry) Join(r *http.Request) (*Test, error) {
 		if running {
 			limit = map[string]string{"max-bytes": protocol.LimitBytes, "max-duration": protocol.LimitDuration}[cut]
 		}
-		reps := t.flows.reports(limit)
+		reps, unrecorded := t.flows.reports(limit)
 		if g.opt.Done != nil {
 			g.opt.Done(Summary{Protocol: g.opt.Protocol, Client: ip, Start: t.start, End: end,
-				Sent: t.sent.Load(), Received: t.received.Load(), Flows: total, Cut: cut, Reports: reps})
+				Sent: t.sent.Load(), Received: t.received.Load(), Flows: total, Cut: cut, Reports: reps, Unrecorded: unrecorded})
 		}
 	})
 	return t, nil

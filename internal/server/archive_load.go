@@ -29,6 +29,9 @@ func (a *archive) loadTest(sum httpload.Summary) {
 		}
 		rec.Notes = append(rec.Notes, "HTTP load test: one flow per connection and direction, over all the client IP's load requests together (a client that ran download and upload one after the other has both in one record)",
 			fmt.Sprintf("load requests: %d; payload bytes written %d, read %d", sum.Flows, sum.Sent, sum.Received))
+		if sum.Unrecorded > 0 {
+			rec.Notes = append(rec.Notes, fmt.Sprintf("%d further connections carried load but are not recorded (a record keeps as many as a test may load at once)", sum.Unrecorded))
+		}
 		return rec
 	})
 }
