@@ -36,5 +36,5 @@ _workdir_cleanup() {
 	left=$(jobs -p)
 	[[ -n $left ]] && kill $left 2>/dev/null
 	wait 2>/dev/null
-	rm -rf "$WORK"
+	[[ -n ${BENCH_KEEP:-} ]] && echo "kept $WORK" >&2 || rm -rf "$WORK"
 }

@@ -26,8 +26,9 @@ func main() {
 	base := flag.String("url", "", "server base URL: ws://HOST:PORT or wss://HOST:PORT")
 	n := flag.Int("n", 1, "concurrent tests (1-1000)")
 	insecure := flag.Bool("insecure", false, "accept any TLS certificate")
+	rate := flag.Float64("rate", 0, "bits/s each test reads or writes at most, as a client behind a slower path (0: as fast as it can)")
 	flag.Parse()
-	if *base == "" || *n < 1 || *n > 1000 {
+	if *base == "" || *n < 1 || *n > 1000 || *rate < 0 {
 		fmt.Fprintln(os.Stderr, "usage: ndt7client -url ws[s]://HOST:PORT -n N [-insecure]")
 		os.Exit(2)
 	}
@@ -40,7 +41,7 @@ func main() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = kind + " " + run(&d, *base+"/ndt/v7/"+kind, kind == "upload")
+			out[i] = kind + " " + run(&d, *base+"/ndt/v7/"+kind, kind == "upload", *rate)
 		}()
 	}
 	wg.Wait()
@@ -55,7 +56,7 @@ func main() {
 }
 
 // run is one test: "ok BYTES", "refused STATUS" or "failed REASON".
-func run(d *websocket.Dialer, url string, upload bool) string {
+func run(d *websocket.Dialer, url string, upload bool, rate float64) string {
 	c, resp, err := d.Dial(url, nil)
 	if err != nil {
 		if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
@@ -64,7 +65,14 @@ func run(d *websocket.Dialer, url string, upload bool) string {
 		return "failed " + err.Error()
 	}
 	defer c.Close()
-	deadline := time.Now().Add(15 * time.Second)
+	start := time.Now()
+	deadline := start.Add(15 * time.Second)
+	// pace sleeps until moved bytes are within rate of the time since start.
+	pace := func(moved int64) {
+		if rate > 0 {
+			time.Sleep(time.Until(start.Add(time.Duration(float64(moved) * 8 / rate * float64(time.Second)))))
+		}
+	}
 	_ = c.SetReadDeadline(deadline)
 	var moved int64
 	if upload {
@@ -86,6 +94,7 @@ func run(d *websocket.Dialer, url string, upload bool) string {
 				break
 			}
 			moved += int64(len(msg))
+			pace(moved)
 		}
 		_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 		return verdict(<-done, moved)
@@ -96,6 +105,7 @@ func run(d *websocket.Dialer, url string, upload bool) string {
 		if err != nil {
 			return verdict(err, moved)
 		}
+		pace(moved)
 	}
 }
 
