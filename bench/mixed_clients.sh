@@ -123,7 +123,10 @@ for k in "${!PID[@]}"; do
 			NOTADM[$kind]=$((${NOTADM[$kind]:-0} + 1))
 			echo "  $k: before admission: $(tail -n 1 "$WORK/$k.err")" >&2
 		else
-			errs=$(python3 -c 'import json,sys; print("; ".join(json.load(open(sys.argv[1])).get("errors") or [])[:300])' "$WORK/$k.json" 2>/dev/null)
+			errs=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("; ".join(d.get("errors") or [])[:300], "; ".join("%s: %s flows, %s foreign and %s self probes" % (x["direction"], x.get("flows"), (x.get("rpm") or {}).get("foreign_probes", 0), (x.get("rpm") or {}).get("self_probes", 0)) for x in d.get("directions") or []))' "$WORK/$k.json" 2>/dev/null)
 			if [[ $errs == *429* ]]; then
 				REF[$kind]=$((${REF[$kind]:-0} + 1))
 				echo "  $k: refused: $errs" >&2
