@@ -22,3 +22,19 @@ veth_pair() {
 		ip -n "$a" link set lo up && ip -n "$b" link set lo up &&
 		ip -n "$a" link set "va$suffix" up && ip -n "$b" link set "vb$suffix" up
 }
+
+# workdir NAME makes WORK, a temporary directory /tmp/sonde-NAME.XXXXXX,
+# and traps the script's exit to kill its remaining jobs and remove WORK.
+workdir() {
+	WORK=$(mktemp -d "/tmp/sonde-$1.XXXXXX") || die "cannot make a temporary directory"
+	trap _workdir_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+_workdir_cleanup() {
+	local left
+	left=$(jobs -p)
+	[[ -n $left ]] && kill $left 2>/dev/null
+	wait 2>/dev/null
+	[[ -n ${BENCH_KEEP:-} ]] && echo "kept $WORK" >&2 || rm -rf "$WORK"
+}

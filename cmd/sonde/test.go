@@ -95,6 +95,7 @@ fails, with the error recorded in it.`,
 	f.IntVar(&tf.cfg.BaselineSamples, "baseline-samples", 30, "idle RTT samples, at least 20")
 	f.BoolVar(&tf.cfg.NoForeign, "no-foreign-probes", false, "do not open new connections during load (disables RPM)")
 	f.BoolVar(&tf.cfg.NoUDP, "no-udp-probes", false, "no STAMP probes beside the TCP probes (they split delay under load by direction)")
+	f.BoolVar(&tf.cfg.LossBased, "loss-based", false, "load streams under a loss-based congestion control (cubic, else reno) at both ends instead of the hosts' default: a drop-tail bottleneck's buffer then fills, the responsiveness draft's working conditions, so RPM compares with sonde rpm's (docs/interop.md)")
 	f.StringVar(&tf.cfg.Token, "token", "", "bearer token for a private server")
 	f.BoolVarP(&tf.cfg.Insecure, "insecure", "k", false, "accept any TLS certificate (self-signed test servers)")
 	tf.out.register(cmd, "the result (docs/result-schema.md)", false)

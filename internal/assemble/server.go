@@ -95,6 +95,12 @@ func ServerSession(reps []protocol.FlowReport) *model.ServerRecord {
 	rec.Probe = serverProbe(probe)
 	if rec.Probe != nil {
 		rec.IdleRTTMs = rec.Probe.MinRTTMs
+	} else {
+		// No probe stream (an HTTP load test): the load connections' own
+		// TCP min_rtt, as an ndt7 record takes it.
+		for _, r := range byDir[protocol.KindDownload] {
+			rec.IdleRTTMs = minRTTMs(rec.IdleRTTMs, r.TCPInfo)
+		}
 	}
 	if fs := byDir[protocol.KindDownload]; len(fs) > 0 {
 		rec.Download = serverDirection(protocol.KindDownload, fs, rec.IdleRTTMs)
@@ -149,6 +155,16 @@ func serverProbe(reps []protocol.FlowReport) *model.ServerProbe {
 	return p
 }
 
+// minRTTMs is the least of least (0: none) and series' TCP min_rtt.
+func minRTTMs(least float64, series []model.TCPSample) float64 {
+	for _, s := range series {
+		if m := float64(s.MinRTTUs) / 1000; s.MinRTTUs > 0 && (least == 0 || m < least) {
+			least = m
+		}
+	}
+	return least
+}
+
 // medianRTTMs is the median TCP_INFO RTT of a direction's flows (0: none).
 func medianRTTMs(d *model.DirectionResult) float64 {
 	var rtt []float64
@@ -168,11 +184,7 @@ func medianRTTMs(d *model.DirectionResult) float64 {
 // measurements' times (seconds since the test began).
 func ServerNDT7(dir string, counts []model.ByteCount, tcp []model.TCPSample) *model.ServerRecord {
 	rec := &model.ServerRecord{Schema: model.ServerRecordSchemaVersion, Kind: model.KindNDT7}
-	for _, s := range tcp {
-		if m := float64(s.MinRTTUs) / 1000; s.MinRTTUs > 0 && (rec.IdleRTTMs == 0 || m < rec.IdleRTTMs) {
-			rec.IdleRTTMs = m
-		}
-	}
+	rec.IdleRTTMs = minRTTMs(0, tcp)
 	f := Flow{}
 	if len(counts) > 0 {
 		f.StartS, f.EndS = counts[0].TS, counts[len(counts)-1].TS

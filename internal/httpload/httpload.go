@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stream"
 )
 
@@ -96,6 +97,14 @@ type Summary struct {
 	// Cut tells whether the test ended at its deadline or byte limit
 	// rather than by its client going quiet.
 	Cut string
+	// Reports are the test's connections, one per connection and
+	// direction, in the form internal/assemble joins into a server record:
+	// TCP_INFO series of those it sent on, receive counts of those it
+	// read uploads on, their times in seconds since Start.
+	Reports []protocol.FlowReport
+	// Unrecorded counts the connections past Options.MaxFlows that
+	// carried load but are not in Reports.
+	Unrecorded int
 }
 
 // Registry holds the running tests, one per client IP. Safe for concurrent
@@ -139,6 +148,7 @@ type Test struct {
 	sent     atomic.Int64
 	received atomic.Int64
 	cut      atomic.Value // string
+	flows    flows
 
 	// Guarded by reg.mu.
 	open     int
@@ -190,6 +200,10 @@ func (g *Registry) Join(r *http.Request) (*Test, error) {
 	}
 	now := time.Now()
 	t := &Test{reg: g, client: ip, start: now, deadline: now.Add(g.opt.MaxTime), open: 1, total: 1}
+	// As many connections recorded as a test may load at once (a sonde
+	// session's streams are bounded alike): each keeps a TCP_INFO series
+	// of up to tcpinfo.MaxSamples.
+	t.flows = flows{ref: now, max: g.opt.MaxFlows}
 	t.ctx, t.cancel = context.WithDeadline(context.Background(), t.deadline)
 	if g.opt.MaxBytes > 0 {
 		t.budget = stream.NewBudget(g.opt.MaxBytes)
@@ -201,18 +215,24 @@ func (g *Registry) Join(r *http.Request) (*Test, error) {
 		if g.tests[ip] == t {
 			delete(g.tests, ip)
 		}
-		total, end := t.total, t.lastDone
-		if t.open > 0 || end.IsZero() {
+		total, end, running := t.total, t.lastDone, t.open > 0
+		if running || end.IsZero() {
 			end = time.Now() // cut with requests running
 		}
 		g.mu.Unlock()
+		cut, _ := t.cut.Load().(string)
+		if cut == "" && errors.Is(t.ctx.Err(), context.DeadlineExceeded) {
+			cut = "max-duration"
+		}
+		// The flows' limit is the cut, if it stopped requests that ran.
+		limit := ""
+		if running {
+			limit = map[string]string{"max-bytes": protocol.LimitBytes, "max-duration": protocol.LimitDuration}[cut]
+		}
+		reps, unrecorded := t.flows.reports(limit)
 		if g.opt.Done != nil {
-			cut, _ := t.cut.Load().(string)
-			if cut == "" && errors.Is(t.ctx.Err(), context.DeadlineExceeded) {
-				cut = "max-duration"
-			}
 			g.opt.Done(Summary{Protocol: g.opt.Protocol, Client: ip, Start: t.start, End: end,
-				Sent: t.sent.Load(), Received: t.received.Load(), Flows: total, Cut: cut})
+				Sent: t.sent.Load(), Received: t.received.Load(), Flows: total, Cut: cut, Reports: reps, Unrecorded: unrecorded})
 		}
 	})
 	return t, nil
@@ -310,7 +330,10 @@ func (g *Registry) Send(w http.ResponseWriter, r *http.Request, t *Test, n int64
 	// The test's deadline replaces the server's per-request write timeout:
 	// a large object is meant to outlast it, and must not outlast the test.
 	_ = rc.SetWriteDeadline(t.deadline)
-	lw := newLowat(ConnFrom(r.Context()))
+	conn := ConnFrom(r.Context())
+	LossBased(conn) // working conditions: see loadCongestion
+	lw := newLowat(conn)
+	fl := t.flows.get(conn, true)
 	stop := context.AfterFunc(t.ctx, func() { _ = rc.SetWriteDeadline(time.Now()) })
 	defer stop()
 	var sent int64
@@ -333,6 +356,7 @@ func (g *Registry) Send(w http.ResponseWriter, r *http.Request, t *Test, n int64
 		m, err := w.Write(g.payload[off : off+int(got)])
 		sent += int64(m)
 		t.sent.Add(int64(m))
+		fl.moved(t.start, m)
 		if err != nil {
 			if t.ctx.Err() != nil {
 				return sent, ErrLimit
@@ -354,6 +378,7 @@ func (g *Registry) Receive(w http.ResponseWriter, r *http.Request, t *Test) (int
 	_ = rc.SetWriteDeadline(t.deadline.Add(replyGrace))
 	stop := context.AfterFunc(t.ctx, func() { _ = rc.SetReadDeadline(time.Now()) })
 	defer stop()
+	fl := t.flows.get(ConnFrom(r.Context()), false)
 	var buf [readChunk]byte
 	var got int64
 	for {
@@ -362,6 +387,7 @@ func (g *Registry) Receive(w http.ResponseWriter, r *http.Request, t *Test) (int
 			granted := t.take(int64(m))
 			got += granted
 			t.received.Add(granted)
+			fl.moved(t.start, int(granted))
 			if granted < int64(m) {
 				return got, ErrLimit
 			}

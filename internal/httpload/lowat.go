@@ -48,14 +48,24 @@ func (l *lowat) wrote(n int) {
 	if dt < lowatEvery {
 		return
 	}
-	rate := float64(l.bytes) / dt.Seconds()
-	want := min(max(int(rate*lowatTarget.Seconds()), lowatMin), lowatMax)
+	want := UnsentFor(float64(l.bytes) / dt.Seconds())
 	l.since, l.bytes = now, 0
 	// Only a change of more than a quarter is worth a system call.
 	if want > l.set*5/4 || want < l.set*3/4 {
 		l.set = want
 		stream.LimitUnsent(l.c, want)
 	}
+}
+
+// UnsentStart is the TCP_NOTSENT_LOWAT of a load flow before its rate is
+// known.
+const UnsentStart = lowatStart
+
+// UnsentFor is the TCP_NOTSENT_LOWAT of a load flow sending rate bytes a
+// second: lowatTarget of it, within lowatMin and lowatMax. The client's
+// uploads (internal/rpm) keep theirs the same way.
+func UnsentFor(rate float64) int {
+	return min(max(int(rate*lowatTarget.Seconds()), lowatMin), lowatMax)
 }
 
 // value is the TCP_NOTSENT_LOWAT last set (for tests).

@@ -2,6 +2,8 @@ package httpload
 
 import (
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -54,5 +56,34 @@ func TestLowatFollowsRate(t *testing.T) {
 		if l.value() != got {
 			t.Fatalf("value %d, socket %d", l.value(), got)
 		}
+	}
+}
+
+// TestLossBased: a load connection gets cubic (or reno where cubic is not
+// allowed), whatever the host's default, and says which; a non-TCP
+// connection gets none.
+func TestLossBased(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := LossBased(c)
+	if got != "cubic" && got != "reno" {
+		t.Fatalf("LossBased: %q", got)
+	}
+	rc, _ := c.(*net.TCPConn).SyscallConn()
+	var cc string
+	_ = rc.Control(func(fd uintptr) { cc, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION) })
+	if cc != got {
+		t.Fatalf("socket has %q, LossBased said %q", cc, got)
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if got := LossBased(a); got != "" {
+		t.Fatalf("pipe: %q", got)
 	}
 }

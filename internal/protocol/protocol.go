@@ -25,6 +25,10 @@ const (
 	PathPing     = "/sonde/v1/ping"
 	// StreamUpgrade is the Upgrade token of a raw framed stream.
 	StreamUpgrade = "sonde-stream/1"
+	// CCLossBased is the value of a load stream request's cc parameter
+	// that asks the server to send under a loss-based congestion control
+	// (cubic, else reno) instead of its host's default.
+	CCLossBased = "loss"
 )
 
 // Stream kinds, the last path element after the session ID.

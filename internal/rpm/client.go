@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/httpload"
 	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/stream"
@@ -126,6 +127,9 @@ type client struct {
 	small, large, upload string
 	tlsCfg               *tls.Config
 	payload              []byte
+	// uploadCC is the congestion control the upload connections got
+	// (httpload.LossBased; "" where none could be set).
+	uploadCC atomic.Pointer[string]
 }
 
 func (c *client) transport() *http.Transport {
@@ -186,6 +190,13 @@ func Run(ctx context.Context, opt ClientOptions) (*model.RPMResult, error) {
 	if f := all.figure(); f != nil && len(res.Directions) > 1 {
 		res.Overall = f
 	}
+	if cc := c.uploadCC.Load(); cc != nil {
+		if *cc == "" {
+			res.Notes = append(res.Notes, "upload load connections kept the host's congestion control (a loss-based one could not be set): a delay-based one such as BBR may not fill the bottleneck's buffer, and the upload RPM then reads higher than under working conditions")
+		} else {
+			res.Notes = append(res.Notes, "upload load connections: congestion control "+*cc+" (loss-based, so the bottleneck's buffer fills: the draft's working conditions); sonde serve sends downloads the same way")
+		}
+	}
 	return res, nil
 }
 
@@ -236,16 +247,6 @@ type flow struct {
 	last int64
 }
 
-// Bounds of an upload flow's unsent data (TCP_NOTSENT_LOWAT): about 5 ms
-// at its rate, as the server keeps its own (draft §6.1): without it a self
-// probe on an upload connection waits behind the client's socket buffer,
-// which is not the path's queue.
-const (
-	lowatStart = 128 << 10
-	lowatMin   = 16 << 10
-	lowatMax   = 4 << 20
-)
-
 func (c *client) startFlow(ctx context.Context, dir string, errc chan<- error) *flow {
 	fctx, cancel := context.WithCancel(ctx)
 	f := &flow{tr: c.transport(), cancel: cancel}
@@ -254,7 +255,13 @@ func (c *client) startFlow(ctx context.Context, dir string, errc chan<- error) *
 		f.tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := d.DialContext(ctx, network, addr)
 			if err == nil {
-				stream.LimitUnsent(conn, lowatStart)
+				cc := httpload.LossBased(conn) // the draft's working conditions
+				c.uploadCC.Store(&cc)
+				// About 5 ms of the flow's rate unsent, as the server
+				// keeps its own (draft §6.1): without it a self probe on
+				// an upload connection waits behind the client's socket
+				// buffer, which is not the path's queue.
+				stream.LimitUnsent(conn, httpload.UnsentStart)
 				f.conn.Store(&conn)
 			}
 			return conn, err
@@ -444,7 +451,7 @@ loop:
 				n := f.bytes.Load()
 				if cp := f.conn.Load(); cp != nil {
 					rate := float64(n-f.last) / opt.Interval.Seconds()
-					stream.LimitUnsent(*cp, min(max(int(rate*0.005), lowatMin), lowatMax))
+					stream.LimitUnsent(*cp, httpload.UnsentFor(rate))
 				}
 				f.last = n
 			}

@@ -172,29 +172,79 @@ func TestRPMClientAgainstServer(t *testing.T) {
 	}
 }
 
-// TestLoadTestRecords: an RPM and a LibreSpeed load test each leave a
-// server record with the bytes the server moved.
+// TestLoadTestRecords: an RPM and a LibreSpeed load test (a download on
+// two connections, then an upload) each leave a server record with what
+// iperf3 and ndt7 records carry: per connection the server's TCP_INFO
+// series of the download, its goodput and retransmissions, the RFC 6349
+// figures, and the upload's receive counts.
 func TestLoadTestRecords(t *testing.T) {
 	s, addr := start(t, Config{MaxConcurrent: 2, PerIPPerMinute: -1, UDPAddr: "off", MBMAddr: "off", WebRTCPort: -1})
-	for _, path := range []string{rpm.LargePath, "/backend/garbage.php?ckSize=2"} {
-		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-		resp, err := http.DefaultClient.Do(req)
+	const upBytes = 3 << 20
+	for _, paths := range [][2]string{{rpm.LargePath, rpm.UploadPath}, {"/backend/garbage.php?ckSize=1024", "/backend/empty.php"}} {
+		for range 2 { // two connections: no keep-alive between them
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+paths[0], nil)
+			req.Close = true
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Read for a while: a few TCP_INFO samples of a flow that sends.
+			var got int64
+			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+				n, err := io.CopyN(io.Discard, resp.Body, 256<<10)
+				if got += n; err != nil {
+					break
+				}
+			}
+			if got < 2<<20 {
+				t.Fatalf("%s: %d bytes", paths[0], got)
+			}
+			cancel()
+			resp.Body.Close()
+		}
+		resp, err := http.Post("http://"+addr+paths[1], "application/octet-stream", io.LimitReader(zeros{}, upBytes))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
-			t.Fatal(err)
-		}
-		cancel()
 		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", paths[1], resp.Status)
+		}
 	}
 	for _, kind := range []string{model.KindRPM, model.KindLibreSpeed} {
 		rec := records(t, s, kind, 1)[0]
-		if rec.Download == nil || rec.Download.Bytes < 1<<20 || rec.Client.Address != "127.0.0.1" || rec.End.Before(rec.Start) {
+		d, u := rec.Download, rec.Upload
+		if d == nil || d.Bytes < 4<<20 || rec.Client.Address != "127.0.0.1" || rec.End.Before(rec.Start) {
 			t.Fatalf("%s record: %+v", kind, rec)
 		}
+		if len(d.Flows) != 2 || d.GoodputBps <= 0 {
+			t.Fatalf("%s download: %d flows, goodput %v", kind, len(d.Flows), d.GoodputBps)
+		}
+		for _, f := range d.Flows {
+			if n := len(f.TCPInfo); n < 2 || f.TCPInfo[n-1].BytesAcked < 2<<20 {
+				t.Errorf("%s download flow: %d TCP_INFO samples", kind, n)
+			}
+		}
+		r := d.RFC6349
+		if r == nil || r.BytesSent < r.BytesRetrans || r.BytesSent == 0 || r.MSS == 0 || r.BaselineRTTMs <= 0 || r.EfficiencyPct <= 0 {
+			t.Errorf("%s RFC 6349: %+v", kind, r)
+		}
+		if rec.IdleRTTMs <= 0 {
+			t.Errorf("%s idle RTT %v", kind, rec.IdleRTTMs)
+		}
+		if u == nil || u.Bytes != upBytes || len(u.Flows) != 1 || u.GoodputBps <= 0 {
+			t.Errorf("%s upload: %+v", kind, u)
+		}
 	}
+}
+
+// zeros is an endless body of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 // TestLoadProbesPastPerIPCap: an address over its per-IP connection cap
@@ -244,4 +294,20 @@ func TestLoadProbesPastPerIPCap(t *testing.T) {
 			t.Errorf("probe %d of a running test past the cap: %d, want 200", i, st)
 		}
 	}
+}
+
+// TestStreamLossBasedParam: a load stream may ask for the loss-based
+// congestion control (sonde test --loss-based) with cc=loss; any other cc
+// is refused before the upgrade.
+func TestStreamLossBasedParam(t *testing.T) {
+	_, addr := start(t, Config{PerIPPerMinute: -1, UDPAddr: "off", MBMAddr: "off", WebRTCPort: -1})
+	_, ses := createSession(t, addr, nil)
+	if _, resp, err := dialWS(t, addr, ses.ID, protocol.KindDownload, "d0&cc=bbr", []string{WebSocketSubprotocol}); err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("cc=bbr: %v %+v", err, resp)
+	}
+	ws, _, err := dialWS(t, addr, ses.ID, protocol.KindDownload, "d1&cc="+protocol.CCLossBased, []string{WebSocketSubprotocol})
+	if err != nil {
+		t.Fatalf("cc=%s: %v", protocol.CCLossBased, err)
+	}
+	ws.Close()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/dscpmark"
+	"github.com/sonde-project/sonde/internal/httpload"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stream"
@@ -61,6 +62,15 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusUpgradeRequired, "stream requests must upgrade to "+protocol.StreamUpgrade)
 		return
 	}
+	lossBased := false
+	switch v := r.URL.Query().Get("cc"); v {
+	case "":
+	case protocol.CCLossBased:
+		lossBased = true
+	default:
+		s.writeError(w, http.StatusBadRequest, "unknown cc "+strconv.Quote(v)+": only "+protocol.CCLossBased)
+		return
+	}
 	tag := r.URL.Query().Get("tag")
 	if !validTag(tag) {
 		s.writeError(w, http.StatusBadRequest, "invalid stream tag: at most 32 letters, digits, '-' or '_'")
@@ -80,6 +90,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		conn, err = upgradeWebSocket(w, r, mark)
 	} else {
 		conn, err = hijack(w, mark)
+	}
+	if err == nil && lossBased {
+		httpload.LossBased(conn.Conn)
 	}
 	if err != nil {
 		f.report = protocol.FlowReport{ID: f.id, Kind: kind, Tag: tag, Error: err.Error()}

@@ -40,6 +40,12 @@ type Config struct {
 	// -1 for none.
 	DSCP    int
 	Classes []model.Class
+	// LossBased runs the load streams under a loss-based congestion
+	// control (cubic, else reno) at both ends instead of the hosts'
+	// default, so a drop-tail bottleneck's buffer fills as the
+	// responsiveness draft's working conditions have it
+	// (httpload.LossBased).
+	LossBased bool
 	// LinkRateBps enables TTR (RFC 6349), 0 if unknown; UpLinkRateBps is
 	// the upload's when it differs (asymmetric lines), 0 for the same.
 	// WireOverhead is the per-frame L2 overhead in bytes (default 38,
@@ -180,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (*model.Result, error) {
 		return nil, err
 	}
 	defer api.Close()
-	t := &tester{cfg: cfg, ep: &endpoint{api: api, base: base, tls: tlsCfg, software: cfg.Software}}
+	t := &tester{cfg: cfg, ep: &endpoint{api: api, base: base, tls: tlsCfg, software: cfg.Software, lossBased: cfg.LossBased}}
 
 	res := &model.Result{Schema: model.SchemaVersion, Start: time.Now().UTC(), Config: t.resultConfig(),
 		Client: localEndpoint(cfg.Software), Truth: withProbeRTT(cfg.Truth)}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/apiclient"
 	"github.com/sonde-project/sonde/internal/dscpmark"
+	"github.com/sonde-project/sonde/internal/httpload"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/stream"
 )
@@ -23,6 +24,8 @@ type endpoint struct {
 	base     *url.URL // scheme://host:port
 	tls      *tls.Config
 	software string
+	// lossBased asks for a loss-based congestion control on load streams.
+	lossBased bool
 }
 
 // hostPort returns the address to dial, with port overridden if port > 0.
@@ -82,6 +85,10 @@ func (e *endpoint) openStream(ctx context.Context, id, kind string, spec flowSpe
 	}
 	if spec.mark >= 0 {
 		q.Set("dscp", fmt.Sprint(spec.mark))
+	}
+	if e.lossBased && kind != protocol.KindProbe {
+		q.Set("cc", protocol.CCLossBased)
+		httpload.LossBased(c) // the sender of an upload
 	}
 	path := protocol.PathSessions + "/" + id + "/" + kind
 	if len(q) > 0 {
