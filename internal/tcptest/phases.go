@@ -86,17 +86,57 @@ func (t *tester) finishBaseline(ctx context.Context, res *model.Result) {
 	assemble.ServerBaseline(res.Baseline, rep.Flows)
 }
 
-// direction runs one load phase and adds its result, even a partial one.
-func (t *tester) direction(ctx context.Context, res *model.Result, dir string) error {
+// specs are the streams a phase opens first: --streams per direction, or
+// for auto two (one per direction in the bidirectional phase when the
+// server allows fewer than four).
+func (t *tester) specs(phase string) ([]flowSpec, bool) {
+	dirs := phaseDirs(phase)
 	auto := t.cfg.Streams == 0
 	n := t.cfg.Streams
 	if auto {
-		n = min(2, t.maxStreams())
+		n = max(min(2, t.maxStreams()/len(dirs)), 1)
 	}
-	specs := make([]flowSpec, n)
-	for i := range specs {
-		specs[i] = flowSpec{tag: fmt.Sprintf("%s-%d", dir, i), mark: t.cfg.DSCP}
+	var specs []flowSpec
+	for _, d := range dirs {
+		for i := range n {
+			specs = append(specs, flowSpec{tag: streamTag(phase, d, i), mark: t.cfg.DSCP, dir: d})
+		}
 	}
+	return specs, auto
+}
+
+// bidir runs the bidirectional phase (download and upload streams at
+// once) and adds its result, even a partial one.
+func (t *tester) bidir(ctx context.Context, res *model.Result) error {
+	specs, auto := t.specs(phaseBidir)
+	udp := t.startUDP(ctx, phaseBidir, res)
+	pr, perr := t.loadPhase(ctx, phaseBidir, specs, auto)
+	udpFlow := t.stopUDP(udp, res)
+	if len(pr.flows) == 0 {
+		return t.notMeasured(phaseBidir, perr)
+	}
+	rep, rerr := t.report(context.WithoutCancel(ctx), false)
+	var parts [2]*assemble.Phase
+	errs := []error{perr, rerr}
+	for i, d := range phaseDirs(phaseBidir) {
+		part := pr.only(d)
+		if len(part.flows) == 0 {
+			continue
+		}
+		p := t.phase(part, rep, res.Baseline)
+		parts[i] = &p
+		errs = append(errs, t.limitCut(part, rep))
+	}
+	res.Bidir = assemble.Bidir(parts[0], parts[1])
+	if res.Bidir != nil {
+		res.Bidir.UDPLatency = udpFlow
+	}
+	return errors.Join(errs...)
+}
+
+// direction runs one load phase and adds its result, even a partial one.
+func (t *tester) direction(ctx context.Context, res *model.Result, dir string) error {
+	specs, auto := t.specs(dir)
 	udp := t.startUDP(ctx, dir, res)
 	pr, perr := t.loadPhase(ctx, dir, specs, auto)
 	udpFlow := t.stopUDP(udp, res)
@@ -179,7 +219,8 @@ func (t *tester) maxStreams() int {
 // growing by more than 5% per added stream and the streams are limited by a
 // window or buffer rather than by the network (seed 000 had to set the
 // stream count by hand).
-func (t *tester) autoStreams(ctx context.Context, dir string, flows func() []*loadFlow, add func() error) error {
+// maxN bounds the streams of this direction.
+func (t *tester) autoStreams(ctx context.Context, dir string, flows func() []*loadFlow, maxN int, add func() error) error {
 	step := max(500*time.Millisecond, 4*time.Duration(t.baselineMs*float64(time.Millisecond)))
 	step = min(step, t.cfg.Duration/4)
 	tick := time.NewTicker(step)
@@ -201,7 +242,7 @@ func (t *tester) autoStreams(ctx context.Context, dir string, flows func() []*lo
 			goodput := float64(total-prevBytes) * 8 / now.Sub(prevAt).Seconds()
 			prevBytes, prevAt = total, now
 			limited := t.limited(ctx, dir, fs, prevInfo)
-			if len(fs) >= t.maxStreams() || !limited {
+			if len(fs) >= maxN || !limited {
 				continue
 			}
 			if lastAdd >= 0 && goodput <= lastAdd*1.05 {

@@ -44,8 +44,11 @@ const figureCheck = `(() => {
   if (r.baseline?.rtt_ms?.n > 0) want.push("idle");
   if (r.download?.latency_under_load?.rtt_ms?.n > 0) want.push("loaded_down");
   if (r.upload?.latency_under_load?.rtt_ms?.n > 0) want.push("loaded_up");
+  if (r.bidir?.download?.goodput_bps > 0) want.push("bidir_down");
+  if (r.bidir?.upload?.goodput_bps > 0) want.push("bidir_up");
+  if (r.bidir?.latency_under_load?.rtt_ms?.n > 0) want.push("loaded_bidir");
   const g = r.grades ?? {};
-  if (g.bufferbloat?.overall) want.push("bufferbloat");
+  if (g.bufferbloat?.overall || g.bufferbloat?.bidir) want.push("bufferbloat");
   for (const p of g.responsiveness ?? []) want.push("rpm_" + p.direction);
   for (const u of g.use_cases ?? []) want.push("uc_" + u.name);
   const ins = (g.use_cases ?? []).flatMap((u) => u.inputs);

@@ -6,7 +6,7 @@ export interface TCPSample {
   busy_time_us: number; rwnd_limited_us: number; sndbuf_limited_us: number;
   [k: string]: number;
 }
-export interface LiveFlow { id: number; kind: string; bytes: number; tcpinfo: TCPSample; done: boolean }
+export interface LiveFlow { id: number; kind: string; tag?: string; bytes: number; tcpinfo: TCPSample; done: boolean }
 
 /**
  * AutoStreams grows the stream count like the native client
@@ -95,6 +95,7 @@ export interface ResultLike {
   baseline?: { rtt_ms: Stats };
   download?: Dir;
   upload?: Dir;
+  bidir?: { download?: Dir; upload?: Dir; latency_under_load?: { rtt_ms: Stats } };
   errors?: string[];
   notes?: string[];
 }
@@ -146,6 +147,12 @@ export function summary(r: ResultLike): string[] {
     const inBrowser = (r.notes ?? []).some((n) => n.startsWith(`${name}: the page's RTT under load`));
     if (inBrowser) out.push(`${name[0].toUpperCase() + name.slice(1)} latency under load: most of the ${Math.max(0, added).toFixed(0)} ms the page saw was delay inside this browser, not on the network (see notes).`);
     else if (Number.isFinite(added)) out.push(`${name[0].toUpperCase() + name.slice(1)} adds ${Math.max(0, added).toFixed(added < 10 ? 1 : 0)} ms of queueing delay: ${verdict(added)}.`);
+  }
+  const b = r.bidir;
+  if (b && (b.download || b.upload)) {
+    out.push(`Both ways at once: download ${fmtRate(b.download?.goodput_bps ?? NaN)}, upload ${fmtRate(b.upload?.goodput_bps ?? NaN)}.`);
+    const added = addedDelay(r, b as Dir);
+    if (Number.isFinite(added)) out.push(`Loading both ways at once adds ${Math.max(0, added).toFixed(added < 10 ? 1 : 0)} ms of queueing delay: ${verdict(added)}.`);
   }
   for (const e of r.errors ?? []) out.push(`Problem: ${e}`);
   return out;

@@ -7,7 +7,7 @@ interface S { n: number; min: number; p10?: number; p50: number; p90?: number; p
 interface OWD { owd_ms: S }
 interface UDP { replies: number; forward: OWD; backward: OWD }
 interface Phase { latency_under_load?: { rtt_ms: S }; udp_latency_under_load?: UDP }
-export interface DetailResult { baseline?: { rtt_ms: S }; baseline_udp?: UDP; download?: Phase; upload?: Phase }
+export interface DetailResult { baseline?: { rtt_ms: S }; baseline_udp?: UDP; download?: Phase; upload?: Phase; bidir?: Phase }
 
 const ok = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 const ms = (v: number | undefined) => (ok(v) ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) : "–");
@@ -15,7 +15,7 @@ const ms = (v: number | undefined) => (ok(v) ? (v < 10 ? v.toFixed(2) : v.toFixe
 /** latencyBoxes draws one box (p10–p90, median line, whiskers min–p99) per phase. */
 export function latencyBoxes(r: DetailResult): string {
   const phases = ([["idle", r.baseline?.rtt_ms, "var(--muted)"], ["download", r.download?.latency_under_load?.rtt_ms, "var(--down)"],
-    ["upload", r.upload?.latency_under_load?.rtt_ms, "var(--up)"]] as const).filter(([, s]) => s && s.n > 0 && ok(s.p50)) as [string, S, string][];
+    ["upload", r.upload?.latency_under_load?.rtt_ms, "var(--up)"], ["both ways", r.bidir?.latency_under_load?.rtt_ms, "var(--rtt)"]] as const).filter(([, s]) => s && s.n > 0 && ok(s.p50)) as [string, S, string][];
   if (phases.length === 0) return "";
   const hi = Math.max(...phases.map(([, s]) => (ok(s.p99) ? s.p99 : s.p50))) * 1.08 || 1;
   const W = 640, L = 80, R = 16, rowH = 34, H = phases.length * rowH + 30;
@@ -40,7 +40,7 @@ export function latencyBoxes(r: DetailResult): string {
 
 /** oneWay shows the UDP probes' one-way delay per direction, idle and under each load. */
 export function oneWay(r: DetailResult): string {
-  const cols = ([["idle", r.baseline_udp], ["during download", r.download?.udp_latency_under_load], ["during upload", r.upload?.udp_latency_under_load]] as const)
+  const cols = ([["idle", r.baseline_udp], ["during download", r.download?.udp_latency_under_load], ["during upload", r.upload?.udp_latency_under_load], ["both ways at once", r.bidir?.udp_latency_under_load]] as const)
     .filter(([, u]) => u && u.replies > 0) as [string, UDP][];
   if (cols.length === 0) return "";
   const cell = (s?: S) => (s && s.n > 0 ? `${ms(s.p50)} ms <span class="scale">(p99 ${ms(s.p99)})</span>` : "–");
