@@ -34,7 +34,7 @@ func (s *Server) webRoutes() {
 			s.writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 			return
 		}
-		pageHeaders(w)
+		s.pageHeaders(w)
 		files.ServeHTTP(w, r)
 	}))
 	s.mux.handleFunc("GET "+PathShared+"{id}", policyPublic, s.handleShared)
@@ -43,10 +43,21 @@ func (s *Server) webRoutes() {
 	s.mux.handleFunc("GET "+PathResults+"/{id}", policyPublic, s.handleResultGet)
 }
 
+// pageCSP is the pages' Content-Security-Policy: everything from this
+// server, and connections to the listed servers (connect, a CSP source
+// list, empty without any).
+func pageCSP(connect string) string {
+	csp := "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'"
+	if connect != "" {
+		csp += "; connect-src 'self' " + connect
+	}
+	return csp
+}
+
 // pageHeaders are the headers of every page the server serves.
-func pageHeaders(w http.ResponseWriter) {
+func (s *Server) pageHeaders(w http.ResponseWriter) {
 	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", s.csp)
 	// Cross-origin isolation: browsers then give performance.now() its
 	// fine resolution (Firefox otherwise rounds it to 1 ms, coarser
 	// than a loopback or LAN round trip). Everything the page loads is

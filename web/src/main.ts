@@ -10,9 +10,14 @@ import { localResult } from "./analysis";
 import { runRTCQuality, rtcReport, rtcSummary, MESSAGE_BYTES } from "./rtc";
 import { headline, rateParts, msParts } from "./headline";
 import { latencyBoxes, oneWay } from "./detail";
+import { choices, nearest, pingAll, Choice } from "./servers";
 
-const API = "/sonde/v1/sessions";
-const PING = "/sonde/v1/ping";
+// base is the origin of the server under test: "" for this one, else one
+// of the listed servers (servers.ts), chosen before a run starts.
+let base = "";
+const SESSIONS = "/sonde/v1/sessions";
+const API = () => base + SESSIONS;
+const PING = () => `${base}/sonde/v1/ping`;
 const params = new URLSearchParams(location.search);
 const DURATION_S = clampNum(Number(params.get("duration") ?? 10), 2, 60);
 const PROBE_MS = 20;
@@ -59,7 +64,13 @@ class Run {
 
   async session(): Promise<void> {
     this.t0 = clock();
-    const r = await fetch(API, { method: "POST", body: JSON.stringify({ client: "sonde-web", duration_s: DURATION_S, tcpinfo_interval_ms: 20 }) });
+    let r: Response;
+    try {
+      r = await fetch(API(), { method: "POST", body: JSON.stringify({ client: "sonde-web", duration_s: DURATION_S, tcpinfo_interval_ms: 20 }) });
+    } catch (e) {
+      // A browser hides why a cross-origin request failed: say both.
+      throw new Error(base ? `${base} did not answer this page: it is unreachable, or it does not let ${location.origin} test against it (its sonde serve --cors-origins)` : `session request: ${(e as Error).message}`);
+    }
     const body = await r.json().catch(() => ({}));
     if (!r.ok) throw new Error(body.error ?? `session request: HTTP ${r.status}`);
     this.offsetS = this.since() / 2;
@@ -105,8 +116,8 @@ class Run {
         resolve({ type: "closed", counts: s.counts, lost: [], sent: 0, error: msg });
       };
     });
-    const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    const url = `${proto}//${location.host}${API}/${this.id}/${kind}?tag=${tag}`;
+    const host = new URL(base || location.origin);
+    const url = `${host.protocol === "https:" ? "wss:" : "ws:"}//${host.host}${SESSIONS}/${this.id}/${kind}?tag=${tag}`;
     const crashAfterMs = CRASH === kind && (tag === `${kind[0]}0` || kind === "probe") ? 1500 : undefined;
     worker.postMessage({ cmd: "start", url, kind, t0: this.t0, intervalMs, frameBytes: UPLOAD_FRAME, crashAfterMs } satisfies StartMsg);
     // 15 s: a handshake takes a few RTTs, but Firefox delays new sockets
@@ -120,7 +131,7 @@ class Run {
   }
 
   async live(): Promise<LiveFlow[]> {
-    const r = await fetch(`${API}/${this.id}/live`, { cache: "no-store" });
+    const r = await fetch(`${API()}/${this.id}/live`, { cache: "no-store" });
     if (!r.ok) throw new Error(`live: HTTP ${r.status}`);
     return (await r.json()).flows as LiveFlow[];
   }
@@ -166,7 +177,7 @@ class Run {
     let foreign: ForeignProbes | undefined;
     try {
       for (const d of dirs) await add(d);
-      foreign = new ForeignProbes(PING);
+      foreign = new ForeignProbes(PING());
       for (const d of dirs) await grow(d);
       const step = Math.max(0.5, (4 * median(this.probes.map((p) => p.rtt_ms))) / 1000 || 0.5);
       let nextStep = this.since() + step;
@@ -264,6 +275,7 @@ async function startTest(): Promise<void> {
   const btn = $("start") as HTMLButtonElement;
   btn.disabled = true;
   ($("save") as HTMLButtonElement).disabled = true;
+  ($("server") as HTMLSelectElement).disabled = ($("nearest") as HTMLButtonElement).disabled = true;
   $("report").innerHTML = "";
   $("head").innerHTML = "";
   ($("share") as HTMLAnchorElement).hidden = true;
@@ -304,7 +316,7 @@ async function startTest(): Promise<void> {
   if (run.id && !stopRequested) {
     setPhase("webrtc");
     // WebRTC quality test (rtc.ts): its failure is one error line, the other results stay.
-    const rtc = await runRTCQuality(`${API}/${run.id}`, { durationS: RTC_DURATION_S, size: RTC_SIZE, status: (s) => ($("status").textContent = s) });
+    const rtc = await runRTCQuality(`${API()}/${run.id}`, { durationS: RTC_DURATION_S, size: RTC_SIZE, status: (s) => ($("status").textContent = s) });
     if (rtc.error) run.errors.push(rtc.error);
     body.webrtc = rtc.result;
   }
@@ -314,7 +326,7 @@ async function startTest(): Promise<void> {
   let result: ResultLike & Record<string, unknown>;
   try {
     if (!run.id) throw new Error("no session");
-    const r = await fetch(`${API}/${run.id}/result`, { method: "POST", body: JSON.stringify(body) });
+    const r = await fetch(`${API()}/${run.id}/result`, { method: "POST", body: JSON.stringify(body) });
     const j = await r.json();
     if (!r.ok) throw new Error(j.error ?? `HTTP ${r.status}`);
     result = j;
@@ -323,15 +335,16 @@ async function startTest(): Promise<void> {
     run.errors.push(`report from the server failed: ${(e as Error).message}; showing the page's own measurements`);
     result = localResult(run.id, body, run.errors);
   }
-  fetch(`${API}/${run.id}`, { method: "DELETE" }).catch(() => {});
+  fetch(`${API()}/${run.id}`, { method: "DELETE" }).catch(() => {});
   lastResult = result;
   live.running = false;
   $("live").hidden = true;
   $("stop").hidden = true;
-  render(result);
+  render(result, base);
   void showPast();
   $("status").textContent = result.errors?.length ? "Finished with problems (see below)." : "Done.";
   btn.disabled = false;
+  ($("server") as HTMLSelectElement).disabled = ($("nearest") as HTMLButtonElement).disabled = false;
   btn.textContent = "Run again";
   ($("save") as HTMLButtonElement).disabled = false;
 }
@@ -346,14 +359,16 @@ function esc(s: string): string {
   return s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
 }
 
-function render(r: any): void {
+// render shows a result; from is the origin of the server that holds it
+// ("" for this one), whose /r/ID is its permanent link.
+function render(r: any, from = ""): void {
   // The hero shrinks so the result is the first screen; not on a stored
   // result's page as it loads, where the shift would move what is read.
   if (!document.body.classList.contains("shared")) document.body.classList.add("has-result");
   $("head").innerHTML = headline(r);
   const share = $("share") as HTMLAnchorElement;
   share.hidden = !r.id || r.partial;
-  share.href = `/r/${encodeURIComponent(r.id ?? "")}`;
+  share.href = `${from}/r/${encodeURIComponent(r.id ?? "")}`;
   const rows: string[] = [];
   if (r.partial) rows.push(`<p class="partial" id="partial">Partial result: the server could not complete the report, so only the page's own figures are shown (no RFC 6349 figures). Save JSON keeps them and the raw measurements.</p>`);
   rows.push(`<section id="summary-box" aria-labelledby="summary-title"><h2 id="summary-title">In words</h2><ul id="summary">${[...summary(r), ...rtcSummary(r)].map((l) => `<li>${esc(l)}</li>`).join("")}</ul></section>`);
@@ -433,4 +448,32 @@ if (shared) {
   }).catch((e) => { $("status").textContent = `Could not load result ${shared[1]}: ${(e as Error).message}`; })
     .finally(() => document.body.classList.remove("shared"));
 }
-(window as any).sonde = { result: () => lastResult };
+// Servers (servers.ts): the other sonde servers this one lists, shown
+// only when it lists any; "Pick nearest" measures each and selects the
+// one with the lowest round trip.
+let servers: Choice[] = [];
+const serverSel = $("server") as HTMLSelectElement;
+function fillServers(): void {
+  serverSel.innerHTML = servers.map((c, i) => `<option value="${i}">${esc(c.name)}${c.origin ? ` (${esc(new URL(c.origin).host)})` : ""}` +
+    `${c.rttMs !== undefined ? ` – ${fmtMs(c.rttMs)}` : c.error ? ` – ${esc(c.error)}` : ""}</option>`).join("");
+  serverSel.value = String(Math.max(0, servers.findIndex((c) => c.origin === base)));
+}
+fetch("/sonde/v1/servers", { cache: "no-store" }).then((r) => (r.ok ? r.json() : [])).then((list) => {
+  servers = choices(list, location.href);
+  if (servers.length < 2) return;
+  fillServers();
+  $("servers").hidden = false;
+}).catch(() => {});
+serverSel.addEventListener("change", () => { base = servers[Number(serverSel.value)]?.origin ?? ""; });
+$("nearest").addEventListener("click", async () => {
+  const b = $("nearest") as HTMLButtonElement;
+  b.disabled = serverSel.disabled = true;
+  $("status").textContent = `Measuring the round trip to ${servers.length} servers…`;
+  await pingAll(servers);
+  const i = nearest(servers);
+  if (i >= 0) base = servers[i].origin;
+  fillServers();
+  $("status").textContent = i >= 0 ? `Nearest: ${servers[i].name}, ${fmtMs(servers[i].rttMs!)}.` : "No server answered.";
+  b.disabled = serverSel.disabled = false;
+});
+(window as any).sonde = { result: () => lastResult, server: () => base };
