@@ -35,7 +35,7 @@ export function latencyBoxes(r: DetailResult): string {
     `<svg class="boxes" viewBox="0 0 ${W} ${H}" role="img" aria-label="Round-trip time distributions per phase; the table below gives the values">${boxes}` +
     `<line x1="${L}" y1="${axisY - 6}" x2="${W - R}" y2="${axisY - 6}" stroke="var(--line)"/>${ticks}</svg>` +
     `<p class="scale">Box: 10th to 90th percentile; thick line: median; whisker: minimum to 99th percentile.</p>` +
-    `<div class="scroll"><table><thead><tr><th scope="col">phase</th><th scope="col">min</th><th scope="col">p10</th><th scope="col">median</th><th scope="col">p90</th><th scope="col">p99</th><th scope="col">probes</th></tr></thead><tbody>${rows}</tbody></table></div></section>`;
+    `<div class="scroll" tabindex="0" role="region" aria-labelledby="dist-t"><table><thead><tr><th scope="col">phase</th><th scope="col">min</th><th scope="col">p10</th><th scope="col">median</th><th scope="col">p90</th><th scope="col">p99</th><th scope="col">probes</th></tr></thead><tbody>${rows}</tbody></table></div></section>`;
 }
 
 /** oneWay shows the UDP probes' one-way delay per direction, idle and under each load. */
@@ -44,7 +44,7 @@ export function oneWay(r: DetailResult): string {
     .filter(([, u]) => u && u.replies > 0) as [string, UDP][];
   if (cols.length === 0) return "";
   const cell = (s?: S) => (s && s.n > 0 ? `${ms(s.p50)} ms <span class="scale">(p99 ${ms(s.p99)})</span>` : "–");
-  return `<section class="dir" id="oneway" aria-labelledby="owd-t"><h2 id="owd-t">One-way delay (UDP probes, median)</h2><div class="scroll"><table>` +
+  return `<section class="dir" id="oneway" aria-labelledby="owd-t"><h2 id="owd-t">One-way delay (UDP probes, median)</h2><div class="scroll" tabindex="0" role="region" aria-labelledby="owd-t"><table>` +
     `<thead><tr><th></th>${cols.map(([n]) => `<th scope="col">${n}</th>`).join("")}</tr></thead><tbody>` +
     `<tr><th scope="row">you → server</th>${cols.map(([, u]) => `<td>${cell(u.forward.owd_ms)}</td>`).join("")}</tr>` +
     `<tr><th scope="row">server → you</th>${cols.map(([, u]) => `<td>${cell(u.backward.owd_ms)}</td>`).join("")}</tr></tbody></table></div>` +
