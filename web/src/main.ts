@@ -199,7 +199,7 @@ class Run {
         }
         this.charts.push(point);
         live.bps = bps; live.rtt = point.rtt ?? NaN;
-        $("now").textContent = `${name}: ${fmtRate(bps)} over ${dirs.reduce((a, d) => a + d.streams.length, 0)} streams, RTT ${fmtMs(point.rtt ?? NaN)}`;
+        live.streams = dirs.reduce((a, d) => a + d.streams.length, 0);
         if (now >= nextStep) {
           nextStep = now + step;
           for (const d of dirs) {
@@ -239,11 +239,16 @@ class Run {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-// The live view: the phase loop and the probes write these figures; one
-// requestAnimationFrame loop draws them at display rate, so drawing never
-// runs on the receive path (the workers) nor more often than the screen.
+// The live view: the phase loop and the probes only write these figures.
+// A 250 ms ticker asks for one animation frame, in which drawLive draws
+// what changed: drawing never runs on the receive path (the workers),
+// never more often than the screen, and at most four times a second, so
+// a busy link's page is not kept rendering frames at display rate while
+// the browser needs the CPU to receive (docs/browser.md, "Throughput").
 type Phase = "idle" | LoadPhase | "webrtc";
-const live = { running: false, phase: "idle" as Phase, bps: NaN, rtt: NaN, t0: 0, plannedS: 1 };
+const live = { running: false, phase: "idle" as Phase, bps: NaN, rtt: NaN, streams: 0, t0: 0, plannedS: 1 };
+const DRAW_EVERY_MS = 250;
+let drawTicker: ReturnType<typeof setInterval> | undefined;
 let stopRequested = false;
 let lastDrawn = "";
 function drawLive(): void {
@@ -258,6 +263,7 @@ function drawLive(): void {
     $("live-rate-unit").textContent = rate[1];
     $("live-rate-label").textContent = live.phase === "download" ? "Download" : live.phase === "upload" ? "Upload" : live.phase === "bidir" ? "Both ways, total" : "Throughput";
     $("live-rtt").textContent = rtt;
+    $("now").textContent = `${live.phase}: ${fmtRate(live.bps)} over ${live.streams} streams, RTT ${fmtMs(live.rtt)}`;
     ($("progress-bar") as HTMLElement).style.width = progress.toFixed(1) + "%";
     const order: Phase[] = ["idle", "download", "upload", "bidir", "webrtc"];
     document.querySelectorAll<HTMLElement>("#live .phases span").forEach((el) => {
@@ -265,9 +271,8 @@ function drawLive(): void {
       el.className = i === cur ? "on" : i < cur ? "done" : "";
     });
   }
-  requestAnimationFrame(drawLive);
 }
-function setPhase(p: Phase): void { live.phase = p; live.bps = NaN; }
+function setPhase(p: Phase): void { live.phase = p; live.bps = NaN; live.streams = 0; }
 
 let lastResult: unknown = null;
 
@@ -286,6 +291,8 @@ async function startTest(): Promise<void> {
   $("stop").hidden = false;
   ($("stop") as HTMLButtonElement).disabled = false;
   requestAnimationFrame(drawLive);
+  clearInterval(drawTicker);
+  drawTicker = setInterval(() => requestAnimationFrame(drawLive), DRAW_EVERY_MS);
   const run = new Run();
   const body: Record<string, unknown> = { software: "sonde-web", user_agent: navigator.userAgent, start: new Date().toISOString(), streams: "auto", duration_s: DURATION_S, probe_interval_ms: PROBE_MS };
   try {
@@ -338,6 +345,7 @@ async function startTest(): Promise<void> {
   fetch(`${API()}/${run.id}`, { method: "DELETE" }).catch(() => {});
   lastResult = result;
   live.running = false;
+  clearInterval(drawTicker);
   $("live").hidden = true;
   $("stop").hidden = true;
   render(result, base);
