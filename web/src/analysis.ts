@@ -169,6 +169,7 @@ export function summary(r: ResultLike): string[] {
 export class HighWater {
   bytes: number;
   private rate = 0; // bytes per ms, smoothed
+  private gapMs = 0; // the longest recent time between refills, decaying
   constructor(readonly max: number, readonly min = 64 << 10, readonly targetMs = 40) {
     this.bytes = Math.min(max, 1 << 20);
   }
@@ -177,9 +178,15 @@ export class HighWater {
   update(drained: number, dtMs: number, emptied: boolean): number {
     if (dtMs > 0 && drained >= 0) {
       const r = drained / dtMs;
-      this.rate = this.rate === 0 ? r : 0.8 * this.rate + 0.2 * r;
+      // A queue that ran empty drained less than the socket could take:
+      // its rate is a floor, never a reason to shrink the queue.
+      this.rate = this.rate === 0 ? r : emptied ? Math.max(this.rate, r) : 0.8 * this.rate + 0.2 * r;
+      this.gapMs = Math.max(dtMs, 0.9 * this.gapMs);
     }
-    let next = this.rate * this.targetMs;
+    // Enough for targetMs, and for twice the longest recent wait between
+    // refills: on a busy machine a timer fires late, and a queue shorter
+    // than the wait starves the socket until it does.
+    let next = this.rate * Math.max(this.targetMs, 2 * this.gapMs);
     if (emptied) next = Math.max(next, this.bytes * 2);
     this.bytes = Math.min(this.max, Math.max(this.min, next));
     return this.bytes;

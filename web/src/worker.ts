@@ -61,7 +61,11 @@ function finish(): void {
   done = true;
   for (const t of timers) clearInterval(t);
   timers = [];
-  counts.push({ t_s: since(), bytes: parser.payloadBytes });
+  // A stream stopped by the page was counted when the stop came, as the
+  // native client counts at its phase's end: what arrives during the close
+  // (the tail of queued data, then nothing until the close completes) is
+  // not the path's rate. A stream that ended otherwise counts to its end.
+  if (!stopping) counts.push({ t_s: since(), bytes: parser.payloadBytes });
   post({ type: "closed", counts, lost: [...outstanding.values()], sent, error: failed || undefined });
 }
 
@@ -150,6 +154,7 @@ self.onmessage = (ev: MessageEvent) => {
       post({ type: "error", message: (e as Error).message });
     }
   } else if (m.cmd === "stop") {
+    if (!stopping && !done) counts.push({ t_s: since(), bytes: parser.payloadBytes });
     stopping = true;
     for (const t of timers) clearInterval(t);
     timers = [];
