@@ -105,17 +105,29 @@ func (t *tester) specs(phase string) ([]flowSpec, bool) {
 	return specs, auto
 }
 
+// runPhase runs a load phase (a direction or phaseBidir) with its STAMP
+// probes and fetches the server's report of it. measured is false when no
+// stream opened (refused, e.g. the test's byte limit is spent): nothing
+// was measured, so no figures, only perr.
+func (t *tester) runPhase(ctx context.Context, phase string, res *model.Result) (pr *phaseResult, udpFlow *model.UDPFlow, rep protocol.Report, perr, rerr error, measured bool) {
+	specs, auto := t.specs(phase)
+	udp := t.startUDP(ctx, phase, res)
+	pr, perr = t.loadPhase(ctx, phase, specs, auto)
+	udpFlow = t.stopUDP(udp, res)
+	if len(pr.flows) == 0 {
+		return pr, udpFlow, rep, t.notMeasured(phase, perr), nil, false
+	}
+	rep, rerr = t.report(context.WithoutCancel(ctx), false)
+	return pr, udpFlow, rep, perr, rerr, true
+}
+
 // bidir runs the bidirectional phase (download and upload streams at
 // once) and adds its result, even a partial one.
 func (t *tester) bidir(ctx context.Context, res *model.Result) error {
-	specs, auto := t.specs(phaseBidir)
-	udp := t.startUDP(ctx, phaseBidir, res)
-	pr, perr := t.loadPhase(ctx, phaseBidir, specs, auto)
-	udpFlow := t.stopUDP(udp, res)
-	if len(pr.flows) == 0 {
-		return t.notMeasured(phaseBidir, perr)
+	pr, udpFlow, rep, perr, rerr, measured := t.runPhase(ctx, phaseBidir, res)
+	if !measured {
+		return perr
 	}
-	rep, rerr := t.report(context.WithoutCancel(ctx), false)
 	var parts [2]*assemble.Phase
 	errs := []error{perr, rerr}
 	for i, d := range phaseDirs(phaseBidir) {
@@ -136,16 +148,10 @@ func (t *tester) bidir(ctx context.Context, res *model.Result) error {
 
 // direction runs one load phase and adds its result, even a partial one.
 func (t *tester) direction(ctx context.Context, res *model.Result, dir string) error {
-	specs, auto := t.specs(dir)
-	udp := t.startUDP(ctx, dir, res)
-	pr, perr := t.loadPhase(ctx, dir, specs, auto)
-	udpFlow := t.stopUDP(udp, res)
-	if len(pr.flows) == 0 {
-		// Refused (e.g. the test's byte limit is spent): nothing was
-		// measured, so no figures, only the error.
-		return t.notMeasured(dir, perr)
+	pr, udpFlow, rep, perr, rerr, measured := t.runPhase(ctx, dir, res)
+	if !measured {
+		return perr
 	}
-	rep, rerr := t.report(context.WithoutCancel(ctx), false)
 	d := t.assemble(pr, rep, res.Baseline)
 	d.UDPLatency = udpFlow
 	if dir == protocol.KindDownload {
