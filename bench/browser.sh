@@ -31,7 +31,7 @@
 # says why) and starts itself (?autostart=1).
 #
 # Environment: BENCH_REPEAT (3), BENCH_DURATION (8 s per phase, whole
-# seconds >= 2), BENCH_LAB (1), BENCH_BARE (1), SONDE (bin/sonde), CHROMIUM (/usr/bin/chromium).
+# seconds >= 2), BENCH_LAB (1), BENCH_LOOPBACK (1), BENCH_BARE (1), SONDE (bin/sonde), CHROMIUM (/usr/bin/chromium).
 set -u -o pipefail
 
 cd "$(dirname "$0")/.."
@@ -40,6 +40,7 @@ SONDE=${SONDE:-bin/sonde}
 REPEAT=${BENCH_REPEAT:-3}
 DUR=${BENCH_DURATION:-8}
 LAB=${BENCH_LAB:-1}
+LOOPBACK=${BENCH_LOOPBACK:-1}
 BARE=${BENCH_BARE:-1}
 export CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 
@@ -146,7 +147,7 @@ run_path() {
 				echo "$name native $(goodput "$out" "")" >>"$WORK/rows"
 			elif [[ $tool == page ]]; then
 				$runin node --no-warnings --experimental-websocket bench/browser_page.mjs \
-					"http://$host:$port/?duration=$DUR&autostart=1&rtc_duration=1" "$out" $((4 * DUR + 60)) \
+					"http://$host:$port/?duration=$DUR&autostart=1&rtc_duration=1&bidir=0" "$out" $((4 * DUR + 60)) \
 					>"$WORK/log" 2>&1 || { cat "$WORK/log" >&2; die "$name: the page run failed"; }
 				echo "$name page $(goodput "$out" result)" >>"$WORK/rows"
 			else
@@ -190,15 +191,19 @@ stop_bare() {
 echo "browser vs native goodput, ${DUR} s per phase, ${REPEAT} runs each ($("$CHROMIUM" --version 2>/dev/null))"
 
 # Loopback.
-PORT=$(free_port)
-"$SONDE" serve --addr "127.0.0.1:$PORT" --udp-addr off --per-ip-rate off --db :memory: >"$WORK/serve.log" 2>&1 &
-SPID=$!
-wait_listen "" "$PORT" "$SPID" || { cat "$WORK/serve.log" >&2; die "loopback server did not start"; }
-start_bare "" 127.0.0.1:0
-run_path loopback 127.0.0.1 "$PORT" "" "$BARE_AT"
-stop_bare
-kill "$SPID" 2>/dev/null
-wait "$SPID" 2>/dev/null
+if [[ $LOOPBACK == 0 ]]; then
+	echo "loopback: skipped (BENCH_LOOPBACK=0)"
+else
+	PORT=$(free_port)
+	"$SONDE" serve --addr "127.0.0.1:$PORT" --udp-addr off --per-ip-rate off --db :memory: >"$WORK/serve.log" 2>&1 &
+	SPID=$!
+	wait_listen "" "$PORT" "$SPID" || { cat "$WORK/serve.log" >&2; die "loopback server did not start"; }
+	start_bare "" 127.0.0.1:0
+	run_path loopback 127.0.0.1 "$PORT" "" "$BARE_AT"
+	stop_bare
+	kill "$SPID" 2>/dev/null
+	wait "$SPID" 2>/dev/null
+fi
 
 # lan-20ms lab.
 if [[ $LAB == 0 ]]; then

@@ -21,9 +21,12 @@ try {
   b = await Browser.launch();
   await b.navigate(url);
   const done = await b.waitFor(`(() => {
-    if (window.result) return JSON.stringify(window.result);
-    const s = document.getElementById("status")?.textContent ?? "";
-    return (s.startsWith("Done") || s.startsWith("Finished")) && JSON.stringify({ status: s, result: window.sonde.result() }); })()`,
+    // sonde's page first: its element id="result" is window.result too.
+    if (window.sonde) {
+      const s = document.getElementById("status")?.textContent ?? "";
+      return (s.startsWith("Done") || s.startsWith("Finished")) && JSON.stringify({ status: s, result: window.sonde.result() });
+    }
+    return window.result ? JSON.stringify(window.result) : false; })()`,
   Number(timeoutArg ?? 120) * 1000, 1000);
   writeFileSync(out, done);
 } catch (e) {

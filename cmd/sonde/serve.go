@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-project/sonde/internal/librespeed"
 	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/units"
@@ -29,6 +31,7 @@ func newServeCmd() *cobra.Command {
 		webrtcPort, storeURL            string
 		iperf3Port                      string
 		tlsMode, tlsDir                 string
+		serversFile                     string
 		maxConns                        int
 		verbose, records                bool
 	)
@@ -70,6 +73,13 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 			}
 			if err := parseServeLimits(&cfg, maxBytes, perIPRate, udpBitrate, webrtcPort); err != nil {
 				return usageErr(err)
+			}
+			if serversFile != "" {
+				list, err := readServerList(serversFile)
+				if err != nil {
+					return usageErr(err)
+				}
+				cfg.Servers = list
 			}
 			var err error
 			if !(cfg.UDPMaxRate > 0 && cfg.UDPMaxRate <= 1e7) {
@@ -170,6 +180,8 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.StringVar(&tlsMode, "tls", "", "`self-signed`: serve HTTPS with a certificate made at the first start and kept in --tls-dir; its SHA-256 fingerprint is printed (instead of --cert/--key)")
 	f.StringVar(&tlsDir, "tls-dir", "", "directory of the --tls self-signed certificate (default: sonde/tls in the user cache dir)")
 	f.StringVar(&cfg.Token, "token", "", "require this bearer token to start a test (private servers)")
+	f.StringVar(&serversFile, "servers", "", "`FILE` listing other sonde servers the page offers to test against, in LibreSpeed's server-list format (a JSON array of {id, name, server, ...}; docs/browser.md, \"Servers\"); they need --cors-origins naming this server")
+	f.StringSliceVar(&cfg.CORSOrigins, "cors-origins", nil, "`ORIGINS` (scheme://host[:port], comma-separated, or *) whose pages may run tests against this server: other sonde servers that list it in --servers; no credentials cross")
 	f.IntVar(&cfg.MaxConcurrent, "max-concurrent", 8, "tests running at once, sonde and ndt7 together")
 	f.DurationVar(&cfg.MaxDuration, "max-duration", 120*time.Second, "longest test session")
 	f.StringVar(&maxBytes, "max-bytes", units.Off, "payload one test may move, `SIZE` in bytes, e.g. 10G or 500MiB (off or 0: no limit)")
@@ -325,4 +337,23 @@ func iperf3Addr(listen, port string) (string, error) {
 		return "", usagef("--addr: %v", err)
 	}
 	return net.JoinHostPort(host, port), nil
+}
+
+// readServerList reads --servers: a file in LibreSpeed's server-list
+// format, bounded before it is read whole.
+func readServerList(name string) ([]librespeed.Server, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("--servers: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, librespeed.MaxServerListBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--servers: %w", err)
+	}
+	list, err := librespeed.ParseServerList(b)
+	if err != nil {
+		return nil, fmt.Errorf("--servers %s: %w", name, err)
+	}
+	return list, nil
 }

@@ -46,8 +46,9 @@ func newTestCmd() *cobra.Command {
 		Use:   "test [SERVER]",
 		Short: "Run the test suite against a sonde server",
 		Long: `Run, in order: baseline RTT on an idle connection, download and upload
-load phases (multi-stream) with latency under load and RPM, QoS classes if
-asked, then print a summary with the RFC 6349 report of each direction.
+load phases (multi-stream) with latency under load and RPM, the
+bidirectional phase (download and upload at once) with --direction bidir or
+all, QoS classes if asked, then print a summary with the RFC 6349 report of each direction.
 
 SERVER is host[:port] or http(s)://host[:port] (default port 8080). Without
 SERVER, sonde starts an embedded server on loopback and says so: that
@@ -84,7 +85,7 @@ fails, with the error recorded in it.`,
 	f.DurationVarP(&tf.cfg.Duration, "duration", "t", 10*time.Second, "length of each load phase")
 	f.StringVarP(&tf.streams, "streams", "n", "auto", "streams per direction: a count, or auto (add streams while goodput grows >5% and streams are window- or buffer-limited)")
 	f.IntVar(&tf.cfg.MaxStreams, "max-streams", 16, "upper bound for --streams auto")
-	f.StringVar(&tf.direction, "direction", "both", "load phases to run: both, download or upload")
+	f.StringVar(&tf.direction, "direction", "sequential", "load phases to run: sequential (download, then upload), download, upload, bidir (download and upload at once), or all (download, upload, then bidir); both is a deprecated name of sequential")
 	f.StringVar(&tf.dscp, "dscp", "", "DSCP for every test socket, number 0-63 or name (ef, af41, cs1...); the server marks its sockets too")
 	f.StringVar(&tf.classes, "classes", "", `QoS classes test: one flow per class at the same time, "name:dscp[@port],...", e.g. "ef:46,be:0,cs1:8@8081"`)
 	f.StringVar(&tf.linkRate, "link-rate", "", "bottleneck link `RATE` in bit/s for TTR and BDP (RFC 6349), e.g. 1G, 100M, 544k")
@@ -130,12 +131,22 @@ func (tf *testFlags) build() error {
 	}
 	switch tf.direction {
 	case "both":
+		// Deprecated: "both" read as "at once" to some; the phases
+		// are now named so that no word means two things.
+		fmt.Fprintln(os.Stderr, "sonde: --direction both is deprecated: use sequential (download, then upload); bidir runs them at once")
+		c.Download, c.Upload = true, true
+	case "sequential":
+		c.Download, c.Upload = true, true
 	case "download":
 		c.Download = true
 	case "upload":
 		c.Upload = true
+	case "bidir":
+		c.Bidir = true
+	case "all":
+		c.Download, c.Upload, c.Bidir = true, true, true
 	default:
-		return fmt.Errorf("--direction: want both, download or upload, got %q", tf.direction)
+		return fmt.Errorf("--direction: want sequential, download, upload, bidir or all, got %q", tf.direction)
 	}
 	if tf.dscp != "" {
 		v, err := dscp.Parse(tf.dscp)
@@ -308,6 +319,9 @@ func runIperf3Test(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 	addr, err := iperf3.ParseURL(tf.cfg.Server)
 	if err != nil {
 		return usageErr(err)
+	}
+	if tf.cfg.Bidir {
+		return usageErr(fmt.Errorf("--direction %s: the bidirectional phase runs against sonde servers only, not iperf3://", tf.direction))
 	}
 	res, runErr := iperf3.Suite(ctx, iperf3.SuiteConfig{Addr: addr, Duration: tf.cfg.Duration, Streams: tf.cfg.Streams,
 		Download: tf.cfg.Download, Upload: tf.cfg.Upload, Software: "sonde/" + version})

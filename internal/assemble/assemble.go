@@ -210,3 +210,37 @@ func ForeignNote(direction string, failed, answered int) string {
 	return fmt.Sprintf("%s: %d of %d foreign probes got no answer or no new connection to time; RPM stands on the other %d",
 		direction, failed, failed+answered, answered)
 }
+
+// Bidir joins the bidirectional phase: its download and upload, each a
+// Phase of its own streams, both carrying the phase's probe RTTs as their
+// Latency. The phase keeps one latency (the download's, else the
+// upload's); the directions' copies are dropped.
+func Bidir(down, up *Phase) *model.BidirResult {
+	b := &model.BidirResult{}
+	for _, p := range []*Phase{down, up} {
+		if p == nil {
+			continue
+		}
+		d := Direction(*p)
+		if b.Latency == nil {
+			b.Latency = d.Latency
+		}
+		d.Latency = nil
+		if b.Download == nil && b.Upload == nil {
+			b.StartS, b.DurationS = p.StartS, p.EndS-p.StartS
+		} else {
+			start := min(b.StartS, p.StartS)
+			b.DurationS = max(b.StartS+b.DurationS, p.EndS) - start
+			b.StartS = start
+		}
+		if p.Direction == protocol.KindDownload {
+			b.Download = d
+		} else {
+			b.Upload = d
+		}
+	}
+	if b.Download == nil && b.Upload == nil {
+		return nil
+	}
+	return b
+}

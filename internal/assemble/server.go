@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sort"
+	"strings"
 
 	"github.com/sonde-project/sonde/internal/metrics"
 	"github.com/sonde-project/sonde/internal/model"
@@ -89,7 +90,11 @@ func ServerSession(reps []protocol.FlowReport) *model.ServerRecord {
 		case protocol.KindProbe:
 			probe = append(probe, f)
 		case protocol.KindDownload, protocol.KindUpload:
-			byDir[f.Kind] = append(byDir[f.Kind], f)
+			key := f.Kind
+			if strings.HasPrefix(f.Tag, protocol.TagBidir) {
+				key = protocol.TagBidir + f.Kind
+			}
+			byDir[key] = append(byDir[key], f)
 		}
 	}
 	rec.Probe = serverProbe(probe)
@@ -109,7 +114,22 @@ func ServerSession(reps []protocol.FlowReport) *model.ServerRecord {
 	if fs := byDir[protocol.KindUpload]; len(fs) > 0 {
 		rec.Upload = serverDirection(protocol.KindUpload, fs, rec.IdleRTTMs)
 	}
-	for _, d := range []*model.DirectionResult{rec.Download, rec.Upload} {
+	var bidir [2]*model.DirectionResult
+	for i, k := range []string{protocol.KindDownload, protocol.KindUpload} {
+		if fs := byDir[protocol.TagBidir+k]; len(fs) > 0 {
+			bidir[i] = serverDirection(k, fs, rec.IdleRTTMs)
+		}
+	}
+	if bidir[0] != nil || bidir[1] != nil {
+		rec.Bidir = &model.BidirResult{Download: bidir[0], Upload: bidir[1]}
+		fs := append(byDir[protocol.TagBidir+protocol.KindDownload], byDir[protocol.TagBidir+protocol.KindUpload]...)
+		start, end := fs[0].StartS, fs[0].EndS
+		for _, f := range fs {
+			start, end = min(start, f.StartS), max(end, f.EndS)
+		}
+		rec.Bidir.StartS, rec.Bidir.DurationS = start, end-start
+	}
+	for _, d := range []*model.DirectionResult{rec.Download, rec.Upload, bidir[0], bidir[1]} {
 		if n := thinTCPInfo(d); n != "" {
 			rec.Notes = append(rec.Notes, n)
 		}

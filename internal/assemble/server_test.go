@@ -123,3 +123,24 @@ func TestServerSessionThinned(t *testing.T) {
 		t.Errorf("bytes %d, want %d from every sample", b, 64*400*5000)
 	}
 }
+
+// TestServerSessionBidir: the streams of a bidirectional phase (tags
+// "bidir-…") are the record's bidir, not part of its one-way download.
+func TestServerSessionBidir(t *testing.T) {
+	reps := []protocol.FlowReport{
+		{ID: 1, Kind: protocol.KindDownload, Tag: "d0", StartS: 1, EndS: 3, TCPInfo: tcpSeries(1, 41, 80e6)},
+		{ID: 2, Kind: protocol.KindDownload, Tag: "bidir-download-0", StartS: 10, EndS: 12, TCPInfo: tcpSeries(10, 41, 30e6)},
+		{ID: 3, Kind: protocol.KindUpload, Tag: "bidir-upload-0", StartS: 10, EndS: 11.5, Counts: []model.ByteCount{{TS: 10, Bytes: 0}, {TS: 11, Bytes: 5e6}}},
+	}
+	rec := ServerSession(reps)
+	if d := rec.Download; d == nil || len(d.Flows) != 1 || math.Abs(d.GoodputBps-80e6) > 1e6 {
+		t.Errorf("download %+v", d)
+	}
+	b := rec.Bidir
+	if b == nil || b.Download == nil || b.Upload == nil || rec.Upload != nil {
+		t.Fatalf("bidir %+v upload %+v", b, rec.Upload)
+	}
+	if math.Abs(b.Download.GoodputBps-30e6) > 1e6 || math.Abs(b.Upload.GoodputBps-40e6) > 1 || b.StartS != 10 || b.DurationS != 2 {
+		t.Errorf("bidir down %v up %v start %v duration %v", b.Download.GoodputBps, b.Upload.GoodputBps, b.StartS, b.DurationS)
+	}
+}

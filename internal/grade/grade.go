@@ -212,8 +212,18 @@ func bufferbloat(r *model.Result) *model.BufferbloatGrade {
 		sumLoaded += l.LoadedMs
 		n++
 	}
+	// The bidirectional phase has a letter of its own, outside the
+	// overall one: DSLReports' average is of the two one-way phases.
+	if bd := r.Bidir; bd != nil && bd.Latency != nil && bd.Latency.RTTMs.N > 0 && finite(bd.Latency.RTTMs.Mean) {
+		l := &model.LetterGrade{LoadedMs: bd.Latency.RTTMs.Mean, AddedMs: bd.Latency.RTTMs.Mean - idle}
+		l.Grade = Classify(Bufferbloat, l.AddedMs)
+		b.Bidir = l
+	}
 	if n == 0 {
-		return nil
+		if b.Bidir == nil {
+			return nil
+		}
+		return b
 	}
 	o := &model.LetterGrade{AddedMs: sumAdded / float64(n), LoadedMs: sumLoaded / float64(n)}
 	o.Grade = Classify(Bufferbloat, o.AddedMs)
@@ -237,9 +247,20 @@ func aimInputs(r *model.Result) Inputs {
 			}
 			in.JitterMs = sum / float64(len(s)-1)
 		}
+		loaded := []*model.RTTResult{}
 		for _, d := range []*model.DirectionResult{r.Download, r.Upload} {
-			if d != nil && d.Latency != nil && d.Latency.RTTMs.N > 0 {
-				inc := d.Latency.RTTMs.P50 - in.IdleMs
+			if d != nil {
+				loaded = append(loaded, d.Latency)
+			}
+		}
+		if len(loaded) == 0 && r.Bidir != nil {
+			// Only the bidirectional phase ran: its load is the one
+			// there is (AIM itself loads one way at a time).
+			loaded = append(loaded, r.Bidir.Latency)
+		}
+		for _, l := range loaded {
+			if l != nil && l.RTTMs.N > 0 {
+				inc := l.RTTMs.P50 - in.IdleMs
 				if !finite(in.IncreaseMs) || inc > in.IncreaseMs {
 					in.IncreaseMs = inc
 				}
@@ -270,6 +291,8 @@ func aimInputs(r *model.Result) Inputs {
 	}
 	if r.Download != nil && r.Download.GoodputBps > 0 {
 		in.DownloadBps = r.Download.GoodputBps
+	} else if r.Bidir != nil && r.Bidir.Download != nil && r.Bidir.Download.GoodputBps > 0 {
+		in.DownloadBps = r.Bidir.Download.GoodputBps
 	}
 	return in
 }
@@ -294,7 +317,7 @@ func Limit(r *model.Result, b *model.BufferbloatGrade) string {
 		for _, x := range []struct {
 			l *model.LetterGrade
 			d string
-		}{{b.Download, "download"}, {b.Upload, "upload"}} {
+		}{{b.Download, "download"}, {b.Upload, "upload"}, {b.Bidir, "bidirectional"}} {
 			if x.l != nil && (worst == nil || x.l.AddedMs > worst.AddedMs) {
 				worst, dir = x.l, x.d
 			}

@@ -174,3 +174,35 @@ func TestBufferbloatOf(t *testing.T) {
 		t.Errorf("ranks %d %d %d, letters %v", BufferbloatRank("A+"), BufferbloatRank("F"), BufferbloatRank("E"), BufferbloatLetters())
 	}
 }
+
+// The bidirectional phase gets a letter of its own, outside the overall
+// average of the one-way phases; alone, it feeds AIM's loaded increase
+// and download.
+func TestBidir(t *testing.T) {
+	bidir := &model.BidirResult{Latency: rtt(140, 120, 50),
+		Download: &model.DirectionResult{Direction: "download", GoodputBps: 60e6}}
+	r := &model.Result{Baseline: rtt(20, 19, 10),
+		Download: &model.DirectionResult{Direction: "download", GoodputBps: 90e6, Latency: rtt(40, 38, 50)},
+		Upload:   &model.DirectionResult{Direction: "upload", Latency: rtt(50, 48, 50)},
+		Bidir:    bidir}
+	b := Of(r).Bufferbloat
+	if b.Bidir == nil || b.Bidir.AddedMs != 120 || b.Bidir.Grade != "C" || b.Overall.AddedMs != 25 || b.Overall.Grade != "A" {
+		t.Errorf("bufferbloat %+v overall %+v", b.Bidir, b.Overall)
+	}
+	if g := Of(r); g.Limit != "Under bidirectional load a queue adds 120 ms (bufferbloat grade C)." {
+		t.Errorf("limit %q", g.Limit)
+	}
+	in := aimInputs(r)
+	if in.IncreaseMs != 29 || in.DownloadBps != 90e6 {
+		t.Errorf("with one-way phases: increase %v download %v, want theirs (29, 90e6)", in.IncreaseMs, in.DownloadBps)
+	}
+	only := &model.Result{Baseline: rtt(20, 19, 10), Bidir: bidir}
+	g := Of(only)
+	if g.Bufferbloat.Bidir == nil || g.Bufferbloat.Overall != nil {
+		t.Errorf("bidir only: %+v", g.Bufferbloat)
+	}
+	in = aimInputs(only)
+	if in.IncreaseMs != 101 || in.DownloadBps != 60e6 {
+		t.Errorf("bidir only: increase %v download %v, want 101, 60e6", in.IncreaseMs, in.DownloadBps)
+	}
+}

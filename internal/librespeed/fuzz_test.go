@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +77,29 @@ func FuzzDescribe(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if Describe(s) == "" && s != "" {
 			t.Fatalf("Describe(%q) empty", s)
+		}
+	})
+}
+
+// FuzzServerList: any input parses or is refused in one line; what parses
+// holds only entries with a name and a server origin.
+func FuzzServerList(f *testing.F) {
+	f.Add([]byte(`[{"id":1,"name":"a","server":"//198.18.0.2:8080/","dlURL":"garbage","extra":[1]}]`))
+	f.Add([]byte(`[{"name":"b","server":"https://h.example/"}]`))
+	f.Add([]byte(`[{"name":"c","server":"ftp://x/"}]`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		list, err := ParseServerList(b)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error of two lines: %q", err)
+			}
+			return
+		}
+		for _, s := range list {
+			if o, err := ServerOrigin(s.Server); err != nil || o == "" || s.Name == "" {
+				t.Fatalf("kept %+v (%q, %v)", s, o, err)
+			}
 		}
 	})
 }

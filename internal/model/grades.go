@@ -36,11 +36,15 @@ type LetterGrade struct {
 // BufferbloatGrade is the bufferbloat letter per direction and overall;
 // Overall averages the directions' added delays.
 type BufferbloatGrade struct {
-	Scale      string       `json:"scale"`
-	IdleMs     float64      `json:"idle_mean_ms"`
-	Download   *LetterGrade `json:"download,omitempty"`
-	Upload     *LetterGrade `json:"upload,omitempty"`
-	Overall    *LetterGrade `json:"overall,omitempty"`
+	Scale    string       `json:"scale"`
+	IdleMs   float64      `json:"idle_mean_ms"`
+	Download *LetterGrade `json:"download,omitempty"`
+	Upload   *LetterGrade `json:"upload,omitempty"`
+	Overall  *LetterGrade `json:"overall,omitempty"`
+	// Bidir letters the bidirectional phase (download and upload at once);
+	// it is not part of Overall, which is DSLReports' average of the two
+	// one-way phases.
+	Bidir      *LetterGrade `json:"bidir,omitempty"`
 	Thresholds []Band       `json:"thresholds_ms"`
 }
 

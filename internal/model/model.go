@@ -25,7 +25,9 @@ type Result struct {
 	BaselineUDP *UDPFlow         `json:"baseline_udp,omitempty"`
 	Download    *DirectionResult `json:"download,omitempty"`
 	Upload      *DirectionResult `json:"upload,omitempty"`
-	Classes     *ClassesResult   `json:"classes,omitempty"`
+	// Bidir is the bidirectional phase: download and upload at once.
+	Bidir   *BidirResult   `json:"bidir,omitempty"`
+	Classes *ClassesResult `json:"classes,omitempty"`
 	// WebRTC is the browser page's data-channel quality test.
 	WebRTC *WebRTCResult `json:"webrtc,omitempty"`
 	// Truth holds the configured properties of an emulated path (sonde test
@@ -265,6 +267,23 @@ type DirectionResult struct {
 	// ICMPLatency is ICMP echo during the phase, where the test ran it
 	// (sonde test iperf3://).
 	ICMPLatency *RTTResult `json:"icmp_latency_under_load,omitempty"`
+}
+
+// BidirResult is the bidirectional phase: download and upload streams
+// loading the path at the same time (as Crusader and LibreQoS run it, and
+// as a video call loads it), each direction's goodput from its own
+// receiver, and the latency under both loads together. The directions'
+// own Latency and UDPLatency are left empty: the phase has one of each.
+type BidirResult struct {
+	StartS    float64          `json:"start_s"`
+	DurationS float64          `json:"duration_s"`
+	Download  *DirectionResult `json:"download,omitempty"`
+	Upload    *DirectionResult `json:"upload,omitempty"`
+	// Latency is the probe stream's RTT while both directions ran.
+	Latency *RTTResult `json:"latency_under_load,omitempty"`
+	// UDPLatency is STAMP probes during the phase (one-way delay per
+	// direction: which queue grew).
+	UDPLatency *UDPFlow `json:"udp_latency_under_load,omitempty"`
 }
 
 // ClassFlow is one class's result in a QoS classes test.

@@ -53,6 +53,9 @@ type ServerRecord struct {
 	// the server received, without sender figures (the client sent).
 	Download *DirectionResult `json:"download,omitempty"`
 	Upload   *DirectionResult `json:"upload,omitempty"`
+	// Bidir is the server's view of a bidirectional phase (its streams'
+	// tags start with protocol.TagBidir), as Download and Upload.
+	Bidir *BidirResult `json:"bidir,omitempty"`
 	// IdleRTTMs is the server's TCP min_rtt on the idle probe stream
 	// (tcp) or of the test's connection (ndt7); LoadedRTTMs the median
 	// TCP_INFO RTT of the server's sending flows under load. 0: none.

@@ -38,6 +38,11 @@ const (
 	KindProbe    = "probe"
 )
 
+// TagBidir starts the tag of every stream of a bidirectional phase
+// (download and upload streams at once), so the server's own record keeps
+// that phase apart from the one-way phases (docs/protocol.md).
+const TagBidir = "bidir-"
+
 // SessionRequest opens a test session (POST PathSessions).
 type SessionRequest struct {
 	Client string `json:"client"`
@@ -106,6 +111,7 @@ type Report struct {
 type LiveFlow struct {
 	ID      int             `json:"id"`
 	Kind    string          `json:"kind"`
+	Tag     string          `json:"tag,omitempty"` // the stream request's tag
 	Bytes   int64           `json:"bytes"`
 	TCPInfo model.TCPSample `json:"tcpinfo"`
 	Done    bool            `json:"done"`

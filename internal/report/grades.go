@@ -53,7 +53,7 @@ func gradeRows(g *model.Grades) []row {
 		for _, x := range []struct {
 			name string
 			l    *model.LetterGrade
-		}{{"overall", b.Overall}, {"download", b.Download}, {"upload", b.Upload}} {
+		}{{"overall", b.Overall}, {"download", b.Download}, {"upload", b.Upload}, {"bidir", b.Bidir}} {
 			if x.l == nil {
 				continue
 			}
@@ -105,6 +105,9 @@ func gradeCards(g *model.Grades) []card {
 		}
 		if b.Upload != nil {
 			per = append(per, "up "+b.Upload.Grade)
+		}
+		if b.Bidir != nil {
+			per = append(per, "bidir "+b.Bidir.Grade)
 		}
 		c.Sub = strings.Join(per, ", ")
 		cs = append(cs, c)

@@ -297,6 +297,9 @@ func rttCDF(r *model.Result) *figure {
 	if r.Upload != nil {
 		add("upload", palette[1], r.Upload.Latency)
 	}
+	if r.Bidir != nil {
+		add("bidir", palette[2], r.Bidir.Latency)
+	}
 	if len(c.Series) == 0 {
 		return nil
 	}

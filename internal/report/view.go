@@ -72,6 +72,7 @@ func buildView(r *model.Result) view {
 	for _, d := range directions(r) {
 		v.Directions = append(v.Directions, buildDirection(r, d))
 	}
+	v.Directions = append(v.Directions, bidirViews(r)...)
 	if r.Classes != nil {
 		if r.Classes.DurationS > 0 {
 			v.ClassesDur = FormatDuration(r.Classes.DurationS)

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sonde-project/sonde/internal/mbmsink"
+	"github.com/sonde-project/sonde/internal/librespeed"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/rtcquality"
 	"github.com/sonde-project/sonde/internal/store"
@@ -33,6 +34,13 @@ import (
 type Config struct {
 	// Addr is the main listen address (default ":8080").
 	Addr string
+	// Servers are the other sonde servers the page offers to test
+	// against, in LibreSpeed's server-list format
+	// (librespeed.ParseServerList), served at PathServers.
+	Servers []librespeed.Server
+	// CORSOrigins are the origins ("*" for any) whose pages may run tests
+	// against this server: other sonde servers that list this one.
+	CORSOrigins []string
 	// ExtraAddrs are further listen addresses serving the same handler,
 	// e.g. for QoS classes on different ports.
 	ExtraAddrs []string
@@ -216,6 +224,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("past results to keep must be ≥ 0, got %d", c.HistoryKeep)
 	case (c.CertFile == "") != (c.KeyFile == ""):
 		return errors.New("--cert and --key go together")
+	case len(c.Servers) > librespeed.MaxServers:
+		return fmt.Errorf("server list: more than %d servers", librespeed.MaxServers)
+	}
+	if err := checkCORSOrigins(c.CORSOrigins); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		name string
@@ -256,6 +269,7 @@ type Server struct {
 	payload  stream.Payload
 	mux      *routeMux
 	handler  http.Handler // mux under per-request deadlines
+	csp      string       // the pages' Content-Security-Policy
 	udp      *udpService
 	mbm      *mbmsink.Sink
 	rtc      *rtcquality.Service
@@ -313,7 +327,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.conns.room = s.connRoom
-	s.handler = deadlines(s.connGate(s.mux), cfg.BodyTimeout, cfg.WriteTimeout)
+	s.csp = pageCSP(connectSources(cfg.Servers))
+	s.handler = deadlines(s.connGate(s.cors(s.mux)), cfg.BodyTimeout, cfg.WriteTimeout)
 	return s, nil
 }
 
@@ -341,6 +356,7 @@ func (s *Server) routes() {
 	s.udpRoutes()
 	s.rtcRoutes()
 	s.webRoutes()
+	s.serversRoutes()
 }
 
 // ListenAndServe listens on every configured address and serves until ctx

@@ -73,7 +73,7 @@ func (f *flow) start(bytes func() int64, rc syscall.RawConn, since func(time.Tim
 func (f *flow) live() (protocol.LiveFlow, bool) {
 	select {
 	case <-f.done:
-		return protocol.LiveFlow{ID: f.id, Kind: f.kind, Bytes: f.report.Bytes, Done: true}, true
+		return protocol.LiveFlow{ID: f.id, Kind: f.kind, Tag: f.tag, Bytes: f.report.Bytes, Done: true}, true
 	default:
 	}
 	f.mu.Lock()
@@ -82,7 +82,7 @@ func (f *flow) live() (protocol.LiveFlow, bool) {
 	if bytes == nil {
 		return protocol.LiveFlow{}, false
 	}
-	lf := protocol.LiveFlow{ID: f.id, Kind: f.kind, Bytes: bytes()}
+	lf := protocol.LiveFlow{ID: f.id, Kind: f.kind, Tag: f.tag, Bytes: bytes()}
 	if smp, err := tcpinfo.Read(rc, since(time.Now())); err == nil {
 		lf.TCPInfo = smp
 	}

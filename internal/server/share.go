@@ -23,7 +23,7 @@ func (s *Server) handleShared(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusInternalServerError, "page unavailable")
 		return
 	}
-	pageHeaders(w)
+	s.pageHeaders(w)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// The page's script unmarks it once the result is drawn (style.css).
 	_, _ = w.Write(bytes.Replace(page, []byte("<body>"), []byte(`<body class="shared">`), 1))

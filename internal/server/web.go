@@ -34,7 +34,7 @@ func (s *Server) webRoutes() {
 			s.writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 			return
 		}
-		pageHeaders(w)
+		s.pageHeaders(w)
 		files.ServeHTTP(w, r)
 	}))
 	s.mux.handleFunc("GET "+PathShared+"{id}", policyPublic, s.handleShared)
@@ -43,10 +43,21 @@ func (s *Server) webRoutes() {
 	s.mux.handleFunc("GET "+PathResults+"/{id}", policyPublic, s.handleResultGet)
 }
 
+// pageCSP is the pages' Content-Security-Policy: everything from this
+// server, and connections to the listed servers (connect, a CSP source
+// list, empty without any).
+func pageCSP(connect string) string {
+	csp := "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'"
+	if connect != "" {
+		csp += "; connect-src 'self' " + connect
+	}
+	return csp
+}
+
 // pageHeaders are the headers of every page the server serves.
-func pageHeaders(w http.ResponseWriter) {
+func (s *Server) pageHeaders(w http.ResponseWriter) {
 	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", s.csp)
 	// Cross-origin isolation: browsers then give performance.now() its
 	// fine resolution (Firefox otherwise rounds it to 1 ms, coarser
 	// than a loopback or LAN round trip). Everything the page loads is
@@ -140,8 +151,33 @@ type BrowserRun struct {
 	Baseline  *BrowserProbes `json:"baseline,omitempty"`
 	Download  *BrowserPhase  `json:"download,omitempty"`
 	Upload    *BrowserPhase  `json:"upload,omitempty"`
-	Errors    []string       `json:"errors,omitempty"`
-	Notes     []string       `json:"notes,omitempty"`
+	// Bidir is the bidirectional phase: download and upload streams at
+	// once (tags starting with protocol.TagBidir), each direction's part
+	// recorded as a phase of its own with the phase's probes.
+	Bidir  *BrowserBidir `json:"bidir,omitempty"`
+	Errors []string      `json:"errors,omitempty"`
+	Notes  []string      `json:"notes,omitempty"`
+}
+
+// BrowserBidir is the page's bidirectional phase, per direction.
+type BrowserBidir struct {
+	Download *BrowserPhase `json:"download,omitempty"`
+	Upload   *BrowserPhase `json:"upload,omitempty"`
+}
+
+// namedPhase is one of a run's load phases with its name in errors.
+type namedPhase struct {
+	name string
+	p    *BrowserPhase
+}
+
+// phases are a run's load phases, for the checks that treat them alike.
+func (run *BrowserRun) phases() []namedPhase {
+	out := []namedPhase{{"download", run.Download}, {"upload", run.Upload}}
+	if b := run.Bidir; b != nil {
+		out = append(out, namedPhase{"bidir.download", b.Download}, namedPhase{"bidir.upload", b.Upload})
+	}
+	return out
 }
 
 // BrowserProbes are the page's application echoes over a probe stream.
@@ -278,10 +314,7 @@ func (l browserLimits) check(run *BrowserRun) error {
 	if err := l.checkProbes("baseline", run.Baseline); err != nil {
 		return err
 	}
-	for _, ph := range []struct {
-		name string
-		p    *BrowserPhase
-	}{{"download", run.Download}, {"upload", run.Upload}} {
+	for _, ph := range run.phases() {
 		if err := l.checkPhase(ph.name, ph.p); err != nil {
 			return err
 		}
@@ -468,6 +501,19 @@ func (s *Server) assembleBrowser(ses *session, run *BrowserRun, reps []protocol.
 		res.Notes = append(res.Notes, "upload: a browser cannot read its socket's TCP_INFO, so the upload's sender figures (efficiency, bottleneck, window) are not available; its goodput is the server's receive count")
 		res.Notes = appendNote(res.Notes, foreignNote(protocol.KindUpload, bp.Foreign))
 	}
+	if b := run.Bidir; b != nil {
+		var parts [2]*assemble.Phase
+		for i, x := range []struct {
+			kind string
+			bp   *BrowserPhase
+		}{{protocol.KindDownload, b.Download}, {protocol.KindUpload, b.Upload}} {
+			if x.bp != nil {
+				p := browserPhase(x.kind, x.bp, reps, run.OffsetS, res.Baseline)
+				parts[i] = &p
+			}
+		}
+		res.Bidir = assemble.Bidir(parts[0], parts[1])
+	}
 	errs, notes := streamErrors(run, reps)
 	res.Errors = append(res.Errors, errs...)
 	res.Notes = append(res.Notes, notes...)
@@ -481,8 +527,8 @@ func (s *Server) assembleBrowser(ses *session, run *BrowserRun, reps []protocol.
 // too, not a failure of the run.
 func streamErrors(run *BrowserRun, reps []protocol.FlowReport) (errs, notes []string) {
 	counted := map[string]bool{}
-	for _, bp := range []*BrowserPhase{run.Download, run.Upload} {
-		if bp != nil {
+	for _, ph := range run.phases() {
+		if bp := ph.p; bp != nil {
 			for _, tag := range bp.Tags {
 				counted[tag] = true
 			}

@@ -72,7 +72,8 @@ func TestBrowserRunCheck(t *testing.T) {
 			SelfMs:  []float64{40, 41}, Foreign: &BrowserForeign{TCPMs: []float64{20}, HTTPMs: []float64{21}, Failed: 2}}
 	}
 	many := func(n int) []float64 { return make([]float64, n) }
-	if err := l.check(&BrowserRun{Software: "sonde-web", OffsetS: 0.001, DurationS: 10, ProbeMs: 20, Download: phase(), Upload: phase()}); err != nil {
+	if err := l.check(&BrowserRun{Software: "sonde-web", OffsetS: 0.001, DurationS: 10, ProbeMs: 20, Download: phase(), Upload: phase(),
+		Bidir: &BrowserBidir{Download: phase(), Upload: phase()}}); err != nil {
 		t.Fatalf("a page's run refused: %v", err)
 	}
 	for name, mod := range map[string]func(r *BrowserRun){
@@ -102,6 +103,14 @@ func TestBrowserRunCheck(t *testing.T) {
 		"too many self probes": func(r *BrowserRun) { r.Upload.SelfMs = many(2*l.samples(pageSelfEvery) + 1) },
 		"too many foreign":     func(r *BrowserRun) { r.Upload.Foreign.HTTPMs = many(l.samples(pageForeignEvery) + 1) },
 		"failed foreign < 0":   func(r *BrowserRun) { r.Upload.Foreign.Failed = -1 },
+		"bidir past the session": func(r *BrowserRun) {
+			r.Bidir = &BrowserBidir{Download: phase(), Upload: phase()}
+			r.Bidir.Upload.EndS = 1e5
+		},
+		"bidir too many streams": func(r *BrowserRun) {
+			r.Bidir = &BrowserBidir{Download: phase()}
+			r.Bidir.Download.Tags = []string{"a", "b", "c", "d", "e"}
+		},
 	} {
 		run := &BrowserRun{DurationS: 10, Download: phase(), Upload: phase()}
 		mod(run)

@@ -59,8 +59,10 @@ type Config struct {
 	ProbeInterval time.Duration
 	// BaselineSamples on the idle path (default 30, at least 20).
 	BaselineSamples int
-	// Download and Upload select the phases (both when neither is set).
-	Download, Upload bool
+	// Download and Upload select the one-way phases, run one after the
+	// other; Bidir the bidirectional phase (both at once), run after them.
+	// Download and upload when none is set.
+	Download, Upload, Bidir bool
 	// NoForeign disables the RPM probes on new connections.
 	NoForeign bool
 	// NoUDP disables the STAMP probes that split delay by direction.
@@ -112,7 +114,7 @@ func (c *Config) setDefaults() {
 	if c.BaselineSamples == 0 {
 		c.BaselineSamples = 30
 	}
-	if !c.Download && !c.Upload {
+	if !c.Download && !c.Upload && !c.Bidir {
 		c.Download, c.Upload = true, true
 	}
 	if c.Software == "" {
@@ -244,6 +246,11 @@ func (t *tester) run(ctx context.Context, res *model.Result) error {
 			}
 		}
 	}
+	if t.cfg.Bidir && ctx.Err() == nil {
+		if err := t.bidir(ctx, res); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(t.cfg.Classes) > 0 && ctx.Err() == nil {
 		if err := t.classes(ctx, res); err != nil {
 			errs = append(errs, err)
@@ -267,7 +274,11 @@ func (t *tester) directions() []string {
 
 // open creates the session and checks that the server allows the test.
 func (t *tester) open(ctx context.Context) error {
-	need := t.cfg.Duration*time.Duration(len(t.directions())) + 10*time.Second
+	phases := len(t.directions())
+	if t.cfg.Bidir {
+		phases++
+	}
+	need := t.cfg.Duration*time.Duration(phases) + 10*time.Second
 	if len(t.cfg.Classes) > 0 {
 		need += 2 * t.cfg.Duration
 	}

@@ -25,8 +25,22 @@ const (
 // flowSpec says how to open one load stream.
 type flowSpec struct {
 	tag  string
-	mark int // DSCP, -1 for none
-	port int // 0: the server's main port
+	mark int    // DSCP, -1 for none
+	port int    // 0: the server's main port
+	dir  string // the stream's direction; "": the phase's
+}
+
+// phaseBidir names the bidirectional phase: download and upload streams
+// at once. It is a phase, not a stream kind: each of its streams is a
+// download or an upload stream, admitted as any other.
+const phaseBidir = "bidir"
+
+// phaseDirs are the stream directions a phase runs.
+func phaseDirs(phase string) []string {
+	if phase == phaseBidir {
+		return []string{protocol.KindDownload, protocol.KindUpload}
+	}
+	return []string{phase}
 }
 
 // loadFlow is one running load stream seen from the client.
@@ -114,8 +128,22 @@ type Progress struct {
 	Streams  int
 }
 
-// loadPhase runs one direction of load with the given initial flows, adding
-// flows as --streams auto decides, while probing latency.
+// only is the part of a phase's record that moved data in one direction
+// (for the bidirectional phase, whose streams go both ways).
+func (pr *phaseResult) only(dir string) *phaseResult {
+	c := *pr
+	c.dir, c.flows = dir, nil
+	for _, f := range pr.flows {
+		if f.dir == dir {
+			c.flows = append(c.flows, f)
+		}
+	}
+	return &c
+}
+
+// loadPhase runs one phase of load (a direction, or phaseBidir: both at
+// once) with the given initial flows, adding flows per direction as
+// --streams auto decides, while probing latency.
 func (t *tester) loadPhase(ctx context.Context, dir string, specs []flowSpec, auto bool) (*phaseResult, error) {
 	pr := &phaseResult{dir: dir, auto: auto}
 	phaseCtx, cancel := context.WithTimeout(ctx, t.cfg.Duration)
@@ -125,7 +153,11 @@ func (t *tester) loadPhase(ctx context.Context, dir string, specs []flowSpec, au
 	var wg sync.WaitGroup
 	var mu sync.Mutex // guards pr.flows
 	open := func(spec flowSpec) error {
-		f, err := t.openFlow(phaseCtx, dir, spec)
+		fdir := spec.dir
+		if fdir == "" {
+			fdir = dir
+		}
+		f, err := t.openFlow(phaseCtx, fdir, spec)
 		if err != nil {
 			return err
 		}
@@ -183,9 +215,21 @@ func (t *tester) loadPhase(ctx context.Context, dir string, specs []flowSpec, au
 
 	var autoErr error
 	if auto {
-		autoErr = t.autoStreams(phaseCtx, dir, flows, func() error {
-			return open(flowSpec{tag: fmt.Sprintf("%s-%d", dir, len(flows())), mark: t.cfg.DSCP})
-		})
+		dirs := phaseDirs(dir)
+		errs := make([]error, len(dirs))
+		var grow sync.WaitGroup
+		for i, d := range dirs {
+			grow.Add(1)
+			go func() {
+				defer grow.Done()
+				of := func() []*loadFlow { return flowsOf(flows(), d) }
+				errs[i] = t.autoStreams(phaseCtx, d, of, t.maxStreams()/len(dirs), func() error {
+					return open(flowSpec{tag: streamTag(dir, d, len(of())), mark: t.cfg.DSCP, dir: d})
+				})
+			}()
+		}
+		grow.Wait()
+		autoErr = errors.Join(errs...)
 	}
 	<-phaseCtx.Done()
 	wg.Wait()
@@ -205,6 +249,27 @@ func (t *tester) loadPhase(ctx context.Context, dir string, specs []flowSpec, au
 			dir, pr.end.Sub(pr.start).Seconds()))
 	}
 	return pr, errors.Join(errs...)
+}
+
+// flowsOf are the flows of fs that move data in direction dir.
+func flowsOf(fs []*loadFlow, dir string) []*loadFlow {
+	var out []*loadFlow
+	for _, f := range fs {
+		if f.dir == dir {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// streamTag names a phase's i-th stream of direction dir: "download-0",
+// or in the bidirectional phase "bidir-download-0", so the server's
+// report tells the phases' streams apart.
+func streamTag(phase, dir string, i int) string {
+	if phase == phaseBidir {
+		return fmt.Sprintf("%s-%s-%d", phaseBidir, dir, i)
+	}
+	return fmt.Sprintf("%s-%d", dir, i)
 }
 
 // openFlow dials and upgrades one load stream.

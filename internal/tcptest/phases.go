@@ -86,26 +86,72 @@ func (t *tester) finishBaseline(ctx context.Context, res *model.Result) {
 	assemble.ServerBaseline(res.Baseline, rep.Flows)
 }
 
-// direction runs one load phase and adds its result, even a partial one.
-func (t *tester) direction(ctx context.Context, res *model.Result, dir string) error {
+// specs are the streams a phase opens first: --streams per direction, or
+// for auto two (one per direction in the bidirectional phase when the
+// server allows fewer than four).
+func (t *tester) specs(phase string) ([]flowSpec, bool) {
+	dirs := phaseDirs(phase)
 	auto := t.cfg.Streams == 0
 	n := t.cfg.Streams
 	if auto {
-		n = min(2, t.maxStreams())
+		n = max(min(2, t.maxStreams()/len(dirs)), 1)
 	}
-	specs := make([]flowSpec, n)
-	for i := range specs {
-		specs[i] = flowSpec{tag: fmt.Sprintf("%s-%d", dir, i), mark: t.cfg.DSCP}
+	var specs []flowSpec
+	for _, d := range dirs {
+		for i := range n {
+			specs = append(specs, flowSpec{tag: streamTag(phase, d, i), mark: t.cfg.DSCP, dir: d})
+		}
 	}
-	udp := t.startUDP(ctx, dir, res)
-	pr, perr := t.loadPhase(ctx, dir, specs, auto)
-	udpFlow := t.stopUDP(udp, res)
+	return specs, auto
+}
+
+// runPhase runs a load phase (a direction or phaseBidir) with its STAMP
+// probes and fetches the server's report of it. measured is false when no
+// stream opened (refused, e.g. the test's byte limit is spent): nothing
+// was measured, so no figures, only perr.
+func (t *tester) runPhase(ctx context.Context, phase string, res *model.Result) (pr *phaseResult, udpFlow *model.UDPFlow, rep protocol.Report, perr, rerr error, measured bool) {
+	specs, auto := t.specs(phase)
+	udp := t.startUDP(ctx, phase, res)
+	pr, perr = t.loadPhase(ctx, phase, specs, auto)
+	udpFlow = t.stopUDP(udp, res)
 	if len(pr.flows) == 0 {
-		// Refused (e.g. the test's byte limit is spent): nothing was
-		// measured, so no figures, only the error.
-		return t.notMeasured(dir, perr)
+		return pr, udpFlow, rep, t.notMeasured(phase, perr), nil, false
 	}
-	rep, rerr := t.report(context.WithoutCancel(ctx), false)
+	rep, rerr = t.report(context.WithoutCancel(ctx), false)
+	return pr, udpFlow, rep, perr, rerr, true
+}
+
+// bidir runs the bidirectional phase (download and upload streams at
+// once) and adds its result, even a partial one.
+func (t *tester) bidir(ctx context.Context, res *model.Result) error {
+	pr, udpFlow, rep, perr, rerr, measured := t.runPhase(ctx, phaseBidir, res)
+	if !measured {
+		return perr
+	}
+	var parts [2]*assemble.Phase
+	errs := []error{perr, rerr}
+	for i, d := range phaseDirs(phaseBidir) {
+		part := pr.only(d)
+		if len(part.flows) == 0 {
+			continue
+		}
+		p := t.phase(part, rep, res.Baseline)
+		parts[i] = &p
+		errs = append(errs, t.limitCut(part, rep))
+	}
+	res.Bidir = assemble.Bidir(parts[0], parts[1])
+	if res.Bidir != nil {
+		res.Bidir.UDPLatency = udpFlow
+	}
+	return errors.Join(errs...)
+}
+
+// direction runs one load phase and adds its result, even a partial one.
+func (t *tester) direction(ctx context.Context, res *model.Result, dir string) error {
+	pr, udpFlow, rep, perr, rerr, measured := t.runPhase(ctx, dir, res)
+	if !measured {
+		return perr
+	}
 	d := t.assemble(pr, rep, res.Baseline)
 	d.UDPLatency = udpFlow
 	if dir == protocol.KindDownload {
@@ -179,7 +225,8 @@ func (t *tester) maxStreams() int {
 // growing by more than 5% per added stream and the streams are limited by a
 // window or buffer rather than by the network (seed 000 had to set the
 // stream count by hand).
-func (t *tester) autoStreams(ctx context.Context, dir string, flows func() []*loadFlow, add func() error) error {
+// maxN bounds the streams of this direction.
+func (t *tester) autoStreams(ctx context.Context, dir string, flows func() []*loadFlow, maxN int, add func() error) error {
 	step := max(500*time.Millisecond, 4*time.Duration(t.baselineMs*float64(time.Millisecond)))
 	step = min(step, t.cfg.Duration/4)
 	tick := time.NewTicker(step)
@@ -201,7 +248,7 @@ func (t *tester) autoStreams(ctx context.Context, dir string, flows func() []*lo
 			goodput := float64(total-prevBytes) * 8 / now.Sub(prevAt).Seconds()
 			prevBytes, prevAt = total, now
 			limited := t.limited(ctx, dir, fs, prevInfo)
-			if len(fs) >= t.maxStreams() || !limited {
+			if len(fs) >= maxN || !limited {
 				continue
 			}
 			if lastAdd >= 0 && goodput <= lastAdd*1.05 {

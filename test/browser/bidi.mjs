@@ -46,9 +46,11 @@ const PREFS = {
 };
 
 export class Firefox {
-  static async launch({ exe = process.env.FIREFOX || "/usr/bin/firefox-esr", timeoutMs = 60_000, width = 800, height = 1000 } = {}) {
+  // prefs are set beside PREFS (face.mjs: the colour scheme, which BiDi
+  // cannot emulate).
+  static async launch({ exe = process.env.FIREFOX || "/usr/bin/firefox-esr", timeoutMs = 60_000, width = 800, height = 1000, prefs = {} } = {}) {
     const dir = mkdtempSync(join(tmpdir(), "sonde-firefox-"));
-    writeFileSync(join(dir, "user.js"), Object.entries(PREFS).map(([k, v]) => `user_pref(${JSON.stringify(k)}, ${JSON.stringify(v)});`).join("\n") + "\n");
+    writeFileSync(join(dir, "user.js"), Object.entries({ ...PREFS, ...prefs }).map(([k, v]) => `user_pref(${JSON.stringify(k)}, ${JSON.stringify(v)});`).join("\n") + "\n");
     const child = spawn(exe, ["--headless", "--no-remote", "--profile", dir, "--remote-debugging-port", "0",
       `--width=${width}`, `--height=${height}`, "about:blank"], { stdio: ["ignore", "ignore", "pipe"], detached: true }); // own process group: close() ends its helpers too
     const f = new Firefox(child, dir, width, height);
@@ -173,8 +175,20 @@ export class Firefox {
     }
   }
 
+  /** exec runs a script (statements, such as a library's source) in the page. */
+  async exec(source) {
+    const r = await this.call("script.evaluate", { expression: source, target: { context: this.context }, awaitPromise: false, resultOwnership: "none" });
+    if (r.type === "exception") throw new Error(`page: ${r.exceptionDetails?.text}`);
+  }
+
   async navigate(url) {
     await this.call("browsingContext.navigate", { context: this.context, url, wait: "complete" });
+  }
+
+  /** viewShot saves what the viewport shows (screenshot: the whole page). */
+  async viewShot(path) {
+    const { data } = await this.call("browsingContext.captureScreenshot", { context: this.context, origin: "viewport" });
+    writeFileSync(path, Buffer.from(data, "base64"));
   }
 
   async screenshot(path) {

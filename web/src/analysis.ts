@@ -6,7 +6,7 @@ export interface TCPSample {
   busy_time_us: number; rwnd_limited_us: number; sndbuf_limited_us: number;
   [k: string]: number;
 }
-export interface LiveFlow { id: number; kind: string; bytes: number; tcpinfo: TCPSample; done: boolean }
+export interface LiveFlow { id: number; kind: string; tag?: string; bytes: number; tcpinfo: TCPSample; done: boolean }
 
 /**
  * AutoStreams grows the stream count like the native client
@@ -95,6 +95,7 @@ export interface ResultLike {
   baseline?: { rtt_ms: Stats };
   download?: Dir;
   upload?: Dir;
+  bidir?: { download?: Dir; upload?: Dir; latency_under_load?: { rtt_ms: Stats } };
   errors?: string[];
   notes?: string[];
 }
@@ -147,6 +148,12 @@ export function summary(r: ResultLike): string[] {
     if (inBrowser) out.push(`${name[0].toUpperCase() + name.slice(1)} latency under load: most of the ${Math.max(0, added).toFixed(0)} ms the page saw was delay inside this browser, not on the network (see notes).`);
     else if (Number.isFinite(added)) out.push(`${name[0].toUpperCase() + name.slice(1)} adds ${Math.max(0, added).toFixed(added < 10 ? 1 : 0)} ms of queueing delay: ${verdict(added)}.`);
   }
+  const b = r.bidir;
+  if (b && (b.download || b.upload)) {
+    out.push(`Both ways at once: download ${fmtRate(b.download?.goodput_bps ?? NaN)}, upload ${fmtRate(b.upload?.goodput_bps ?? NaN)}.`);
+    const added = addedDelay(r, b as Dir);
+    if (Number.isFinite(added)) out.push(`Loading both ways at once adds ${Math.max(0, added).toFixed(added < 10 ? 1 : 0)} ms of queueing delay: ${verdict(added)}.`);
+  }
   for (const e of r.errors ?? []) out.push(`Problem: ${e}`);
   return out;
 }
@@ -162,6 +169,7 @@ export function summary(r: ResultLike): string[] {
 export class HighWater {
   bytes: number;
   private rate = 0; // bytes per ms, smoothed
+  private gapMs = 0; // the longest recent time between refills, decaying
   constructor(readonly max: number, readonly min = 64 << 10, readonly targetMs = 40) {
     this.bytes = Math.min(max, 1 << 20);
   }
@@ -170,9 +178,15 @@ export class HighWater {
   update(drained: number, dtMs: number, emptied: boolean): number {
     if (dtMs > 0 && drained >= 0) {
       const r = drained / dtMs;
-      this.rate = this.rate === 0 ? r : 0.8 * this.rate + 0.2 * r;
+      // A queue that ran empty drained less than the socket could take:
+      // its rate is a floor, never a reason to shrink the queue.
+      this.rate = this.rate === 0 ? r : emptied ? Math.max(this.rate, r) : 0.8 * this.rate + 0.2 * r;
+      this.gapMs = Math.max(dtMs, 0.9 * this.gapMs);
     }
-    let next = this.rate * this.targetMs;
+    // Enough for targetMs, and for twice the longest recent wait between
+    // refills: on a busy machine a timer fires late, and a queue shorter
+    // than the wait starves the socket until it does.
+    let next = this.rate * Math.max(this.targetMs, 2 * this.gapMs);
     if (emptied) next = Math.max(next, this.bytes * 2);
     this.bytes = Math.min(this.max, Math.max(this.min, next));
     return this.bytes;

@@ -7,7 +7,7 @@ interface S { n: number; min: number; p10?: number; p50: number; p90?: number; p
 interface OWD { owd_ms: S }
 interface UDP { replies: number; forward: OWD; backward: OWD }
 interface Phase { latency_under_load?: { rtt_ms: S }; udp_latency_under_load?: UDP }
-export interface DetailResult { baseline?: { rtt_ms: S }; baseline_udp?: UDP; download?: Phase; upload?: Phase }
+export interface DetailResult { baseline?: { rtt_ms: S }; baseline_udp?: UDP; download?: Phase; upload?: Phase; bidir?: Phase }
 
 const ok = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 const ms = (v: number | undefined) => (ok(v) ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) : "–");
@@ -15,7 +15,7 @@ const ms = (v: number | undefined) => (ok(v) ? (v < 10 ? v.toFixed(2) : v.toFixe
 /** latencyBoxes draws one box (p10–p90, median line, whiskers min–p99) per phase. */
 export function latencyBoxes(r: DetailResult): string {
   const phases = ([["idle", r.baseline?.rtt_ms, "var(--muted)"], ["download", r.download?.latency_under_load?.rtt_ms, "var(--down)"],
-    ["upload", r.upload?.latency_under_load?.rtt_ms, "var(--up)"]] as const).filter(([, s]) => s && s.n > 0 && ok(s.p50)) as [string, S, string][];
+    ["upload", r.upload?.latency_under_load?.rtt_ms, "var(--up)"], ["both ways", r.bidir?.latency_under_load?.rtt_ms, "var(--rtt)"]] as const).filter(([, s]) => s && s.n > 0 && ok(s.p50)) as [string, S, string][];
   if (phases.length === 0) return "";
   const hi = Math.max(...phases.map(([, s]) => (ok(s.p99) ? s.p99 : s.p50))) * 1.08 || 1;
   const W = 640, L = 80, R = 16, rowH = 34, H = phases.length * rowH + 30;
@@ -35,16 +35,16 @@ export function latencyBoxes(r: DetailResult): string {
     `<svg class="boxes" viewBox="0 0 ${W} ${H}" role="img" aria-label="Round-trip time distributions per phase; the table below gives the values">${boxes}` +
     `<line x1="${L}" y1="${axisY - 6}" x2="${W - R}" y2="${axisY - 6}" stroke="var(--line)"/>${ticks}</svg>` +
     `<p class="scale">Box: 10th to 90th percentile; thick line: median; whisker: minimum to 99th percentile.</p>` +
-    `<div class="scroll"><table><thead><tr><th scope="col">phase</th><th scope="col">min</th><th scope="col">p10</th><th scope="col">median</th><th scope="col">p90</th><th scope="col">p99</th><th scope="col">probes</th></tr></thead><tbody>${rows}</tbody></table></div></section>`;
+    `<div class="scroll" tabindex="0" role="region" aria-labelledby="dist-t"><table><thead><tr><th scope="col">phase</th><th scope="col">min</th><th scope="col">p10</th><th scope="col">median</th><th scope="col">p90</th><th scope="col">p99</th><th scope="col">probes</th></tr></thead><tbody>${rows}</tbody></table></div></section>`;
 }
 
 /** oneWay shows the UDP probes' one-way delay per direction, idle and under each load. */
 export function oneWay(r: DetailResult): string {
-  const cols = ([["idle", r.baseline_udp], ["during download", r.download?.udp_latency_under_load], ["during upload", r.upload?.udp_latency_under_load]] as const)
+  const cols = ([["idle", r.baseline_udp], ["during download", r.download?.udp_latency_under_load], ["during upload", r.upload?.udp_latency_under_load], ["both ways at once", r.bidir?.udp_latency_under_load]] as const)
     .filter(([, u]) => u && u.replies > 0) as [string, UDP][];
   if (cols.length === 0) return "";
   const cell = (s?: S) => (s && s.n > 0 ? `${ms(s.p50)} ms <span class="scale">(p99 ${ms(s.p99)})</span>` : "–");
-  return `<section class="dir" id="oneway" aria-labelledby="owd-t"><h2 id="owd-t">One-way delay (UDP probes, median)</h2><div class="scroll"><table>` +
+  return `<section class="dir" id="oneway" aria-labelledby="owd-t"><h2 id="owd-t">One-way delay (UDP probes, median)</h2><div class="scroll" tabindex="0" role="region" aria-labelledby="owd-t"><table>` +
     `<thead><tr><th></th>${cols.map(([n]) => `<th scope="col">${n}</th>`).join("")}</tr></thead><tbody>` +
     `<tr><th scope="row">you → server</th>${cols.map(([, u]) => `<td>${cell(u.forward.owd_ms)}</td>`).join("")}</tr>` +
     `<tr><th scope="row">server → you</th>${cols.map(([, u]) => `<td>${cell(u.backward.owd_ms)}</td>`).join("")}</tr></tbody></table></div>` +

@@ -8,7 +8,7 @@ export interface Band { name: string; below?: number }
 interface Letter { added_ms: number; loaded_mean_ms: number; grade: string }
 interface UseCaseInput { metric: string; value: number; unit: string; measured: boolean; source?: string; points: number; thresholds: number[]; points_table: number[] }
 export interface Grades {
-  bufferbloat?: { idle_mean_ms: number; download?: Letter; upload?: Letter; overall?: Letter; thresholds_ms: Band[] };
+  bufferbloat?: { idle_mean_ms: number; download?: Letter; upload?: Letter; overall?: Letter; bidir?: Letter; thresholds_ms: Band[] };
   responsiveness?: { direction: string; rpm: number; band: string; thresholds: Band[]; apple_style: string; apple_style_thresholds: Band[] }[];
   use_cases?: { name: string; points: number; class: string; cutoffs: number[]; classes: string[]; inputs: UseCaseInput[] }[];
   limit?: string;
@@ -71,6 +71,7 @@ export interface HeadlineResult {
   baseline?: { rtt_ms: S; samples?: { rtt_ms: number }[] };
   download?: { goodput_bps: number; latency_under_load?: { rtt_ms: S } };
   upload?: { goodput_bps: number; latency_under_load?: { rtt_ms: S } };
+  bidir?: { download?: { goodput_bps: number }; upload?: { goodput_bps: number }; latency_under_load?: { rtt_ms: S } };
   grades?: Grades;
   webrtc?: { upload?: { loss_pct: number; jitter_ms: number }; download?: { loss_pct: number; jitter_ms: number } };
 }
@@ -89,6 +90,11 @@ export function headline(r: HeadlineResult): string {
     const added = l.p50 - idle;
     figs.push(figure(`loaded_${k}`, `Latency under ${k === "down" ? "download" : "upload"}`, msParts(Math.max(0, added)).map((x, i) => (i === 0 ? "+" + x : x)) as [string, string], `added delay; ${msParts(l.p50).join(" ")} median round trip`));
   }
+  const bi = r.bidir;
+  if (bi?.download && bi.download.goodput_bps > 0) figs.push(figure("bidir_down", "Download, both ways at once", rateParts(bi.download.goodput_bps), "goodput while uploading too"));
+  if (bi?.upload && bi.upload.goodput_bps > 0) figs.push(figure("bidir_up", "Upload, both ways at once", rateParts(bi.upload.goodput_bps), "goodput while downloading too"));
+  const bl = bi?.latency_under_load?.rtt_ms;
+  if (bl && bl.n > 0 && ok(idle)) figs.push(figure("loaded_bidir", "Latency, both ways at once", msParts(Math.max(0, bl.p50 - idle)).map((x, i) => (i === 0 ? "+" + x : x)) as [string, string], `added delay; ${msParts(bl.p50).join(" ")} median round trip`));
   const jitter = g.use_cases?.flatMap((u) => u.inputs).find((i) => i.metric === "jitter");
   if (jitter?.measured) figs.push(figure("jitter", "Jitter", msParts(jitter.value), "idle, mean change between round trips"));
   const loss = g.use_cases?.flatMap((u) => u.inputs).find((i) => i.metric === "packet_loss");
@@ -96,11 +102,12 @@ export function headline(r: HeadlineResult): string {
 
   const grades: string[] = [];
   const bb = g.bufferbloat;
-  if (bb?.overall) {
-    const per = [bb.download ? `download ${bb.download.grade}` : "", bb.upload ? `upload ${bb.upload.grade}` : ""].filter(Boolean).join(" · ");
-    const rows = ([["download", bb.download], ["upload", bb.upload], ["overall (mean of both)", bb.overall]] as const)
+  const main = bb?.overall ?? bb?.bidir;
+  if (bb && main) {
+    const per = [bb.download ? `download ${bb.download.grade}` : "", bb.upload ? `upload ${bb.upload.grade}` : "", bb.bidir ? `both ways ${bb.bidir.grade}` : ""].filter(Boolean).join(" · ");
+    const rows = ([["download", bb.download], ["upload", bb.upload], ["overall (mean of both)", bb.overall], ["both ways at once (not in overall)", bb.bidir]] as const)
       .filter(([, l]) => l).map(([n, l]) => `<tr><th scope="row">${n}</th><td>${msParts(l!.loaded_mean_ms).join(" ")}</td><td>+${msParts(l!.added_ms).join(" ")}</td><td>${esc(l!.grade)}</td></tr>`).join("");
-    grades.push(grade("bufferbloat", "Bufferbloat", bb.overall.grade, per,
+    grades.push(grade("bufferbloat", "Bufferbloat", main.grade, per,
       `<p>Added latency under load: mean round trip under load minus the idle mean (${msParts(bb.idle_mean_ms).join(" ")}).</p>` +
       `<table><thead><tr><th>phase</th><th>mean under load</th><th>added</th><th>grade</th></tr></thead><tbody>${rows}</tbody></table>` +
       `<p class="scale">DSLReports scale (also Waveform, LibreQoS): ${esc(bandsText(bb.thresholds_ms, "ms added"))}.</p>`));

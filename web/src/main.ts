@@ -10,9 +10,14 @@ import { localResult } from "./analysis";
 import { runRTCQuality, rtcReport, rtcSummary, MESSAGE_BYTES } from "./rtc";
 import { headline, rateParts, msParts } from "./headline";
 import { latencyBoxes, oneWay } from "./detail";
+import { choices, nearest, pingAll, Choice } from "./servers";
 
-const API = "/sonde/v1/sessions";
-const PING = "/sonde/v1/ping";
+// base is the origin of the server under test: "" for this one, else one
+// of the listed servers (servers.ts), chosen before a run starts.
+let base = "";
+const SESSIONS = "/sonde/v1/sessions";
+const API = () => base + SESSIONS;
+const PING = () => `${base}/sonde/v1/ping`;
 const params = new URLSearchParams(location.search);
 const DURATION_S = clampNum(Number(params.get("duration") ?? 10), 2, 60);
 const PROBE_MS = 20;
@@ -36,6 +41,12 @@ function clampNum(v: number, lo: number, hi: number): number {
 }
 
 interface Sample { t_s: number; rtt_ms: number; server_ms: number }
+type Kind = "download" | "upload";
+// A load phase: one direction, or both at once (the bidirectional phase,
+// whose streams' tags start with "bidir-": protocol.TagBidir).
+type LoadPhase = Kind | "bidir";
+// ?bidir=0 leaves the bidirectional phase out (shorter runs).
+const BIDIR = params.get("bidir") !== "0";
 interface Stream { tag: string; worker: Worker; closed: Promise<Extract<FromWorker, { type: "closed" }>>; counts: { t_s: number; bytes: number }[] }
 
 class Run {
@@ -44,7 +55,7 @@ class Run {
   offsetS = 0;
   errors: string[] = [];
   probes: Sample[] = [];
-  self: Sample[] = [];
+  self: (Sample & { kind: string })[] = [];
   lostAt: number[] = [];
   notes: string[] = []; // not failures: what the run had to work around
   probe?: Stream;
@@ -53,7 +64,13 @@ class Run {
 
   async session(): Promise<void> {
     this.t0 = clock();
-    const r = await fetch(API, { method: "POST", body: JSON.stringify({ client: "sonde-web", duration_s: DURATION_S, tcpinfo_interval_ms: 20 }) });
+    let r: Response;
+    try {
+      r = await fetch(API(), { method: "POST", body: JSON.stringify({ client: "sonde-web", duration_s: DURATION_S, tcpinfo_interval_ms: 20 }) });
+    } catch (e) {
+      // A browser hides why a cross-origin request failed: say both.
+      throw new Error(base ? `${base} did not answer this page: it is unreachable, or it does not let ${location.origin} test against it (its sonde serve --cors-origins)` : `session request: ${(e as Error).message}`);
+    }
     const body = await r.json().catch(() => ({}));
     if (!r.ok) throw new Error(body.error ?? `session request: HTTP ${r.status}`);
     this.offsetS = this.since() / 2;
@@ -74,7 +91,8 @@ class Run {
           case "open": opened(s); break;
           case "count": s.counts.push({ t_s: m.t_s, bytes: m.bytes }); break;
           case "rtt":
-            (m.self ? this.self : this.probes).push({ t_s: m.t_s, rtt_ms: m.rtt_ms, server_ms: m.server_ms });
+            if (m.self) this.self.push({ t_s: m.t_s, rtt_ms: m.rtt_ms, server_ms: m.server_ms, kind });
+            else this.probes.push({ t_s: m.t_s, rtt_ms: m.rtt_ms, server_ms: m.server_ms });
             if (!m.self) live.rtt = m.rtt_ms; // drawn by drawLive, not here
             break;
           case "error": failed(new Error(m.message)); break;
@@ -98,8 +116,8 @@ class Run {
         resolve({ type: "closed", counts: s.counts, lost: [], sent: 0, error: msg });
       };
     });
-    const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    const url = `${proto}//${location.host}${API}/${this.id}/${kind}?tag=${tag}`;
+    const host = new URL(base || location.origin);
+    const url = `${host.protocol === "https:" ? "wss:" : "ws:"}//${host.host}${SESSIONS}/${this.id}/${kind}?tag=${tag}`;
     const crashAfterMs = CRASH === kind && (tag === `${kind[0]}0` || kind === "probe") ? 1500 : undefined;
     worker.postMessage({ cmd: "start", url, kind, t0: this.t0, intervalMs, frameBytes: UPLOAD_FRAME, crashAfterMs } satisfies StartMsg);
     // 15 s: a handshake takes a few RTTs, but Firefox delays new sockets
@@ -113,7 +131,7 @@ class Run {
   }
 
   async live(): Promise<LiveFlow[]> {
-    const r = await fetch(`${API}/${this.id}/live`, { cache: "no-store" });
+    const r = await fetch(`${API()}/${this.id}/live`, { cache: "no-store" });
     if (!r.ok) throw new Error(`live: HTTP ${r.status}`);
     return (await r.json()).flows as LiveFlow[];
   }
@@ -135,77 +153,102 @@ class Run {
     return { samples, lost };
   }
 
-  async phase(kind: "download" | "upload") {
-    const streams: Stream[] = [];
-    const auto = new AutoStreams(MAX_STREAMS);
+  // phase runs a load phase: one direction, or "bidir" (download and
+  // upload streams at once, each direction growing its streams on its
+  // own). It returns the phase's record per direction.
+  async phase(name: LoadPhase) {
+    const kinds: Kind[] = name === "bidir" ? ["download", "upload"] : [name];
+    const prefix = name === "bidir" ? "bidir-" : "";
+    const label = (k: Kind) => (name === "bidir" ? `bidir ${k}` : k);
     const start = this.since();
-    const add = async () => { streams.push(await this.open(kind, `${kind[0]}${streams.length}`, 100)); };
-    const prev = new Map<number, TCPSample>();
-    let serverBytes: { t_s: number; bytes: number }[] = [];
-    let lastTotal = 0, lastAt = this.since();
+    const dirs = kinds.map((kind) => ({
+      kind, streams: [] as Stream[], auto: new AutoStreams(Math.max(1, Math.floor(MAX_STREAMS / kinds.length))),
+      prev: new Map<number, TCPSample>(), serverBytes: [] as { t_s: number; bytes: number }[], lastTotal: 0, lastAt: start,
+    }));
+    type Dir = (typeof dirs)[number];
+    const add = async (d: Dir) => { d.streams.push(await this.open(d.kind, `${prefix}${d.kind[0]}${d.streams.length}`, 100)); };
     // A stream beyond the first that fails to open ends the growth, not
     // the phase: the figures stand for the streams that ran, and a note
     // says why there were not more (Firefox delays new sockets behind a
     // fast download's backlog; docs/browser.md, "Firefox").
-    const grow = async () => {
-      try { await add(); } catch (e) { this.notes.push(`${kind}: ${(e as Error).message}; continued with ${streams.length} stream(s)`); auto.stopped = true; }
+    const grow = async (d: Dir) => {
+      try { await add(d); } catch (e) { this.notes.push(`${label(d.kind)}: ${(e as Error).message}; continued with ${d.streams.length} stream(s)`); d.auto.stopped = true; }
     };
     let foreign: ForeignProbes | undefined;
     try {
-      await add();
-      foreign = new ForeignProbes(PING);
-      await grow();
+      for (const d of dirs) await add(d);
+      foreign = new ForeignProbes(PING());
+      for (const d of dirs) await grow(d);
       const step = Math.max(0.5, (4 * median(this.probes.map((p) => p.rtt_ms))) / 1000 || 0.5);
       let nextStep = this.since() + step;
       while (this.since() - start < DURATION_S && !stopRequested) {
         await sleep(250);
         const now = this.since();
         let flows: LiveFlow[] = [];
-        try { flows = await this.live(); } catch (e) { this.errors.push(`${kind}: the server stopped answering (${(e as Error).message})`); break; }
-        const total = kind === "download"
-          ? streams.reduce((a, s) => a + (s.counts.at(-1)?.bytes ?? 0), 0)
-          : flows.filter((f) => f.kind === kind).reduce((a, f) => a + f.bytes, 0);
-        serverBytes.push({ t_s: now, bytes: total });
-        const rtt = this.probes.at(-1)?.rtt_ms;
-        this.charts.push({ t: now, [kind === "download" ? "down" : "up"]: recentRate(serverBytes, 0.5), rtt });
-        live.bps = recentRate(serverBytes, 1); live.rtt = rtt ?? NaN;
-        $("now").textContent = `${kind}: ${fmtRate(recentRate(serverBytes, 1))} over ${streams.length} streams, RTT ${fmtMs(rtt ?? NaN)}`;
-        if (now >= nextStep && !auto.stopped) {
-          const g = ((total - lastTotal) * 8) / (now - lastAt);
-          lastTotal = total; lastAt = now;
+        try { flows = await this.live(); } catch (e) { this.errors.push(`${name}: the server stopped answering (${(e as Error).message})`); break; }
+        const point: { t: number; down?: number; up?: number; rtt?: number } = { t: now, rtt: this.probes.at(-1)?.rtt_ms };
+        let bps = 0;
+        for (const d of dirs) {
+          const tags = new Set(d.streams.map((s) => s.tag));
+          const total = d.kind === "download"
+            ? d.streams.reduce((a, s) => a + (s.counts.at(-1)?.bytes ?? 0), 0)
+            : flows.filter((f) => f.kind === "upload" && (f.tag === undefined || tags.has(f.tag))).reduce((a, f) => a + f.bytes, 0);
+          d.serverBytes.push({ t_s: now, bytes: total });
+          point[d.kind === "download" ? "down" : "up"] = recentRate(d.serverBytes, 0.5);
+          bps += recentRate(d.serverBytes, 1);
+        }
+        this.charts.push(point);
+        live.bps = bps; live.rtt = point.rtt ?? NaN;
+        live.streams = dirs.reduce((a, d) => a + d.streams.length, 0);
+        if (now >= nextStep) {
           nextStep = now + step;
-          const lim = kind === "download" ? limited(prev, flows, kind) : null;
-          if (auto.step(g, lim, streams.length) === "add") {
-            await grow();
+          for (const d of dirs) {
+            if (d.auto.stopped) continue;
+            const total = d.serverBytes.at(-1)!.bytes;
+            const g = ((total - d.lastTotal) * 8) / (now - d.lastAt);
+            d.lastTotal = total; d.lastAt = now;
+            const lim = d.kind === "download" ? limited(d.prev, flows, d.kind) : null;
+            if (d.auto.step(g, lim, d.streams.length) === "add") await grow(d);
           }
         }
       }
     } catch (e) {
       const m = (e as Error).message;
-      if (!this.errors.some((x) => x.includes(m))) this.errors.push(`${kind}: ${m}`);
+      if (!this.errors.some((x) => x.includes(m))) this.errors.push(`${name}: ${m}`);
     }
     const end = this.since();
     const foreignRes = foreign?.stop();
-    for (const s of streams) s.worker.postMessage({ cmd: "stop" });
-    const closed = await Promise.all(streams.map((s) => s.closed));
-    const counts: Record<string, { t_s: number; bytes: number }[]> = {};
-    streams.forEach((s, i) => { counts[s.tag] = closed[i].counts; });
+    const all = dirs.flatMap((d) => d.streams);
+    for (const s of all) s.worker.postMessage({ cmd: "stop" });
+    await Promise.all(all.map((s) => s.closed));
     const lat = this.window(start, end);
-    const selfMs = this.self.filter((s) => s.t_s >= start && s.t_s <= end).map((s) => s.rtt_ms);
-    return { auto: true, start_s: start, end_s: end, tags: streams.map((s) => s.tag), counts: kind === "download" ? counts : undefined, latency: lat, self_ms: selfMs, foreign: foreignRes,
-      // The server's upload counts as /live showed them: the page's only
-      // upload figure if the server is gone before the report.
-      live_counts: kind === "upload" ? serverBytes : undefined };
+    const out: Partial<Record<Kind, unknown>> = {};
+    for (const d of dirs) {
+      const closed = await Promise.all(d.streams.map((s) => s.closed));
+      const counts: Record<string, { t_s: number; bytes: number }[]> = {};
+      d.streams.forEach((s, i) => { counts[s.tag] = closed[i].counts; });
+      const selfMs = this.self.filter((s) => s.kind === d.kind && s.t_s >= start && s.t_s <= end).map((s) => s.rtt_ms);
+      out[d.kind] = { auto: true, start_s: start, end_s: end, tags: d.streams.map((s) => s.tag), counts: d.kind === "download" ? counts : undefined, latency: lat, self_ms: selfMs, foreign: foreignRes,
+        // The server's upload counts as /live showed them: the page's only
+        // upload figure if the server is gone before the report.
+        live_counts: d.kind === "upload" ? d.serverBytes : undefined };
+    }
+    return out;
   }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-// The live view: the phase loop and the probes write these figures; one
-// requestAnimationFrame loop draws them at display rate, so drawing never
-// runs on the receive path (the workers) nor more often than the screen.
-type Phase = "idle" | "download" | "upload" | "webrtc";
-const live = { running: false, phase: "idle" as Phase, bps: NaN, rtt: NaN, t0: 0, plannedS: 1 };
+// The live view: the phase loop and the probes only write these figures.
+// A 250 ms ticker asks for one animation frame, in which drawLive draws
+// what changed: drawing never runs on the receive path (the workers),
+// never more often than the screen, and at most four times a second, so
+// a busy link's page is not kept rendering frames at display rate while
+// the browser needs the CPU to receive (docs/browser.md, "Throughput").
+type Phase = "idle" | LoadPhase | "webrtc";
+const live = { running: false, phase: "idle" as Phase, bps: NaN, rtt: NaN, streams: 0, t0: 0, plannedS: 1 };
+const DRAW_EVERY_MS = 250;
+let drawTicker: ReturnType<typeof setInterval> | undefined;
 let stopRequested = false;
 let lastDrawn = "";
 function drawLive(): void {
@@ -218,18 +261,18 @@ function drawLive(): void {
     lastDrawn = key;
     $("live-rate").textContent = rate[0];
     $("live-rate-unit").textContent = rate[1];
-    $("live-rate-label").textContent = live.phase === "download" ? "Download" : live.phase === "upload" ? "Upload" : "Throughput";
+    $("live-rate-label").textContent = live.phase === "download" ? "Download" : live.phase === "upload" ? "Upload" : live.phase === "bidir" ? "Both ways, total" : "Throughput";
     $("live-rtt").textContent = rtt;
+    $("now").textContent = `${live.phase}: ${fmtRate(live.bps)} over ${live.streams} streams, RTT ${fmtMs(live.rtt)}`;
     ($("progress-bar") as HTMLElement).style.width = progress.toFixed(1) + "%";
-    const order: Phase[] = ["idle", "download", "upload", "webrtc"];
+    const order: Phase[] = ["idle", "download", "upload", "bidir", "webrtc"];
     document.querySelectorAll<HTMLElement>("#live .phases span").forEach((el) => {
       const i = order.indexOf(el.dataset.p as Phase), cur = order.indexOf(live.phase);
       el.className = i === cur ? "on" : i < cur ? "done" : "";
     });
   }
-  requestAnimationFrame(drawLive);
 }
-function setPhase(p: Phase): void { live.phase = p; live.bps = NaN; }
+function setPhase(p: Phase): void { live.phase = p; live.bps = NaN; live.streams = 0; }
 
 let lastResult: unknown = null;
 
@@ -237,16 +280,19 @@ async function startTest(): Promise<void> {
   const btn = $("start") as HTMLButtonElement;
   btn.disabled = true;
   ($("save") as HTMLButtonElement).disabled = true;
+  ($("server") as HTMLSelectElement).disabled = ($("nearest") as HTMLButtonElement).disabled = true;
   $("report").innerHTML = "";
   $("head").innerHTML = "";
   ($("share") as HTMLAnchorElement).hidden = true;
   $("status").textContent = "Starting…";
   stopRequested = false;
-  Object.assign(live, { running: true, phase: "idle", bps: NaN, rtt: NaN, t0: clock(), plannedS: 1.5 + 2 * DURATION_S + 2 * RTC_DURATION_S + 3 });
+  Object.assign(live, { running: true, phase: "idle", bps: NaN, rtt: NaN, t0: clock(), plannedS: 1.5 + (BIDIR ? 3 : 2) * DURATION_S + 2 * RTC_DURATION_S + 3 });
   $("live").hidden = false;
   $("stop").hidden = false;
   ($("stop") as HTMLButtonElement).disabled = false;
   requestAnimationFrame(drawLive);
+  clearInterval(drawTicker);
+  drawTicker = setInterval(() => requestAnimationFrame(drawLive), DRAW_EVERY_MS);
   const run = new Run();
   const body: Record<string, unknown> = { software: "sonde-web", user_agent: navigator.userAgent, start: new Date().toISOString(), streams: "auto", duration_s: DURATION_S, probe_interval_ms: PROBE_MS };
   try {
@@ -259,11 +305,13 @@ async function startTest(): Promise<void> {
     body.baseline = run.window(b0, run.since());
     for (const p of run.probes) run.charts.push({ t: p.t_s, rtt: p.rtt_ms });
     live.rtt = median(run.probes.map((p) => p.rtt_ms));
-    for (const kind of ["download", "upload"] as const) {
+    for (const ph of (BIDIR ? ["download", "upload", "bidir"] : ["download", "upload"]) as LoadPhase[]) {
       if (stopRequested) break;
-      setPhase(kind);
-      $("status").textContent = `Measuring ${kind}…`;
-      body[kind] = await run.phase(kind);
+      setPhase(ph);
+      $("status").textContent = ph === "bidir" ? "Measuring download and upload at once…" : `Measuring ${ph}…`;
+      const rec = await run.phase(ph);
+      if (ph === "bidir") body.bidir = rec;
+      else body[ph] = rec[ph];
       await run.settle(10);
     }
   } catch (e) {
@@ -275,7 +323,7 @@ async function startTest(): Promise<void> {
   if (run.id && !stopRequested) {
     setPhase("webrtc");
     // WebRTC quality test (rtc.ts): its failure is one error line, the other results stay.
-    const rtc = await runRTCQuality(`${API}/${run.id}`, { durationS: RTC_DURATION_S, size: RTC_SIZE, status: (s) => ($("status").textContent = s) });
+    const rtc = await runRTCQuality(`${API()}/${run.id}`, { durationS: RTC_DURATION_S, size: RTC_SIZE, status: (s) => ($("status").textContent = s) });
     if (rtc.error) run.errors.push(rtc.error);
     body.webrtc = rtc.result;
   }
@@ -285,7 +333,7 @@ async function startTest(): Promise<void> {
   let result: ResultLike & Record<string, unknown>;
   try {
     if (!run.id) throw new Error("no session");
-    const r = await fetch(`${API}/${run.id}/result`, { method: "POST", body: JSON.stringify(body) });
+    const r = await fetch(`${API()}/${run.id}/result`, { method: "POST", body: JSON.stringify(body) });
     const j = await r.json();
     if (!r.ok) throw new Error(j.error ?? `HTTP ${r.status}`);
     result = j;
@@ -294,15 +342,17 @@ async function startTest(): Promise<void> {
     run.errors.push(`report from the server failed: ${(e as Error).message}; showing the page's own measurements`);
     result = localResult(run.id, body, run.errors);
   }
-  fetch(`${API}/${run.id}`, { method: "DELETE" }).catch(() => {});
+  fetch(`${API()}/${run.id}`, { method: "DELETE" }).catch(() => {});
   lastResult = result;
   live.running = false;
+  clearInterval(drawTicker);
   $("live").hidden = true;
   $("stop").hidden = true;
-  render(result);
+  render(result, base);
   void showPast();
   $("status").textContent = result.errors?.length ? "Finished with problems (see below)." : "Done.";
   btn.disabled = false;
+  ($("server") as HTMLSelectElement).disabled = ($("nearest") as HTMLButtonElement).disabled = false;
   btn.textContent = "Run again";
   ($("save") as HTMLButtonElement).disabled = false;
 }
@@ -317,23 +367,26 @@ function esc(s: string): string {
   return s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
 }
 
-function render(r: any): void {
+// render shows a result; from is the origin of the server that holds it
+// ("" for this one), whose /r/ID is its permanent link.
+function render(r: any, from = ""): void {
   // The hero shrinks so the result is the first screen; not on a stored
   // result's page as it loads, where the shift would move what is read.
   if (!document.body.classList.contains("shared")) document.body.classList.add("has-result");
   $("head").innerHTML = headline(r);
   const share = $("share") as HTMLAnchorElement;
   share.hidden = !r.id || r.partial;
-  share.href = `/r/${encodeURIComponent(r.id ?? "")}`;
+  share.href = `${from}/r/${encodeURIComponent(r.id ?? "")}`;
   const rows: string[] = [];
   if (r.partial) rows.push(`<p class="partial" id="partial">Partial result: the server could not complete the report, so only the page's own figures are shown (no RFC 6349 figures). Save JSON keeps them and the raw measurements.</p>`);
   rows.push(`<section id="summary-box" aria-labelledby="summary-title"><h2 id="summary-title">In words</h2><ul id="summary">${[...summary(r), ...rtcSummary(r)].map((l) => `<li>${esc(l)}</li>`).join("")}</ul></section>`);
   rows.push(latencyBoxes(r), oneWay(r));
-  for (const kind of ["download", "upload"]) {
-    const d = r[kind];
+  const phases: [string, Kind, any, string][] = [["download", "download", r.download, "Download (server → you)"], ["upload", "upload", r.upload, "Upload (you → server)"],
+    ["bidir-download", "download", r.bidir?.download, "Both ways at once: download (server → you)"], ["bidir-upload", "upload", r.bidir?.upload, "Both ways at once: upload (you → server)"]];
+  for (const [id, kind, d, title] of phases) {
     if (!d) continue;
     const f = d.rfc6349 ?? { bottleneck: "n/a (no report from the server)" };
-    const lat = d.latency_under_load?.rtt_ms;
+    const lat = (d.latency_under_load ?? (id.startsWith("bidir") ? r.bidir?.latency_under_load : undefined))?.rtt_ms;
     const kv: [string, string, string][] = [
       ["goodput", fmtRate(d.goodput_bps), "goodput_bps"],
       ["streams", `${d.streams} (${d.streams_mode})`, "streams"],
@@ -347,7 +400,7 @@ function render(r: any): void {
       ["max achievable (window/RTT)", kind === "download" ? fmtRate(f.max_achievable_bps ?? NaN) : "n/a", "max_achievable"],
       ["bottleneck", f.bottleneck || "unknown", "bottleneck"],
     ];
-    rows.push(`<section class="dir" id="${kind}"><h2>${kind === "download" ? "Download (server → you)" : "Upload (you → server)"}</h2><table>${kv.map(([k, v, id]) => `<tr><th>${k}</th><td data-k="${id}">${esc(v)}</td></tr>`).join("")}</table></section>`);
+    rows.push(`<section class="dir" id="${id}"><h2>${title}</h2><table>${kv.map(([k, v, id]) => `<tr><th>${k}</th><td data-k="${id}">${esc(v)}</td></tr>`).join("")}</table></section>`);
   }
   if (r.baseline) rows.push(`<p id="baseline">Idle RTT: min <span data-k="baseline_min">${fmtMs(r.baseline.rtt_ms.min)}</span>, median ${fmtMs(r.baseline.rtt_ms.p50)} over ${r.baseline.rtt_ms.n} probes.</p>`);
   rows.push(rtcReport(r));
@@ -403,4 +456,32 @@ if (shared) {
   }).catch((e) => { $("status").textContent = `Could not load result ${shared[1]}: ${(e as Error).message}`; })
     .finally(() => document.body.classList.remove("shared"));
 }
-(window as any).sonde = { result: () => lastResult };
+// Servers (servers.ts): the other sonde servers this one lists, shown
+// only when it lists any; "Pick nearest" measures each and selects the
+// one with the lowest round trip.
+let servers: Choice[] = [];
+const serverSel = $("server") as HTMLSelectElement;
+function fillServers(): void {
+  serverSel.innerHTML = servers.map((c, i) => `<option value="${i}">${esc(c.name)}${c.origin ? ` (${esc(new URL(c.origin).host)})` : ""}` +
+    `${c.rttMs !== undefined ? ` – ${fmtMs(c.rttMs)}` : c.error ? ` – ${esc(c.error)}` : ""}</option>`).join("");
+  serverSel.value = String(Math.max(0, servers.findIndex((c) => c.origin === base)));
+}
+fetch("/sonde/v1/servers", { cache: "no-store" }).then((r) => (r.ok ? r.json() : [])).then((list) => {
+  servers = choices(list, location.href);
+  if (servers.length < 2) return;
+  fillServers();
+  $("servers").hidden = false;
+}).catch(() => {});
+serverSel.addEventListener("change", () => { base = servers[Number(serverSel.value)]?.origin ?? ""; });
+$("nearest").addEventListener("click", async () => {
+  const b = $("nearest") as HTMLButtonElement;
+  b.disabled = serverSel.disabled = true;
+  $("status").textContent = `Measuring the round trip to ${servers.length} servers…`;
+  await pingAll(servers);
+  const i = nearest(servers);
+  if (i >= 0) base = servers[i].origin;
+  fillServers();
+  $("status").textContent = i >= 0 ? `Nearest: ${servers[i].name}, ${fmtMs(servers[i].rttMs!)}.` : "No server answered.";
+  b.disabled = serverSel.disabled = false;
+});
+(window as any).sonde = { result: () => lastResult, server: () => base };

@@ -70,6 +70,19 @@ test("upload high-water mark follows the drain rate within its bounds", () => {
   starved.update(100e3, 4, false);
   const before = starved.bytes;
   assert.equal(starved.update(100e3, 4, true), Math.min(max, before * 2));
+  // 1 Gbit/s with refills 60 ms apart (a busy machine's late timers):
+  // the queue covers twice the wait, 15 MB, not 40 ms of data.
+  const late = new HighWater(max);
+  for (let i = 0; i < 50; i++) late.update(125e3 * 60, 60, false);
+  assert.ok(Math.abs(late.bytes - 15e6) < 3e5, `${late.bytes}`);
+  // Punctual again: the queue shrinks back towards 40 ms of data.
+  for (let i = 0; i < 200; i++) late.update(125e3 * 4, 4, false);
+  assert.ok(Math.abs(late.bytes - 5e6) < 1e5, `${late.bytes}`);
+  // A starved interval does not lower the rate.
+  const st = new HighWater(max);
+  for (let i = 0; i < 50; i++) st.update(125e3 * 4, 4, false);
+  st.update(10e3, 4, true);
+  assert.ok(st.bytes >= 5e6 - 1e5, `${st.bytes}`);
 });
 
 test("stats interpolate quantiles", () => {
