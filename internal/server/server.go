@@ -21,8 +21,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sonde-project/sonde/internal/mbmsink"
 	"github.com/sonde-project/sonde/internal/librespeed"
+	"github.com/sonde-project/sonde/internal/mbmsink"
 	"github.com/sonde-project/sonde/internal/protocol"
 	"github.com/sonde-project/sonde/internal/rtcquality"
 	"github.com/sonde-project/sonde/internal/store"
