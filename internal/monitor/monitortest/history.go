@@ -26,6 +26,7 @@ const (
 // History describes what Fill writes.
 type History struct {
 	Name    string                // the monitor
+	Labels  map[string]string     // its labels (the fleet's groups)
 	Streams []model.MonitorStream // registered in this order
 	// FromNs, ToNs: the span written; probes at 1 per second per stream.
 	FromNs, ToNs int64
@@ -55,7 +56,7 @@ func Fill(ctx context.Context, st store.Monitors, h History) (Written, error) {
 	if h.ToNs <= h.FromNs || len(h.Streams) == 0 {
 		return w, fmt.Errorf("monitortest: empty history")
 	}
-	mid, err := st.Monitor(ctx, store.Identity{Name: h.Name})
+	mid, err := st.Monitor(ctx, store.Identity{Name: h.Name, Labels: h.Labels})
 	if err != nil {
 		return w, err
 	}
