@@ -109,7 +109,7 @@ try {
         await b.waitFor(`document.getElementById("range-state").textContent.includes("read from")`, 30_000, 200);
         await sleep(200);
         const n = await b.eval(`({ full: document.querySelectorAll("#smoke svg rect.lfull").length, gap: document.querySelectorAll("#smoke svg rect.nodata").length })`);
-        if (name === "outage" && n.full < 3) r.problems.push(`around the outage: ${n.full} intervals of 100 % loss drawn`);
+        if (name === "outage" && n.full < 2) r.problems.push(`around the outage: ${n.full} intervals of 100 % loss drawn`);
         if (name === "gap" && n.gap < 1) r.problems.push("around the gap: no hatched interval");
         if (size === "desktop" || scheme === "dark") {
           await b.eval(`window.scrollTo(0, document.getElementById("smoke").closest(".panel").offsetTop - 8)`);

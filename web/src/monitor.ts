@@ -376,15 +376,20 @@ function drawSmoke(rep: Report, bs: Bucket[], evs: MonitorEvent[]): void {
   const ph = phone ? 170 : 230; // plot height
   const laneH = 11, lanesTop = M.top + ph + 6, axisY = lanesTop + 2 * laneH + 4, h = axisY + 20;
   const sc = xScale(rep, w);
-  // The y range: p10 to p90 of every interval, so one spike does not
-  // flatten the rest; the extremes beyond are clipped at the edges.
-  let lo = Infinity, hi = 0;
+  // The y range: up to the highest p90 (a loaded episode shows whole),
+  // down to the p10 that all but the lowest 2 % of intervals stay above
+  // (one odd interval does not squash the rest); the extremes beyond are
+  // clipped at the edges.
+  const p10s: number[] = [];
+  let hi = 0;
   for (const b of bs) {
     const q = b.p?.smoke_ns;
     if (!q) continue;
-    lo = Math.min(lo, q[0] / 1e6);
+    p10s.push(q[1] / 1e6);
     hi = Math.max(hi, q[5] / 1e6, q[3] / 1e6 * 1.3);
   }
+  p10s.sort((a, b) => a - b);
+  let lo = p10s[Math.floor(p10s.length * 0.02)] ?? 1;
   if (!(hi > 0)) { lo = 1; hi = 100; }
   lo = Math.max(0.01, lo / 1.15);
   hi = Math.max(hi * 1.1, lo * 3);
@@ -395,7 +400,9 @@ function drawSmoke(rep: Report, bs: Bucket[], evs: MonitorEvent[]): void {
   const defs = svg("defs", {}, root);
   const pat = svg("pattern", { id: "hatch", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" }, defs);
   svg("line", { x1: 0, y1: 0, x2: 0, y2: 6, class: "hatch-line" }, pat);
-  const ticks = logTicks(lo, hi);
+  // Ticks at least 16 px apart: 1-2-5, else decades only.
+  let ticks = logTicks(lo, hi);
+  if (ticks.length > ph / 16) ticks = ticks.filter((t) => Number.isInteger(+Math.log10(t).toFixed(6)));
   for (const t of ticks) {
     svg("line", { x1: M.left, x2: w - M.right, y1: ly(t), y2: ly(t), class: "ax" }, root);
     const tx = svg("text", { x: M.left - 5, y: ly(t) + 4, "text-anchor": "end", class: "ax-text" }, root);
