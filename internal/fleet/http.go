@@ -155,25 +155,32 @@ func Handler(st ViewStore, assets fs.FS, now func() time.Time) http.Handler {
 		}
 		_, _ = w.Write(b)
 	})
-	mux.HandleFunc("/fleet.json", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
+	// report runs fn in the one report slot, at most ReportTimeout; a GET
+	// only, and a 503 while another runs.
+	report := func(fn func(ctx context.Context, w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet {
+				http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+				return
+			}
+			select {
+			case busy <- struct{}{}:
+				defer func() { <-busy }()
+			default:
+				http.Error(w, "a report is running: try again shortly", http.StatusServiceUnavailable)
+				return
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), ReportTimeout)
+			defer cancel()
+			fn(ctx, w, r)
 		}
+	}
+	mux.HandleFunc("/fleet.json", report(func(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 		req, err := ParseQuery(r.URL.RawQuery, now())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		select {
-		case busy <- struct{}{}:
-			defer func() { <-busy }()
-		default:
-			http.Error(w, "a report is running: try again shortly", http.StatusServiceUnavailable)
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), ReportTimeout)
-		defer cancel()
 		rep, err := Report(ctx, st, req)
 		if err != nil {
 			http.Error(w, "the report failed: "+err.Error(), http.StatusInternalServerError)
@@ -181,26 +188,13 @@ func Handler(st ViewStore, assets fs.FS, now func() time.Time) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(rep)
-	})
-	mux.HandleFunc("/report", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
+	}))
+	mux.HandleFunc("/report", report(func(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 		name, from, to, err := ParseReportQuery(r.URL.RawQuery, now())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		select {
-		case busy <- struct{}{}:
-			defer func() { <-busy }()
-		default:
-			http.Error(w, "a report is running: try again shortly", http.StatusServiceUnavailable)
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), ReportTimeout)
-		defer cancel()
 		rep, err := query.Run(ctx, st, query.Request{Name: name, FromNs: from, ToNs: to})
 		switch {
 		case errors.Is(err, query.ErrNoData):
@@ -218,7 +212,7 @@ func Handler(st ViewStore, assets fs.FS, now func() time.Time) http.Handler {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Security-Policy", reportCSP)
 		_, _ = w.Write(b.Bytes())
-	})
+	}))
 	return secure(mux)
 }
 

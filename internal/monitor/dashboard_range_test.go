@@ -168,3 +168,48 @@ func TestDashboardRange(t *testing.T) {
 }
 
 const dayNsTest = 24 * int64(time.Hour)
+
+// FuzzRangeEndpoint sends any query to /range over a day of history: a
+// 400 of one line, or a 200 whose JSON holds at most the points asked
+// for per stream.
+func FuzzRangeEndpoint(f *testing.F) {
+	for _, s := range []string{"span=24h&points=50", "span=1h", "from=1767225600&to=1767229200&points=10", "span=400d", "points=1500", "to=1767229200"} {
+		f.Add(s)
+	}
+	c, _ := testCore(f, time.Second)
+	if _, err := monitortest.Fill(context.Background(), c.st, monitortest.History{Name: "t", Streams: c.plan.Streams,
+		FromNs: t0, ToNs: t0 + dayNsTest, RawNs: int64(10 * time.Minute), Seed: 2}); err != nil {
+		f.Fatal(err)
+	}
+	h := c.rangeHandler(func() time.Time { return time.Unix(0, t0+dayNsTest) })
+	f.Fuzz(func(t *testing.T, q string) {
+		rw := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/range", nil)
+		req.URL.RawQuery = q
+		h(rw, req)
+		switch rw.Code {
+		case 400:
+			if strings.Count(strings.TrimSpace(rw.Body.String()), "\n") != 0 {
+				t.Fatalf("%q: %q", q, rw.Body.String())
+			}
+		case 200:
+			var out DashboardRange
+			if err := json.Unmarshal(rw.Body.Bytes(), &out); err != nil {
+				t.Fatal(err)
+			}
+			rq, err := ParseRangeQuery(q, time.Unix(0, t0+dayNsTest))
+			if err != nil {
+				t.Fatalf("%q answered 200 but does not parse: %v", q, err)
+			}
+			if out.Report != nil {
+				for _, s := range out.Report.Series {
+					if len(s.Points) > rq.Points {
+						t.Fatalf("%q: %d points, asked %d", q, len(s.Points), rq.Points)
+					}
+				}
+			}
+		default:
+			t.Fatalf("%q: %d %s", q, rw.Code, rw.Body.String())
+		}
+	})
+}

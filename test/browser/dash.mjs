@@ -9,7 +9,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Browser, sleep } from "./cdp.mjs";
+import { Browser, audit as auditWith, sleep, viewShot } from "./cdp.mjs";
 
 const [dash, fleetURL, out, marksArg] = process.argv.slice(2);
 if (!dash || !fleetURL || !out || !marksArg) {
@@ -19,16 +19,7 @@ if (!dash || !fleetURL || !out || !marksArg) {
 const marks = JSON.parse(marksArg);
 const here = dirname(fileURLToPath(import.meta.url));
 const axe = readFileSync(join(here, "../../web/node_modules/axe-core/axe.min.js"), "utf8");
-
-async function viewShot(b, path) {
-  const { data } = await b.call("Page.captureScreenshot", { format: "png" });
-  writeFileSync(path, Buffer.from(data, "base64"));
-}
-
-async function audit(b) {
-  if (!(await b.eval(`typeof axe !== "undefined"`))) await b.eval(axe);
-  return b.eval(`axe.run(document).then((r) => ({ passes: r.passes.length, violations: r.violations.filter((x) => x.impact === "serious" || x.impact === "critical").map((x) => x.id + " (" + x.impact + "): " + x.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")) }))`);
-}
+const audit = (b) => auditWith(b, axe);
 
 // Figures: none reads "--", NaN, undefined, Infinity, or a bare dash
 // where the store holds data.
@@ -101,7 +92,10 @@ try {
         const c = await b.eval(chartCheck);
         // An hour may hold no event; every range holds intervals and lines.
         r.problems.push(...c.filter((x) => !(span === "1h" && /event/.test(x))).map((x) => `${span}: ${x}`));
-        if (key === "desktop-light") await viewShot(b, join(out, `dash-${key}-${span}.png`));
+        if (key === "desktop-light") {
+          await b.eval(`window.scrollTo(0, document.getElementById("smoke").closest(".panel").offsetTop - 8)`);
+          await viewShot(b, join(out, `dash-${key}-${span}.png`));
+        }
       }
       // Around the outage and the gap: 100 % loss and no data drawn apart.
       for (const [name, at] of [["outage", marks.outage_s], ["gap", marks.gap_from_s]]) {

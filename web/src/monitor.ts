@@ -583,7 +583,9 @@ function drawRL(rep: Report, bs: Bucket[], si: number): void {
       d += `${pen ? "L" : "M"}${x0.toFixed(1)} ${y(r).toFixed(1)}L${x1.toFixed(1)} ${y(r).toFixed(1)}`;
       pen = true;
     });
-    svg("path", { d, class: `rl-line p${k}` }, root);
+    // Wider lines underneath: profiles whose R is the same (the same
+    // latency or both beyond every RTT) still show each colour.
+    svg("path", { d, class: `rl-line p${k}`, "stroke-width": 1.6 + 1.4 * (lines.length - 1 - k) }, root);
   });
   svg("line", { x1: M.left, x2: w - M.right, y1: axisY, y2: axisY, class: "ax" }, root);
   timeAxis(root, sc, axisY, w < 500 ? 4 : 8);
