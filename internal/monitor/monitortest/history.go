@@ -125,7 +125,11 @@ func Fill(ctx context.Context, st store.Monitors, h History) (Written, error) {
 	if w.OutageNs < rawFrom {
 		w.Events = append(w.Events, model.MonitorEvent{Kind: model.EventOutage, StartNs: w.OutageNs, EndNs: w.OutageNs + 5*minuteNs, Stream: -1,
 			Text:   "link outage: every probe of every target lost for 5m0s",
-			Detail: map[string]float64{"duration_s": 300, "probes_lost": float64(300 * len(h.Streams)), "streams": float64(len(h.Streams))}})
+			Detail: map[string]float64{"duration_s": 300, "probes_lost": float64(300 * len(h.Streams)), "streams": float64(len(h.Streams))}},
+			// The daemon's stored alert change (monitor.EventAlert) for it.
+			model.MonitorEvent{Kind: "alert", StartNs: w.OutageNs + 10e9, EndNs: w.OutageNs + 5*minuteNs, Stream: -1,
+				Text:  "RESOLVED link-outage [critical]: every probe of every target lost",
+				Flags: []string{"status=resolved", "rule=link-outage", "severity=critical"}})
 	}
 	for d := from / dayNs * dayNs; d < rawFrom; d += dayNs {
 		for _, ep := range episodes {
