@@ -35,6 +35,9 @@ const (
 	rangeExact = 1 << 17
 	// rangeEvents bounds the events /range lists (the newest are kept).
 	rangeEvents = 2000
+	// rangeRawNs: a range reads raw probes for its last day at most, the
+	// per-minute rollups before (query.Request.RawFromNs).
+	rangeRawNs = int64(24 * time.Hour)
 )
 
 // RangeQuery is what /range asks: [FromNs, ToNs) and at most Points
@@ -171,7 +174,7 @@ func (c *core) rangeHandler(now func() time.Time) http.HandlerFunc {
 		defer cancel()
 		out := DashboardRange{NowNs: t.UnixNano()}
 		rep, err := query.Run(ctx, c.st, query.Request{Name: c.plan.Name, FromNs: q.FromNs, ToNs: q.ToNs,
-			Config: c.rangeConfig(), Points: q.Points, Detail: true})
+			Config: c.rangeConfig(), Points: q.Points, Detail: true, RawFromNs: q.ToNs - rangeRawNs})
 		switch {
 		case errors.Is(err, query.ErrNoData):
 			out.Empty = true

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor/monitortest"
+	"github.com/sonde-project/sonde/internal/monitor/query"
 )
 
 func TestParseRangeQuery(t *testing.T) {
@@ -129,6 +130,21 @@ func TestDashboardRange(t *testing.T) {
 	r := week.Report
 	if r.RawFromNs != end-2*int64(time.Hour) {
 		t.Errorf("raw from %d, want %d", r.RawFromNs, end-2*int64(time.Hour))
+	}
+	// Reading rollups for minutes whose raw probes are kept (the long
+	// ranges' shortcut) counts the same probes.
+	for _, raw := range []int64{0, end - int64(time.Hour)} {
+		rep, err := query.Run(context.Background(), c.st, query.Request{Name: "t", FromNs: end - 3*int64(time.Hour), ToNs: end, RawFromNs: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := end - 2*int64(time.Hour)
+		if raw != 0 {
+			want = raw / 60e9 * 60e9
+		}
+		if s := rep.Stats[0]; s.Sent != 3*3600 || rep.RawFromNs != want {
+			t.Errorf("raw from %d: %d probes, raw from %d (want %d)", raw, s.Sent, rep.RawFromNs, want)
+		}
 	}
 	kinds := map[model.EventKind]int{}
 	for _, e := range r.Events {

@@ -1,7 +1,6 @@
 // Package monitortest writes a monitor's synthetic history into a store
 // through the store's API (store.Monitors), the rows a daemon would have
-// written: per-minute rollups for the older days, raw probes for the
-// newest hours, stored outages, loaded episodes, a restart after a gap.
+// written: per-minute rollups, raw probes too for the newest hours, stored outages, loaded episodes, a restart after a gap.
 // The dashboard's tests and its browser test read it back.
 package monitortest
 
@@ -30,7 +29,8 @@ type History struct {
 	Streams []model.MonitorStream // registered in this order
 	// FromNs, ToNs: the span written; probes at 1 per second per stream.
 	FromNs, ToNs int64
-	// RawNs: the last RawNs of the span are raw probes, the rest rollups.
+	// RawNs: the last RawNs of the span are also kept as raw probes;
+	// every minute has its rollup.
 	RawNs int64
 	Seed  uint64
 }
@@ -95,17 +95,15 @@ func Fill(ctx context.Context, st store.Monitors, h History) (Written, error) {
 		if t >= w.GapFromNs && t < w.GapToNs {
 			continue
 		}
-		if t == rawFrom {
-			roller.Flush()
-		}
 		for i := range h.Streams {
 			p := probeAt(rng, int32(i), seq[i], t, stepNs, w.OutageNs)
 			seq[i]++
-			if t < rawFrom {
-				if err := roller.Add(p); err != nil {
-					return w, err
-				}
-			} else {
+			// Every minute is rolled up, as the daemon does; the newest
+			// are kept raw as well.
+			if err := roller.Add(p); err != nil {
+				return w, err
+			}
+			if t >= rawFrom {
 				b.Probes = append(b.Probes, p)
 				w.Probes++
 			}

@@ -54,6 +54,11 @@ type Request struct {
 	// MaxSeriesPoints): the buckets are as many whole minutes as keep it
 	// within.
 	Points int
+	// RawFromNs, when set, reads rollups, not raw samples, for the minutes
+	// before it even where retention kept the raw ones (the dashboard's
+	// long ranges: a month of raw probes takes a minute to read, its
+	// rollups a second). Rounded down to a minute.
+	RawFromNs int64
 	// Detail adds the dashboard's figures to each series point (the smoke
 	// quantiles, counts within each threshold and per load state) and the
 	// report's thresholds.
@@ -125,6 +130,9 @@ func Run(ctx context.Context, st store.Monitors, req Request) (*model.MonitorRep
 			return nil, fmt.Errorf("monitor %q: %w", name, err)
 		}
 		cut = min(max(b, req.FromNs), req.ToNs)
+	}
+	if f := floorMinute(req.RawFromNs); f > cut {
+		cut = min(f, req.ToNs)
 	}
 	rolled := 0
 	if cut > req.FromNs {
