@@ -105,7 +105,9 @@ func TestDashboardRange(t *testing.T) {
 		return resp.StatusCode, out, raw.String()
 	}
 	for _, span := range []string{"1h", "24h", "7d"} {
+		start := time.Now()
 		code, out, _ := get("span=" + span + "&points=200")
+		t.Logf("span %s read in %v", span, time.Since(start).Round(time.Millisecond))
 		if code != 200 || out.Report == nil || len(out.Report.Series) != 1 {
 			t.Fatalf("span %s: %d %+v", span, code, out)
 		}

@@ -44,7 +44,7 @@ async function getJSON<T>(path: string): Promise<T> {
 function fig(label: string, value: [string, string], sub = "", tone = "", key = ""): HTMLElement {
   const f = el("div", undefined, "fig" + (tone ? " tone-" + tone : ""));
   f.appendChild(el("div", label, "fig-label"));
-  const v = el("div", value[0], "fig-value");
+  const v = el("div", value[0], "fig-value" + (/^[\d.–]/.test(value[0]) ? "" : " word"));
   if (key) v.dataset.k = key;
   if (value[1]) v.appendChild(el("span", value[1], "unit"));
   f.appendChild(v);
