@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/monitor/query"
+	monreport "github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/units"
 )
@@ -71,12 +74,59 @@ func parseSpan(s string) (int64, error) {
 	return int64(d), nil
 }
 
+// ParseReportQuery reads the query of a monitor's own report (/report):
+// monitor (its name, required) and since (as ParseQuery's; default 7d).
+// It returns the monitor and the range ending at now.
+func ParseReportQuery(raw string, now time.Time) (name string, fromNs, toNs int64, err error) {
+	if len(raw) > maxQueryBytes {
+		return "", 0, 0, fmt.Errorf("a query of %d bytes: at most %d", len(raw), maxQueryBytes)
+	}
+	v, err := url.ParseQuery(raw)
+	if err != nil {
+		return "", 0, 0, errors.New("the query string is malformed")
+	}
+	for k, vs := range v {
+		if k != "since" && k != "monitor" {
+			return "", 0, 0, fmt.Errorf("unknown parameter %.40q: want monitor and since", k)
+		}
+		if len(vs) != 1 {
+			return "", 0, 0, fmt.Errorf("%s given %d times", k, len(vs))
+		}
+	}
+	name = v.Get("monitor")
+	if name == "" || len(name) > store.MaxNameLen {
+		return "", 0, 0, fmt.Errorf("monitor: give the monitor's name (at most %d bytes)", store.MaxNameLen)
+	}
+	since := "7d"
+	if v.Has("since") {
+		since = v.Get("since")
+	}
+	d, err := parseSpan(since)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	toNs = now.UnixNano()
+	return name, toNs - d, toNs, nil
+}
+
+// ViewStore is what the fleet view reads: the fleet report's rows, and
+// one monitor's rows for its own report.
+type ViewStore interface {
+	store.FleetReader
+	store.Monitors
+}
+
+// reportCSP is a monitor report's: self-contained HTML with its own
+// inline stylesheet and SVG, no script.
+const reportCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
 // Handler serves the fleet view: the page (fleet.html, fleet.js and the
-// monitor's stylesheet from assets) and /fleet.json, the report of the
-// query's range and filter over st. One report runs at a time (another
-// request meanwhile gets 503), each at most ReportTimeout; now is the
-// clock (time.Now).
-func Handler(st store.FleetReader, assets fs.FS, now func() time.Time) http.Handler {
+// monitor's stylesheet from assets), /fleet.json, the report of the
+// query's range and filter over st, and /report, one monitor's own
+// report (`sonde monitor report`'s HTML) over the same range. One report
+// of either kind runs at a time (another request meanwhile gets 503),
+// each at most ReportTimeout; now is the clock (time.Now).
+func Handler(st ViewStore, assets fs.FS, now func() time.Time) http.Handler {
 	busy := make(chan struct{}, 1)
 	files := map[string]string{"/": "fleet.html", "/fleet.js": "fleet.js", "/monitor.css": "monitor.css"}
 	mux := http.NewServeMux()
@@ -105,25 +155,32 @@ func Handler(st store.FleetReader, assets fs.FS, now func() time.Time) http.Hand
 		}
 		_, _ = w.Write(b)
 	})
-	mux.HandleFunc("/fleet.json", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
+	// report runs fn in the one report slot, at most ReportTimeout; a GET
+	// only, and a 503 while another runs.
+	report := func(fn func(ctx context.Context, w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet {
+				http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+				return
+			}
+			select {
+			case busy <- struct{}{}:
+				defer func() { <-busy }()
+			default:
+				http.Error(w, "a report is running: try again shortly", http.StatusServiceUnavailable)
+				return
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), ReportTimeout)
+			defer cancel()
+			fn(ctx, w, r)
 		}
+	}
+	mux.HandleFunc("/fleet.json", report(func(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 		req, err := ParseQuery(r.URL.RawQuery, now())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		select {
-		case busy <- struct{}{}:
-			defer func() { <-busy }()
-		default:
-			http.Error(w, "a report is running: try again shortly", http.StatusServiceUnavailable)
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), ReportTimeout)
-		defer cancel()
 		rep, err := Report(ctx, st, req)
 		if err != nil {
 			http.Error(w, "the report failed: "+err.Error(), http.StatusInternalServerError)
@@ -131,7 +188,31 @@ func Handler(st store.FleetReader, assets fs.FS, now func() time.Time) http.Hand
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(rep)
-	})
+	}))
+	mux.HandleFunc("/report", report(func(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+		name, from, to, err := ParseReportQuery(r.URL.RawQuery, now())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rep, err := query.Run(ctx, st, query.Request{Name: name, FromNs: from, ToNs: to})
+		switch {
+		case errors.Is(err, query.ErrNoData):
+			http.Error(w, strings.TrimSuffix(err.Error(), ": "+query.ErrNoData.Error()), http.StatusNotFound)
+			return
+		case err != nil:
+			http.Error(w, "the report failed: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		var b bytes.Buffer
+		if err := monreport.WriteMonitorHTML(&b, rep); err != nil {
+			http.Error(w, "the report failed: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", reportCSP)
+		_, _ = w.Write(b.Bytes())
+	}))
 	return secure(mux)
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,11 +16,11 @@ import (
 )
 
 func TestHandler(t *testing.T) {
-	st, f := openStore(t, filepath.Join(t.TempDir(), "fleet.db"))
+	st, _ := openStore(t, filepath.Join(t.TempDir(), "fleet.db"))
 	writeFleet(t, st)
 	assets := fstest.MapFS{"fleet.html": {Data: []byte("<p>fleet</p>")}, "fleet.js": {Data: []byte("1")}, "monitor.css": {Data: []byte("p{}")}}
 	now := func() time.Time { return time.Unix(0, t0+hours*3600e9) }
-	srv := httptest.NewServer(Handler(f, assets, now))
+	srv := httptest.NewServer(Handler(st, assets, now))
 	defer srv.Close()
 	get := func(path string) (*http.Response, string) {
 		t.Helper()
@@ -48,6 +49,21 @@ func TestHandler(t *testing.T) {
 			t.Errorf("?%s: %d %q, want 400 and one line", q, res.StatusCode, body)
 		}
 	}
+	// A monitor's own report: the HTML of monitor report, no script.
+	name := rep.Monitors[0].Name
+	res, body = get("/report?since=3h&monitor=" + url.QueryEscape(name))
+	if res.StatusCode != 200 || !strings.Contains(body, name) || strings.Contains(body, "<script") ||
+		!strings.Contains(res.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Errorf("/report of %q: %d %q, script %v, named %v", name, res.StatusCode, res.Header.Get("Content-Security-Policy"), strings.Contains(body, "<script"), strings.Contains(body, name))
+	}
+	if res, body := get("/report?monitor=nosuch"); res.StatusCode != 404 || strings.Count(strings.TrimSpace(body), "\n") != 0 {
+		t.Errorf("/report of no monitor: %d %q", res.StatusCode, body)
+	}
+	for _, q := range []string{"", "since=7d", "monitor=a&monitor=b", "monitor=a&x=1", "monitor=a&since=0d"} {
+		if res, body := get("/report?" + q); res.StatusCode != 400 || strings.Count(strings.TrimSpace(body), "\n") != 0 {
+			t.Errorf("/report?%s: %d %q, want 400 and one line", q, res.StatusCode, body)
+		}
+	}
 	if res, _ := get("/nothing"); res.StatusCode != 404 {
 		t.Errorf("/nothing: %d", res.StatusCode)
 	}
@@ -68,6 +84,22 @@ func FuzzParseQuery(f *testing.F) {
 		}
 		if err := req.Check(); err != nil {
 			t.Fatalf("%q parsed to a request Report refuses: %v", q, err)
+		}
+	})
+}
+
+func FuzzParseReportQuery(f *testing.F) {
+	for _, s := range []string{"monitor=home&since=7d", "monitor=a%20b", "monitor=", "since=36h&monitor=x", "monitor=%zz"} {
+		f.Add(s)
+	}
+	now := time.Unix(1_767_225_600, 0)
+	f.Fuzz(func(t *testing.T, q string) {
+		name, from, to, err := ParseReportQuery(q, now)
+		if err != nil {
+			return
+		}
+		if name == "" || len(name) > 256 || to != now.UnixNano() || from >= to || to-from > MaxViewRangeNs {
+			t.Fatalf("%q: %q [%d, %d)", q, name, from, to)
 		}
 	})
 }

@@ -279,6 +279,9 @@ type MonitorReport struct {
 	// RawFromNs is where raw samples begin: minutes before it were read
 	// from rollups (equal to FromNs: raw throughout; ToNs: rollups only).
 	RawFromNs int64 `json:"raw_from_ns,omitempty"`
+	// ThresholdsNs are the thresholds L the report counted exactly (the
+	// order of SeriesPoint.Within); set with the dashboard's detail.
+	ThresholdsNs []int64 `json:"thresholds_ns,omitempty"`
 	// Daily is seed 001's Table 19 per stream and UTC day.
 	Daily []DailyStats `json:"daily,omitempty"`
 	// Series is the time series the HTML report plots, per stream.
@@ -320,7 +323,20 @@ type SeriesPoint struct {
 	Lost    uint32 `json:"lost"`
 	P50Ns   int64  `json:"p50_ns"`
 	P99Ns   int64  `json:"p99_ns"`
+	// The dashboard's detail (query.Request.Detail), absent otherwise:
+	// SmokeNs is the answered RTTs' distribution at SmokeQuantiles (the
+	// smoke graph's bands; exact min and max, the rest from the 2 % bins);
+	// Within counts answered, in-time probes with RTT ≤ each of the
+	// report's thresholds (MonitorReport.ThresholdsNs); Load counts the
+	// probes sent in each load state, in LoadStates' order.
+	SmokeNs []int64  `json:"smoke_ns,omitempty"`
+	Within  []uint32 `json:"within,omitempty"`
+	Load    []uint32 `json:"load,omitempty"`
 }
+
+// SmokeQuantiles are the ranks of SeriesPoint.SmokeNs: min, p10, p25,
+// median, p75, p90 and max, the bands a smoke graph shades.
+var SmokeQuantiles = [...]float64{0, 0.10, 0.25, 0.50, 0.75, 0.90, 1}
 
 // MonitorCDF is an empirical RTT distribution: points (RTT, fraction of
 // answered probes at or below it) at histogram bin edges.

@@ -46,7 +46,7 @@ func (f *failing) Write(ctx context.Context, m int64, b *store.Batch) error {
 
 // testCore is a core on a fresh SQLite store with one stream, driven by
 // hand: its ring takes the test's samples, step the test's clock.
-func testCore(t *testing.T, timeout time.Duration) (*core, *failing) {
+func testCore(t testing.TB, timeout time.Duration) (*core, *failing) {
 	t.Helper()
 	c := Config{Targets: []string{"stamp://127.0.0.1:9"}, Timeout: units.Duration(timeout), Store: filepath.Join(t.TempDir(), "m.db"), Name: "t"}
 	c.Defaults()

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/sonde-project/sonde/internal/alert"
 	"github.com/sonde-project/sonde/internal/model"
@@ -187,7 +188,8 @@ func (l *liveSeries) view() DashboardSeries {
 // external resource.
 const dashboardCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
-// handler serves the dashboard (/ and its assets), /series and /alerts
+// handler serves the dashboard (/ and its assets), /series, /alerts and
+// /range (a stored range, as monitor report reads it)
 // in front of the core's /metrics, /status and /healthz.
 func (w *watcher) handler(c *core, rules []alert.Rule) http.Handler {
 	mux := http.NewServeMux()
@@ -210,7 +212,6 @@ func (w *watcher) handler(c *core, rules []alert.Rule) http.Handler {
 	mux.HandleFunc("GET /{$}", file("monitor.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /monitor.js", file("monitor.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /monitor.css", file("monitor.css", "text/css; charset=utf-8"))
-	mux.HandleFunc("GET /uplot.css", file("uplot.css", "text/css; charset=utf-8"))
 	writeJSON := func(rw http.ResponseWriter, v any) {
 		rw.Header().Set("Content-Type", "application/json")
 		rw.Header().Set("Cache-Control", "no-store")
@@ -218,6 +219,7 @@ func (w *watcher) handler(c *core, rules []alert.Rule) http.Handler {
 	}
 	mux.HandleFunc("GET /series", func(rw http.ResponseWriter, r *http.Request) { writeJSON(rw, w.series.view()) })
 	mux.HandleFunc("GET /alerts", func(rw http.ResponseWriter, r *http.Request) { writeJSON(rw, w.view(rules)) })
+	mux.HandleFunc("GET /range", c.rangeHandler(time.Now))
 	mux.Handle("/", c.handler(w.clock.reg))
 	return mux
 }

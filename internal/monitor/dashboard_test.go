@@ -62,7 +62,7 @@ func TestDashboardEndpoints(t *testing.T) {
 		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'self'") || strings.Contains(page, "http") {
 		t.Fatalf("page %d %q: %.200s", resp.StatusCode, resp.Header.Get("Content-Security-Policy"), page)
 	}
-	for _, p := range []string{"/monitor.js", "/monitor.css", "/uplot.css"} {
+	for _, p := range []string{"/monitor.js", "/monitor.css"} {
 		if resp, b := get(p); resp.StatusCode != 200 || len(b) < 100 {
 			t.Errorf("%s: %d, %d bytes", p, resp.StatusCode, len(b))
 		}

@@ -43,6 +43,9 @@ func WriteMonitorHTML(w io.Writer, r *model.MonitorReport) error {
 		return render(w, monitorTemplate, p, "monitor html")
 	}
 	p.monitorView = buildMonitorView(r)
+	// The page's own fields would hide the view's: the title names the
+	// monitor, the subtitle the range.
+	p.Title, p.Subtitle = p.monitorView.Title, p.monitorView.Subtitle
 	p.Schema = r.Schema
 	var sent, lost uint64
 	for _, s := range r.Stats {

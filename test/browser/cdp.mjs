@@ -127,3 +127,18 @@ export class Browser {
     }
   }
 }
+
+/** viewShot writes a PNG of what the screen shows (the viewport) to path. */
+export async function viewShot(b, path) {
+  const { data } = await b.call("Page.captureScreenshot", { format: "png" });
+  const { writeFileSync } = await import("node:fs");
+  writeFileSync(path, Buffer.from(data, "base64"));
+}
+
+/** audit runs axe-core (its source axeSrc) in the page: the rules that
+ * passed (an audit that checked nothing must not read as clean) and the
+ * serious and critical violations. */
+export async function audit(b, axeSrc) {
+  if (!(await b.eval(`typeof axe !== "undefined"`))) await b.eval(axeSrc);
+  return b.eval(`axe.run(document).then((r) => ({ passes: r.passes.length, violations: r.violations.filter((x) => x.impact === "serious" || x.impact === "critical").map((x) => x.id + " (" + x.impact + "): " + x.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")) }))`);
+}

@@ -27,8 +27,8 @@ const (
 	MaxRangeNs = int64(10 * 366 * 24 * 3600 * 1e9)
 	// MaxEvents bounds the stored events a report lists.
 	MaxEvents = 10_000
-	// maxSeriesPoints bounds a stream's time series.
-	maxSeriesPoints = 1500
+	// MaxSeriesPoints bounds a stream's time series.
+	MaxSeriesPoints = 1500
 	minuteNs        = reliability.MinuteNs
 	dayNs           = 24 * 60 * minuteNs
 )
@@ -50,6 +50,19 @@ type Request struct {
 	// UpBps, DownBps override the recorded capacities (bit/s) over the
 	// whole range, per direction; 0 keeps the recorded ones.
 	UpBps, DownBps float64
+	// Points bounds each stream's time series (1 to MaxSeriesPoints; 0:
+	// MaxSeriesPoints): the buckets are as many whole minutes as keep it
+	// within.
+	Points int
+	// RawFromNs, when set, reads rollups, not raw samples, for the minutes
+	// before it even where retention kept the raw ones (the dashboard's
+	// long ranges: a month of raw probes takes a minute to read, its
+	// rollups a second). Rounded down to a minute.
+	RawFromNs int64
+	// Detail adds the dashboard's figures to each series point (the smoke
+	// quantiles, counts within each threshold and per load state) and the
+	// report's thresholds.
+	Detail bool
 }
 
 // Check bounds the range.
@@ -59,6 +72,9 @@ func (r Request) Check() error {
 	}
 	if r.ToNs-r.FromNs > MaxRangeNs {
 		return fmt.Errorf("query: a range of %.0f days: at most 10 years", float64(r.ToNs-r.FromNs)/float64(dayNs))
+	}
+	if r.Points < 0 || r.Points > MaxSeriesPoints {
+		return fmt.Errorf("query: %d series points: want 1 to %d", r.Points, MaxSeriesPoints)
 	}
 	return nil
 }
@@ -96,7 +112,11 @@ func Run(ctx context.Context, st store.Monitors, req Request) (*model.MonitorRep
 		return nil, err
 	}
 	th := an.ThresholdsNs()
-	side := newSide(len(streams), th, req.FromNs, req.ToNs)
+	points := int64(req.Points)
+	if points == 0 {
+		points = MaxSeriesPoints
+	}
+	side := newSide(len(streams), th, req.FromNs, req.ToNs, points, req.Detail)
 
 	// Retention removes raw samples by age, for every stream alike: before
 	// the oldest one still stored, rollups stand for them. The cut is a
@@ -110,6 +130,9 @@ func Run(ctx context.Context, st store.Monitors, req Request) (*model.MonitorRep
 			return nil, fmt.Errorf("monitor %q: %w", name, err)
 		}
 		cut = min(max(b, req.FromNs), req.ToNs)
+	}
+	if f := floorMinute(req.RawFromNs); f > cut {
+		cut = min(f, req.ToNs)
 	}
 	rolled := 0
 	if cut > req.FromNs {
@@ -164,6 +187,9 @@ func Run(ctx context.Context, st store.Monitors, req Request) (*model.MonitorRep
 	rep.Events = append(rep.Events, stored...)
 	sort.SliceStable(rep.Events, func(i, j int) bool { return rep.Events[i].StartNs < rep.Events[j].StartNs })
 	rep.Daily, rep.Series, rep.CDFs = side.daily, side.series, side.cdfs()
+	if req.Detail {
+		rep.ThresholdsNs = th
+	}
 	if capNote != "" {
 		rep.Notes = append(rep.Notes, capNote)
 	}

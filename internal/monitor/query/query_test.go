@@ -211,3 +211,70 @@ func TestNoData(t *testing.T) {
 		}
 	}
 }
+
+// TestDetailSeries checks the dashboard's detail on the known stream:
+// 5 buckets of 3 minutes over rollups and raw samples alike, each with the
+// smoke quantiles, the counts within each threshold and per load state.
+func TestDetailSeries(t *testing.T) {
+	st := openFilled(t)
+	rep, err := Run(context.Background(), st, Request{Name: "home", FromNs: t0 - 5*minuteNs, ToNs: t0 + 10*minuteNs, Points: 5, Detail: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.ThresholdsNs) == 0 || len(rep.Series) != 2 {
+		t.Fatalf("thresholds %v, %d series", rep.ThresholdsNs, len(rep.Series))
+	}
+	s := rep.Series[0]
+	if s.BucketNs != 3*minuteNs || len(s.Points) != 5 {
+		t.Fatalf("bucket %d ns, %d points", s.BucketNs, len(s.Points))
+	}
+	l50 := slicesIndex(rep.ThresholdsNs, 50e6)
+	l500 := slicesIndex(rep.ThresholdsNs, 500e6)
+	for i, p := range s.Points {
+		// Every bucket is 3 minutes of the pattern: 1800 probes, 1584 in
+		// 20 ms, 180 in 300 ms (above the p90 of the 1764 answered), 18 lost
+		// and 18 late.
+		if p.Sent != 1800 || p.Lost != 36 {
+			t.Errorf("bucket %d: sent %d lost %d", i, p.Sent, p.Lost)
+		}
+		if len(p.SmokeNs) != len(model.SmokeQuantiles) || p.SmokeNs[0] != 20e6 || p.SmokeNs[6] != 300e6 ||
+			p.SmokeNs[3] < 19.8e6 || p.SmokeNs[3] > 20.2e6 || p.SmokeNs[5] < 297e6 || p.SmokeNs[5] > 300e6 {
+			t.Errorf("bucket %d smoke %v", i, p.SmokeNs)
+		}
+		for k := 1; k < len(p.SmokeNs); k++ {
+			if p.SmokeNs[k] < p.SmokeNs[k-1] {
+				t.Errorf("bucket %d smoke not ordered: %v", i, p.SmokeNs)
+			}
+		}
+		if len(p.Within) != len(rep.ThresholdsNs) || p.Within[l50] != 1584 || p.Within[l500] != 1764 {
+			t.Errorf("bucket %d within %v", i, p.Within)
+		}
+		var n uint32
+		for _, c := range p.Load {
+			n += c
+		}
+		if len(p.Load) != len(model.LoadStates) || n != p.Sent || p.Load[0] != 1620 || p.Load[2] != 180 {
+			t.Errorf("bucket %d load %v", i, p.Load)
+		}
+	}
+	// Without Detail the series is the report's as before.
+	plain, err := Run(context.Background(), st, Request{Name: "home", FromNs: t0 - 5*minuteNs, ToNs: t0 + 10*minuteNs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := plain.Series[0].Points[0]; p.SmokeNs != nil || p.Within != nil || p.Load != nil || plain.ThresholdsNs != nil {
+		t.Errorf("detail without asking: %+v", p)
+	}
+	if _, err := Run(context.Background(), st, Request{Name: "home", FromNs: t0, ToNs: t0 + minuteNs, Points: MaxSeriesPoints + 1}); err == nil {
+		t.Error("points past the bound accepted")
+	}
+}
+
+func slicesIndex(s []int64, v int64) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}

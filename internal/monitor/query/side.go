@@ -23,6 +23,7 @@ type side struct {
 	roller   *reliability.Roller
 	st       []*sideStream
 	sent     uint64
+	detail   bool // the dashboard's smoke, within and load counts per bucket
 
 	daily       []model.DailyStats
 	series      []model.MonitorSeries
@@ -51,12 +52,15 @@ type acc struct {
 	bins             []uint64
 	within           []uint64
 	withinApprox     bool
+	load             [len(model.LoadStates)]uint64 // sent per load state (LoadStates' order)
 }
 
-func newSide(streams int, th []int64, fromNs, toNs int64) *side {
+// newSide sums whole minutes into at most points buckets per stream
+// (points in [1, MaxSeriesPoints]); detail adds the dashboard's figures.
+func newSide(streams int, th []int64, fromNs, toNs int64, points int64, detail bool) *side {
 	minutes := (toNs - floorMinute(fromNs) + minuteNs - 1) / minuteNs
-	k := max((minutes+maxSeriesPoints-1)/maxSeriesPoints, 1)
-	s := &side{th: th, fromNs: floorMinute(fromNs), bucketNs: k * minuteNs, st: make([]*sideStream, streams)}
+	k := max((minutes+points-1)/points, 1)
+	s := &side{th: th, fromNs: floorMinute(fromNs), bucketNs: k * minuteNs, st: make([]*sideStream, streams), detail: detail}
 	s.roller = reliability.NewRoller(th, s.addMinute)
 	return s
 }
@@ -66,6 +70,9 @@ func (s *side) stream(i int32) *sideStream {
 	if ss == nil {
 		ss = &sideStream{all: make([]uint64, reliability.NumBins)}
 		ss.bucket.bins = make([]uint64, reliability.NumBins)
+		if s.detail {
+			ss.bucket.within = make([]uint64, len(s.th))
+		}
 		ss.day.bins = make([]uint64, reliability.NumBins)
 		ss.day.within = make([]uint64, len(s.th))
 		s.st[i] = ss
@@ -107,7 +114,11 @@ func (s *side) addMinute(m model.MonitorRollup) {
 	if ss.day.open && ss.day.start != d {
 		s.closeDay(m.Stream, ss)
 	}
-	ss.bucket.add(m, b, nil)
+	var bth []int64
+	if s.detail {
+		bth = s.th
+	}
+	ss.bucket.add(m, b, bth)
 	ss.day.add(m, d, s.th)
 	for _, bin := range m.Bins {
 		ss.all[bin.Bin] += uint64(bin.N)
@@ -136,6 +147,9 @@ func (a *acc) add(m model.MonitorRollup, start int64, th []int64) {
 	a.sumSq += m.SumSqNs
 	for _, bin := range m.Bins {
 		a.bins[bin.Bin] += uint64(bin.N)
+	}
+	for _, l := range m.ByLoad {
+		a.load[loadIndex(l.Load)] += uint64(l.Sent)
 	}
 	for i, l := range th {
 		switch j := slices.Index(m.ThresholdsNs, l); {
@@ -167,6 +181,29 @@ func (s *side) closeBucket(i int32, ss *sideStream) {
 	pt := model.SeriesPoint{StartNs: a.start, Sent: uint32(min(a.sent, math.MaxUint32)), Lost: uint32(min(a.lost, math.MaxUint32))}
 	if a.answered > 0 {
 		pt.P50Ns, pt.P99Ns = quantile(a.bins, a.answered, 0.5, a.minNs, a.maxNs), quantile(a.bins, a.answered, 0.99, a.minNs, a.maxNs)
+	}
+	if s.detail {
+		if a.answered > 0 {
+			pt.SmokeNs = make([]int64, len(model.SmokeQuantiles))
+			for k, q := range model.SmokeQuantiles {
+				switch q {
+				case 0:
+					pt.SmokeNs[k] = a.minNs
+				case 1:
+					pt.SmokeNs[k] = a.maxNs
+				default:
+					pt.SmokeNs[k] = quantile(a.bins, a.answered, q, a.minNs, a.maxNs)
+				}
+			}
+		}
+		pt.Within = make([]uint32, len(a.within))
+		for k, n := range a.within {
+			pt.Within[k] = uint32(min(n, math.MaxUint32))
+		}
+		pt.Load = make([]uint32, len(a.load))
+		for k, n := range a.load {
+			pt.Load[k] = uint32(min(n, math.MaxUint32))
+		}
 	}
 	ss.series = append(ss.series, pt)
 	a.reset()
@@ -293,6 +330,17 @@ func binEdge(b int) int64 {
 		return reliability.BinUpperNs(reliability.NumBins - 2)
 	}
 	return reliability.BinUpperNs(b)
+}
+
+// loadIndex is a load state's position in model.LoadStates (unknown for
+// a byte beyond them).
+func loadIndex(l model.LoadState) int {
+	for i, s := range model.LoadStates {
+		if s == l {
+			return i
+		}
+	}
+	return len(model.LoadStates) - 1
 }
 
 func floorDay(t int64) int64 { return units.FloorTo(t, dayNs) }
