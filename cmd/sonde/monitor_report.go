@@ -88,6 +88,9 @@ oversizing from the link capacity the daemon recorded while it ran
 			if err := out.check(); err != nil {
 				return err
 			}
+			if err := checkMonitorHTML(out.html); err != nil {
+				return err
+			}
 			if csvSeries == "-" && out.toStdout() {
 				return usagef("only one output (--json, --html, --csv, --csv-series) can go to stdout (-)")
 			}
@@ -132,7 +135,7 @@ func writeMonitorReport(stdout, stderr io.Writer, out *outputs, csvSeries string
 		errs = append(errs, writeOutput("--json", out.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, rep) }))
 	}
 	if out.html != "" {
-		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return report.WriteMonitorHTML(w, rep) }))
+		errs = append(errs, writeOutput("--html", out.html, stdout, func(w io.Writer) error { return writeMonitorHTML(w, rep) }))
 	}
 	if out.csv != "" {
 		errs = append(errs, writeOutput("--csv", out.csv, stdout, func(w io.Writer) error { return report.WriteMonitorCSV(w, rep) }))
