@@ -1,8 +1,10 @@
 //go:build linux
 
 // Package smallbox runs the monitor-only build (make monitor-release, tag
-// monitoronly) for the boards it is made for, linux/arm64 and linux/arm
-// (ARMv7), under Debian's qemu-user-static on this machine, against a
+// monitoronly) for the boxes it is made for, linux/arm64, linux/arm
+// (ARMv7) and linux/mipsle (GOMIPS=softfloat: OpenWrt's MT7621 routers,
+// whose store is SQLite through github.com/ncruces/go-sqlite3), under
+// Debian's qemu-user-static on this machine, against a
 // `sonde serve` on loopback, and checks the rows each stores
 // (docs/monitor.md, "Where to run it").
 package smallbox
@@ -45,6 +47,7 @@ func TestMonitorBuildUnderQEMU(t *testing.T) {
 	for _, c := range []struct{ arch, goarm, qemu string }{
 		{"arm64", "", "qemu-aarch64-static"},
 		{"arm", "7", "qemu-arm-static"},
+		{"mipsle", "", "qemu-mipsel-static"},
 	} {
 		t.Run(c.arch, func(t *testing.T) {
 			emu, err := exec.LookPath(c.qemu)
@@ -55,9 +58,12 @@ func TestMonitorBuildUnderQEMU(t *testing.T) {
 			bin := filepath.Join(dir, "sonde-monitor-linux-"+c.arch)
 			build := exec.Command("go", "build", "-tags", "monitoronly", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/sonde")
 			build.Dir = root
-			build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+c.arch, "GOARM="+c.goarm)
+			build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+c.arch, "GOARM="+c.goarm, "GOMIPS=softfloat")
 			if out, err := build.CombinedOutput(); err != nil {
 				t.Fatalf("build: %v\n%s", err, out)
+			}
+			if fi, err := os.Stat(bin); err == nil {
+				t.Logf("%s: %d bytes stripped", filepath.Base(bin), fi.Size())
 			}
 			// Only the monitor: a server command is not there.
 			if out, err := exec.Command(emu, bin, "serve").CombinedOutput(); err == nil {
