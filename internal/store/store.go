@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/sonde-project/sonde/internal/model"
 )
 
