@@ -11,12 +11,14 @@ package smallbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -56,7 +58,8 @@ func TestMonitorBuildUnderQEMU(t *testing.T) {
 			}
 			dir := t.TempDir()
 			bin := filepath.Join(dir, "sonde-monitor-linux-"+c.arch)
-			build := exec.Command("go", "build", "-tags", "monitoronly", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/sonde")
+			// The flags of make monitor-release (MONITOR_BUILD).
+			build := exec.Command("go", "build", "-tags", "monitoronly,nethttpomithttp2", "-gcflags=all=-l", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/sonde")
 			build.Dir = root
 			build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+c.arch, "GOARM="+c.goarm, "GOMIPS=softfloat")
 			if out, err := build.CombinedOutput(); err != nil {
@@ -76,6 +79,19 @@ func TestMonitorBuildUnderQEMU(t *testing.T) {
 			time.Sleep(runFor)
 			stop(mon)
 			to := time.Now()
+
+			// Left out of this build (no HTML renderer, no profiler): one
+			// line and exit 2, before anything is read.
+			for _, args := range [][]string{
+				{"monitor", "report", "--store", db, "--html", filepath.Join(dir, "r.html")},
+				{"monitor", "run", "--target", addr, "--store", db, "--debug-pprof", "127.0.0.1:0"},
+			} {
+				out, err := exec.Command(emu, append([]string{bin}, args...)...).CombinedOutput()
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "monitor-only build") {
+					t.Errorf("%v: %v, want exit 2 naming the monitor-only build:\n%s", args[:2], err, out)
+				}
+			}
 
 			st, err := store.Open(context.Background(), db, store.Options{})
 			if err != nil {
