@@ -3,7 +3,8 @@
 # (make deb), assembled with dpkg-deb from files under contrib/deb and the
 # docs: /usr/bin/sonde, systemd units for `sonde serve` and `sonde monitor
 # run` (user sonde, state in /var/lib/sonde), /etc/default/sonde and
-# /etc/sonde/monitor.json as conffiles, the docs.
+# /etc/sonde/monitor.json as conffiles, the docs and sonde(1) (docs/sonde.1,
+# generated from the commands).
 set -eu
 version=$1 arch=$2 bin=$3 out=$4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,7 +12,7 @@ root=$(cd "$here/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pkg=$tmp/pkg
-install -d "$pkg/DEBIAN" "$pkg/usr/bin" "$pkg/lib/systemd/system" "$pkg/etc/default" "$pkg/etc/sonde" "$pkg/usr/share/doc/sonde"
+install -d "$pkg/DEBIAN" "$pkg/usr/bin" "$pkg/usr/share/man/man1" "$pkg/lib/systemd/system" "$pkg/etc/default" "$pkg/etc/sonde" "$pkg/usr/share/doc/sonde"
 install -m 0755 "$bin" "$pkg/usr/bin/sonde"
 install -m 0644 "$here/sonde.service" "$here/sonde-monitor.service" "$pkg/lib/systemd/system/"
 install -m 0644 "$here/sonde.default" "$pkg/etc/default/sonde"
@@ -20,6 +21,7 @@ install -m 0644 "$here/copyright" "$pkg/usr/share/doc/sonde/copyright"
 for d in README.md docs/monitor.md docs/cli.md docs/fleet.md docs/store.md; do
 	gzip -9n < "$root/$d" > "$pkg/usr/share/doc/sonde/$(basename "$d").gz"
 done
+gzip -9n < "$root/docs/sonde.1" > "$pkg/usr/share/man/man1/sonde.1.gz"
 printf 'sonde (%s) unstable; urgency=medium\n\n  * Built from the sonde sources (make deb).\n\n -- sonde developers <sonde@sonde-project.invalid>  %s\n' \
 	"$version" "$(date -R -d @"${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || date +%s)}")" |
 	gzip -9n > "$pkg/usr/share/doc/sonde/changelog.gz"
