@@ -114,7 +114,8 @@ monitor-release: web/dist/app.js
 		echo "$$out $$(stat -c %s $$out) bytes"; \
 	done
 
-# Debian packages of sonde for amd64, arm64 and armhf (ARMv7) in dist/,
+# Debian packages of sonde for amd64, arm64 and armhf (ARMv7) in dist/, and
+# of sonde-monitor (the monitor-only build alone) for arm64 and armhf,
 # with systemd units for sonde serve and sonde monitor run (contrib/deb),
 # checked by lintian when it is installed (errors fail the build). The
 # binary is static, as Go's are (lintian's override says so: it exempts
@@ -130,6 +131,13 @@ deb: web/dist/app.js
 			-ldflags "-s -w -X main.version=$(DEB_VERSION)" -o $$bin ./cmd/sonde || exit 1; \
 		out=dist/sonde_$(DEB_VERSION)_$$debarch.deb; \
 		sh contrib/deb/build-deb.sh $(DEB_VERSION) $$debarch $$bin $$out || exit 1; rm -f $$bin; \
+		if command -v lintian >/dev/null; then lintian --fail-on error $$out || exit 1; fi; \
+		[ $$debarch = amd64 ] && continue; \
+		bin=dist/sonde-monitor-deb-linux-$$debarch; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$goarm $(GO) build $(MONITOR_BUILD) \
+			-ldflags "-s -w -X main.version=$(DEB_VERSION)" -o $$bin ./cmd/sonde || exit 1; \
+		out=dist/sonde-monitor_$(DEB_VERSION)_$$debarch.deb; \
+		sh contrib/deb/build-deb.sh $(DEB_VERSION) $$debarch $$bin $$out monitor || exit 1; rm -f $$bin; \
 		if command -v lintian >/dev/null; then lintian --fail-on error $$out || exit 1; fi; \
 	done
 

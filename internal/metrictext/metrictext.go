@@ -234,17 +234,7 @@ func (v *GaugeVec) WithLabelValues(values ...string) *ScalarMetric {
 
 // Collect writes the gauges in the order of their label values.
 func (v *GaugeVec) Collect(w *Writer) {
-	v.mu.Lock()
-	keys := make([]string, 0, len(v.m))
-	for k := range v.m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	cs := make([]*gaugeChild, len(keys))
-	for i, k := range keys {
-		cs[i] = v.m[k]
-	}
-	v.mu.Unlock()
+	_, cs := sortedChildren(&v.mu, v.m)
 	if len(cs) == 0 {
 		return
 	}
@@ -252,6 +242,23 @@ func (v *GaugeVec) Collect(w *Writer) {
 	for _, c := range cs {
 		w.Sample(v.opts.Name, c.g.v.load(), pairs(v.labels, c.values)...)
 	}
+}
+
+// sortedChildren snapshots a vector's children under its lock, in the
+// order of their keys, so that a scrape writes them in a stable order.
+func sortedChildren[T any](mu *sync.Mutex, m map[string]T) ([]string, []T) {
+	mu.Lock()
+	defer mu.Unlock()
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	vs := make([]T, len(keys))
+	for i, k := range keys {
+		vs[i] = m[k]
+	}
+	return keys, vs
 }
 
 func pairs(names, values []string) []string {
@@ -355,17 +362,7 @@ func (v *HistogramVec) WithLabelValue(value string) *HistogramMetric {
 
 // Collect writes the histograms in the order of their label values.
 func (v *HistogramVec) Collect(w *Writer) {
-	v.mu.Lock()
-	keys := make([]string, 0, len(v.m))
-	for k := range v.m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	hs := make([]*HistogramMetric, len(keys))
-	for i, k := range keys {
-		hs[i] = v.m[k]
-	}
-	v.mu.Unlock()
+	keys, hs := sortedChildren(&v.mu, v.m)
 	if len(hs) == 0 {
 		return
 	}
