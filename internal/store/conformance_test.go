@@ -488,8 +488,6 @@ func testNewerSchema(t *testing.T, url string) {
 	}
 }
 
-func rebind(b Backend, q string) string { return (&sqlStore{loc: Location{Backend: b}}).q(q) }
-
 func testMigrateTwice(t *testing.T, url string) {
 	ctx := context.Background()
 	for range 2 {

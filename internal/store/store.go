@@ -6,7 +6,7 @@
 // a monitor's rows (probe samples, interface counters, events, per-minute
 // rollups, restarts, the link capacities it used) under the monitor's
 // identity. The schema is one set
-// of versioned migrations (pressly/goose, embedded SQL written once and
+// of versioned migrations (goose's format, run by migrate.go; embedded SQL written once and
 // expanded per dialect), applied when a store opens; a database from a
 // newer schema is refused. docs/store.md describes the schema and limits.
 package store
