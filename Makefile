@@ -59,6 +59,10 @@ test: build deps cross
 	$(GO) vet ./...
 	cd web && npm test --silent
 	$(GO) test -count=1 -p 1 -timeout 15m ./...
+	# The store on its second SQLite driver (ncruces/go-sqlite3, the mips one)
+	# and in the monitor-only build (no PostgreSQL driver).
+	$(GO) test -count=1 -p 1 -tags sqlite_ncruces ./internal/store/
+	$(GO) test -count=1 -p 1 -tags monitoronly ./internal/store/
 
 # Compile (no link, nothing written) for the other systems and arm64, so a
 # Linux-only call outside a _linux.go file fails here, not on a user's Mac;
@@ -91,19 +95,27 @@ release: web/dist/app.js
 # counters, the SQLite store, ship, /metrics, the dashboard) and leaves out
 # the server, test clients, WebRTC, capture analysis, the emulator and lab,
 # and the PostgreSQL driver. Named sonde-monitor-VERSION-linux-ARCH;
-# linux-arm is ARMv7 (Pi 2 and later), linux-armv6 ARMv6 (Pi Zero, Pi 1).
-MONITOR_TARGETS := amd64 arm64 arm:7 armv6:6
+# linux-arm is ARMv7 (Pi 2 and later), linux-armv6 ARMv6 (Pi Zero, Pi 1),
+# linux-mipsle MIPS32 little-endian without an FPU (GOMIPS=softfloat:
+# OpenWrt's MT7621 routers; SQLite through ncruces/go-sqlite3 there).
+MONITOR_TARGETS := amd64 arm64 arm:7 armv6:6 mipsle
+# Size (the bar is 12 MB stripped; docs/monitor.md has the steps): no
+# HTTP/2 in net/http (the monitor speaks HTTP/1.1 to servers and browsers)
+# and no inlining (-l: 1.2 MB less on arm64; the soak's CPU is measured with
+# it). test/smallbox builds with the same flags.
+MONITOR_BUILD := -tags monitoronly,nethttpomithttp2 -gcflags=all=-l -trimpath
 monitor-release: web/dist/app.js
 	@mkdir -p dist
 	@for t in $(MONITOR_TARGETS); do \
 		name=$${t%%:*}; goarm=$${t#*:}; arch=$$name; [ $$name = armv6 ] && arch=arm; [ $$goarm = $$t ] && goarm=; \
 		out=dist/sonde-monitor-$(VERSION)-linux-$$name; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$goarm $(GO) build -tags monitoronly -trimpath \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$goarm GOMIPS=softfloat $(GO) build $(MONITOR_BUILD) \
 			-ldflags "-s -w -X main.version=$(VERSION)" -o $$out ./cmd/sonde || exit 1; \
 		echo "$$out $$(stat -c %s $$out) bytes"; \
 	done
 
-# Debian packages of sonde for amd64, arm64 and armhf (ARMv7) in dist/,
+# Debian packages of sonde for amd64, arm64 and armhf (ARMv7) in dist/, and
+# of sonde-monitor (the monitor-only build alone) for arm64 and armhf,
 # with systemd units for sonde serve and sonde monitor run (contrib/deb),
 # checked by lintian when it is installed (errors fail the build). The
 # binary is static, as Go's are (lintian's override says so: it exempts
@@ -119,6 +131,13 @@ deb: web/dist/app.js
 			-ldflags "-s -w -X main.version=$(DEB_VERSION)" -o $$bin ./cmd/sonde || exit 1; \
 		out=dist/sonde_$(DEB_VERSION)_$$debarch.deb; \
 		sh contrib/deb/build-deb.sh $(DEB_VERSION) $$debarch $$bin $$out || exit 1; rm -f $$bin; \
+		if command -v lintian >/dev/null; then lintian --fail-on error $$out || exit 1; fi; \
+		[ $$debarch = amd64 ] && continue; \
+		bin=dist/sonde-monitor-deb-linux-$$debarch; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$goarm $(GO) build $(MONITOR_BUILD) \
+			-ldflags "-s -w -X main.version=$(DEB_VERSION)" -o $$bin ./cmd/sonde || exit 1; \
+		out=dist/sonde-monitor_$(DEB_VERSION)_$$debarch.deb; \
+		sh contrib/deb/build-deb.sh $(DEB_VERSION) $$debarch $$bin $$out monitor || exit 1; rm -f $$bin; \
 		if command -v lintian >/dev/null; then lintian --fail-on error $$out || exit 1; fi; \
 	done
 

@@ -25,7 +25,9 @@
 # idle, when other work shares the cores.
 #
 # Environment: BENCH_SECONDS (1800), BENCH_SAMPLE (10), BENCH_ROWS (AB),
-# SONDE (a sonde binary; default: built from this tree), GO (go).
+# SONDE (a sonde binary; default: built from this tree), MONITOR (the
+# binary that runs `monitor run`, e.g. the monitor-only build from `make
+# monitor-release`; default SONDE: the servers need the full build), GO (go).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 SECS=${BENCH_SECONDS:-1800}
@@ -46,6 +48,8 @@ cleanup() {
 trap cleanup EXIT
 
 SONDE=${SONDE:-}
+MONITOR=${MONITOR:-}
+if [ -n "$MONITOR" ]; then echo "monitor run: $MONITOR ($(stat -c %s "$MONITOR") bytes)"; fi
 if [ -z "$SONDE" ]; then
 	$GO build -o "$tmp/sonde" ./cmd/sonde || exit 1
 	SONDE=$tmp/sonde
@@ -84,7 +88,7 @@ run() {
 	shift 2
 	local db=$tmp/$row.db args=()
 	for t in "$@"; do args+=(--target "$t"); done
-	"$SONDE" monitor run "${args[@]}" --rate "$rate" --store "$db" --listen "127.0.0.1:${port[8]}" \
+	"${MONITOR:-$SONDE}" monitor run "${args[@]}" --rate "$rate" --store "$db" --listen "127.0.0.1:${port[8]}" \
 		--name "soak-$row" 2>"$tmp/$row.log" & local pid=$!
 	pids+=("$pid")
 	local t0 now c0 s0 c s rss series="" marks="" maxrss=0 first=() last=() split

@@ -5,12 +5,8 @@
 package web
 
 import (
-	"embed"
 	"io/fs"
 )
-
-//go:embed dist
-var dist embed.FS
 
 // Assets returns the built page: index.html and its scripts.
 func Assets() fs.FS {

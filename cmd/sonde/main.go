@@ -3,7 +3,7 @@
 // every command and option.
 package main
 
-//go:generate go test -run ^TestCLIDoc$ -update .
+//go:generate go test -run ^Test(CLIDoc|ManPage)$ -update .
 
 import (
 	"context"

@@ -136,6 +136,9 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 			if lim != 0 && lim < minMemoryLimit {
 				return usagef("--memory-limit %s: at least %d MiB, or off", memLimit, minMemoryLimit>>20)
 			}
+			if pprofAt != "" && !havePprof {
+				return usagef("--debug-pprof: the monitor-only build has no profiler: profile with the full sonde")
+			}
 			if pprofAt != "" {
 				if _, _, err := net.SplitHostPort(pprofAt); err != nil {
 					return usagef("--debug-pprof %q: want host:port", pprofAt)

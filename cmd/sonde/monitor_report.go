@@ -87,6 +87,9 @@ oversizing from the link capacity the daemon recorded while it ran
 			if err := out.check(); err != nil {
 				return err
 			}
+			if err := checkMonitorHTML(out.html); err != nil {
+				return err
+			}
 			var rep *model.MonitorReport
 			err = sr.read(cmd.Context(), loc, "the report", func(ctx context.Context, st store.Store) (err error) {
 				rep, err = query.Run(ctx, st, query.Request{Name: sr.name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Config: cfg,
@@ -101,7 +104,7 @@ oversizing from the link capacity the daemon recorded while it ran
 				return err
 			}
 			return out.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), forms{json: rep,
-				html:   func(w io.Writer) error { return report.WriteMonitorHTML(w, rep) },
+				html:   func(w io.Writer) error { return writeMonitorHTML(w, rep) },
 				csv:    func(w io.Writer) error { return report.WriteMonitorCSV(w, rep) },
 				series: func(w io.Writer) error { return report.WriteMonitorSeriesCSV(w, rep) },
 				text:   func(w io.Writer) error { return report.WriteMonitorText(w, rep) }})

@@ -6,8 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/sonde-project/sonde/internal/metrictext"
 	"github.com/sonde-project/sonde/internal/model"
 )
 
@@ -52,9 +51,9 @@ type clockWatch struct {
 	mu     sync.Mutex
 	status ClockStatus
 
-	reg   *prometheus.Registry
-	steps prometheus.Counter
-	last  prometheus.Gauge
+	reg   *metrictext.Registry
+	steps *metrictext.ScalarMetric
+	last  *metrictext.ScalarMetric
 }
 
 func newClockWatch(read func() (wallNs, monoNs int64)) *clockWatch {
@@ -65,10 +64,10 @@ func newClockWatch(read func() (wallNs, monoNs int64)) *clockWatch {
 			return t.UnixNano(), int64(t.Sub(base)) // t.Sub uses the monotonic readings
 		}
 	}
-	w := &clockWatch{read: read, reg: prometheus.NewRegistry(),
-		steps: prometheus.NewCounter(prometheus.CounterOpts{Name: "sonde_monitor_clock_steps_total",
+	w := &clockWatch{read: read, reg: metrictext.NewRegistry(),
+		steps: metrictext.NewCounter(metrictext.Opts{Name: "sonde_monitor_clock_steps_total",
 			Help: "Steps of the wall clock against the monotonic clock seen since the start (probe times are monotonic and unaffected)."}),
-		last: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sonde_monitor_clock_last_step_seconds",
+		last: metrictext.NewGauge(metrictext.Opts{Name: "sonde_monitor_clock_last_step_seconds",
 			Help: "Size of the newest wall-clock step (positive: ahead); 0 without one."}),
 	}
 	w.reg.MustRegister(w.steps, w.last)

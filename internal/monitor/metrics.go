@@ -3,23 +3,22 @@ package monitor
 import (
 	"strconv"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
+	"github.com/sonde-project/sonde/internal/metrictext"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/monitor/probe"
 )
 
-// metrics is the daemon's own Prometheus registry (no global one): the
+// metrics is the daemon's own Prometheus registry (internal/metrictext; no global one): the
 // probers' counters read at scrape time, histograms the loop feeds, R(L)
 // over the last ten minutes, the store's health, and the Go runtime and
 // process collectors.
 type metrics struct {
-	reg         *prometheus.Registry
-	rtt         *prometheus.HistogramVec
-	lateness    prometheus.Histogram
-	backlog     prometheus.Gauge
-	storeErrors prometheus.Counter
-	rel         *prometheus.GaugeVec
+	reg         *metrictext.Registry
+	rtt         *metrictext.HistogramVec
+	lateness    *metrictext.HistogramSingle
+	backlog     *metrictext.ScalarMetric
+	storeErrors *metrictext.ScalarMetric
+	rel         *metrictext.GaugeVec
 	names       []string
 }
 
@@ -27,25 +26,24 @@ type metrics struct {
 const rWindowNs = int64(10 * 60e9)
 
 func newMetrics(c *core) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+	m := &metrics{reg: metrictext.NewRegistry()}
 	for _, s := range c.plan.Streams {
 		m.names = append(m.names, s.Name)
 	}
-	m.rtt = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "sonde_monitor_rtt_seconds", Help: "RTT of probes answered in time.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1 ms – 8 s
-	}, []string{"stream"})
-	m.lateness = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "sonde_monitor_send_lateness_seconds", Help: "How far after its scheduled deadline each probe left.",
-		Buckets: prometheus.ExponentialBuckets(1e-5, 4, 8), // 10 µs – 164 ms
-	})
-	m.backlog = prometheus.NewGauge(prometheus.GaugeOpts{Name: "sonde_monitor_store_backlog_rows", Help: "Rows held in memory while the store fails."})
-	m.storeErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "sonde_monitor_store_write_errors_total", Help: "Failed store writes."})
-	m.rel = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.rtt = metrictext.NewHistogramVec(metrictext.Opts{
+		Name: "sonde_monitor_rtt_seconds", Help: "RTT of probes answered in time."},
+		metrictext.ExponentialBuckets(0.001, 2, 14), // 1 ms – 8 s
+		"stream")
+	m.lateness = metrictext.NewHistogram(metrictext.Opts{
+		Name: "sonde_monitor_send_lateness_seconds", Help: "How far after its scheduled deadline each probe left."},
+		metrictext.ExponentialBuckets(1e-5, 4, 8)) // 10 µs – 164 ms
+	m.backlog = metrictext.NewGauge(metrictext.Opts{Name: "sonde_monitor_store_backlog_rows", Help: "Rows held in memory while the store fails."})
+	m.storeErrors = metrictext.NewCounter(metrictext.Opts{Name: "sonde_monitor_store_write_errors_total", Help: "Failed store writes."})
+	m.rel = metrictext.NewGaugeVec(metrictext.Opts{
 		Name: "sonde_monitor_reliability", Help: "R(L): fraction of the last 10 minutes' probes answered in time within threshold L.",
 	}, []string{"stream", "threshold_ms"})
 	m.reg.MustRegister(m.rtt, m.lateness, m.backlog, m.storeErrors, m.rel,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrictext.GoCollector(), metrictext.ProcessCollector(),
 		&proberCollector{c: c, names: m.names})
 	return m
 }
@@ -57,7 +55,7 @@ func (m *metrics) observe(s model.ProbeSample) {
 	}
 	m.lateness.Observe(float64(s.LatenessNs) / 1e9)
 	if !s.Lost && s.RTTNs >= 0 && int(s.Stream) < len(m.names) {
-		m.rtt.WithLabelValues(m.names[s.Stream]).Observe(float64(s.RTTNs) / 1e9)
+		m.rtt.WithLabelValue(m.names[s.Stream]).Observe(float64(s.RTTNs) / 1e9)
 	}
 }
 
@@ -100,41 +98,40 @@ type proberCollector struct {
 	names []string
 }
 
-var (
-	descSent      = prometheus.NewDesc("sonde_monitor_probes_sent_total", "Probes sent.", []string{"stream"}, nil)
-	descAnswered  = prometheus.NewDesc("sonde_monitor_probes_answered_total", "Probes answered in time.", []string{"stream"}, nil)
-	descLost      = prometheus.NewDesc("sonde_monitor_probes_lost_total", "Probes not answered within the timeout (late ones included).", []string{"stream"}, nil)
-	descLate      = prometheus.NewDesc("sonde_monitor_probes_late_total", "Probes answered after the timeout.", []string{"stream"}, nil)
-	descUnmatched = prometheus.NewDesc("sonde_monitor_replies_unmatched_total", "Datagrams that matched no probe.", []string{"stream"}, nil)
-	descSkipped   = prometheus.NewDesc("sonde_monitor_probes_skipped_total", "Deadlines skipped after a stall of the scheduler.", []string{"stream"}, nil)
-	descDropped   = prometheus.NewDesc("sonde_monitor_store_dropped_rows_total", "Rows lost because the backlog was full.", nil, nil)
-	descRing      = prometheus.NewDesc("sonde_monitor_ring_dropped_total", "Samples overwritten in the probe ring before the loop drained them.", nil, nil)
-)
-
-func (p *proberCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSent, descAnswered, descLost, descLate, descUnmatched, descSkipped, descDropped, descRing} {
-		ch <- d
-	}
-}
-
-func (p *proberCollector) Collect(ch chan<- prometheus.Metric) {
+// Collect writes the probers' counters per stream, then the store's and
+// the ring's drops.
+func (p *proberCollector) Collect(w *metrictext.Writer) {
+	var stats []probe.StreamStats
 	if p.c.stats != nil {
-		for i, s := range p.c.stats() {
-			if i >= len(p.names) {
-				break
-			}
-			n := p.names[i]
-			ch <- prometheus.MustNewConstMetric(descSent, prometheus.CounterValue, float64(s.Sent), n)
-			ch <- prometheus.MustNewConstMetric(descAnswered, prometheus.CounterValue, float64(s.Answered), n)
-			ch <- prometheus.MustNewConstMetric(descLost, prometheus.CounterValue, float64(s.Lost), n)
-			ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(s.Late), n)
-			ch <- prometheus.MustNewConstMetric(descUnmatched, prometheus.CounterValue, float64(s.Unmatched), n)
-			ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(s.Skipped), n)
+		stats = p.c.stats()
+	}
+	if len(stats) > len(p.names) {
+		stats = stats[:len(p.names)]
+	}
+	for _, f := range []struct {
+		name, help string
+		v          func(probe.StreamStats) uint64
+	}{
+		{"sonde_monitor_probes_sent_total", "Probes sent.", func(s probe.StreamStats) uint64 { return s.Sent }},
+		{"sonde_monitor_probes_answered_total", "Probes answered in time.", func(s probe.StreamStats) uint64 { return s.Answered }},
+		{"sonde_monitor_probes_lost_total", "Probes not answered within the timeout (late ones included).", func(s probe.StreamStats) uint64 { return s.Lost }},
+		{"sonde_monitor_probes_late_total", "Probes answered after the timeout.", func(s probe.StreamStats) uint64 { return s.Late }},
+		{"sonde_monitor_replies_unmatched_total", "Datagrams that matched no probe.", func(s probe.StreamStats) uint64 { return s.Unmatched }},
+		{"sonde_monitor_probes_skipped_total", "Deadlines skipped after a stall of the scheduler.", func(s probe.StreamStats) uint64 { return s.Skipped }},
+	} {
+		if len(stats) == 0 {
+			break
+		}
+		w.Family(f.name, f.help, metrictext.Counter)
+		for i, s := range stats {
+			w.Sample(f.name, float64(f.v(s)), "stream", p.names[i])
 		}
 	}
 	p.c.mu.Lock()
 	dropped := p.c.status.Store.DroppedRows
 	p.c.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(dropped))
-	ch <- prometheus.MustNewConstMetric(descRing, prometheus.CounterValue, float64(p.c.ring.Dropped()))
+	w.Family("sonde_monitor_store_dropped_rows_total", "Rows lost because the backlog was full.", metrictext.Counter)
+	w.Sample("sonde_monitor_store_dropped_rows_total", float64(dropped))
+	w.Family("sonde_monitor_ring_dropped_total", "Samples overwritten in the probe ring before the loop drained them.", metrictext.Counter)
+	w.Sample("sonde_monitor_ring_dropped_total", float64(p.c.ring.Dropped()))
 }

@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
+	"github.com/sonde-project/sonde/internal/metrictext"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor/ship"
 )
@@ -188,10 +186,9 @@ func (c *core) snapshot() Status {
 
 // handler serves /metrics (the core's registry and extra ones, e.g. the
 // clock watch's), /status and /healthz.
-func (c *core) handler(extra ...prometheus.Gatherer) http.Handler {
+func (c *core) handler(extra ...*metrictext.Registry) http.Handler {
 	mux := http.NewServeMux()
-	gs := append(prometheus.Gatherers{c.metrics.reg}, extra...)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(gs, promhttp.HandlerOpts{MaxRequestsInFlight: 4}))
+	mux.Handle("GET /metrics", metrictext.Handler(4, append([]*metrictext.Registry{c.metrics.reg}, extra...)...))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

@@ -169,6 +169,7 @@ func testShipMarks(t *testing.T, url string) {
 // to day partitions keeping every row; writes create the partitions they
 // need, migrate creates the coming days', and retention drops whole days.
 func TestPartitions(t *testing.T) {
+	skipWithoutPostgres(t)
 	pg := pgtest.Start(t)
 	url := pg.NewDatabase(t)
 	ctx := context.Background()

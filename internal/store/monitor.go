@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -13,8 +12,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sonde-project/sonde/internal/model"
 )
@@ -198,13 +195,6 @@ func (s *sqlStore) writeBatch(ctx context.Context, monitor int64, sids []int32, 
 		clear(s.parts)
 		s.mu.Unlock()
 	}
-}
-
-// noPartition tells PostgreSQL's "no partition of relation … found for
-// row" (SQLSTATE 23514, which a CHECK violation shares: the text tells).
-func noPartition(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23514" && strings.Contains(pe.Message, "no partition")
 }
 
 func (s *sqlStore) writeTx(ctx context.Context, monitor int64, sids []int32, b *Batch, extra func(*sql.Tx) error) error {

@@ -131,7 +131,7 @@ func FuzzCleanText(f *testing.F) {
 // listed as its kind and kept by its Keep.
 func TestOldResultsArePage(t *testing.T) {
 	path := t.TempDir() + "/results.db"
-	db, err := sql.Open("sqlite", "file:"+path)
+	db, err := sql.Open(sqliteDriver, "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}

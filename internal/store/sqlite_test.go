@@ -83,7 +83,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Fatalf("the writer committed only %d batches before it ended", committed)
 	}
 
-	db, err := sql.Open("sqlite", "file:"+path)
+	db, err := sql.Open(sqliteDriver, "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestCrashSafety(t *testing.T) {
 // (before the store) opens as a store, its results intact.
 func TestOldHistoryFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "results.db")
-	db, err := sql.Open("sqlite", "file:"+path)
+	db, err := sql.Open(sqliteDriver, "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}

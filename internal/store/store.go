@@ -1,11 +1,12 @@
 // Package store keeps everything sonde stores, in one schema behind one
-// interface, on SQLite (the embedded default, modernc.org/sqlite: pure Go)
-// or PostgreSQL (pgx; the fleet's shared store): the results of past tests
+// interface, on SQLite (the embedded default, pure Go: modernc.org/sqlite,
+// or github.com/ncruces/go-sqlite3 on mips and with tag sqlite_ncruces;
+// sqlite_modernc.go) or PostgreSQL (pgx; the fleet's shared store): the results of past tests
 // the page and the CLI list (kept to the last N within a byte budget), and
 // a monitor's rows (probe samples, interface counters, events, per-minute
 // rollups, restarts, the link capacities it used) under the monitor's
 // identity. The schema is one set
-// of versioned migrations (pressly/goose, embedded SQL written once and
+// of versioned migrations (goose's format, run by migrate.go; embedded SQL written once and
 // expanded per dialect), applied when a store opens; a database from a
 // newer schema is refused. docs/store.md describes the schema and limits.
 package store
@@ -22,8 +23,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/sonde-project/sonde/internal/model"
 )
@@ -272,7 +271,8 @@ const (
 	journalSizeLimit = 8 << 20
 )
 
-// sqliteDSN is the modernc DSN of a database file.
+// sqliteDSN is the DSN of a database file (both SQLite drivers,
+// sqlite_modernc.go and sqlite_ncruces.go, read these parameters).
 func sqliteDSN(path string, cacheKiB int) string {
 	// WAL: readers never block the writer; synchronous=NORMAL: a commit
 	// survives a crash of the process (not of the machine's power, where
@@ -318,7 +318,7 @@ func openDB(loc Location, cacheKiB int) (*sql.DB, error) {
 		}
 		dsn = sqliteDSN(loc.Path, cacheKiB)
 	}
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open(sqliteDriver, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", loc, err)
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Backend names a database engine behind the store.
@@ -60,7 +58,7 @@ func ParseURL(s string) (Location, error) {
 	if hasScheme && (strings.HasPrefix(rest, "//") || strings.EqualFold(scheme, "sqlite")) {
 		switch strings.ToLower(scheme) {
 		case "postgres", "postgresql":
-			if _, err := pgconn.ParseConfig(s); err != nil {
+			if err := checkPostgresURL(s); err != nil {
 				return Location{}, fmt.Errorf("store: bad PostgreSQL URL: %s", oneLine(err))
 			}
 			return Location{Backend: Postgres, DSN: s}, nil

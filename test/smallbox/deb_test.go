@@ -53,6 +53,9 @@ func TestDebianPackage(t *testing.T) {
 		_ = os.RemoveAll("/var/lib/sonde")
 		_ = exec.Command("deluser", "--system", "sonde").Run()
 	})
+	if out := run(t, "dpkg-deb", "-c", deb); !strings.Contains(out, "./usr/share/man/man1/sonde.1.gz") {
+		t.Errorf("no sonde(1) in the package:\n%s", out)
+	}
 	run(t, "dpkg", "-i", deb)
 
 	if out := run(t, "stat", "-c", "%U:%G %a", "/var/lib/sonde"); strings.TrimSpace(out) != "sonde:sonde 750" {

@@ -1,20 +1,24 @@
 //go:build linux
 
 // Package smallbox runs the monitor-only build (make monitor-release, tag
-// monitoronly) for the boards it is made for, linux/arm64 and linux/arm
-// (ARMv7), under Debian's qemu-user-static on this machine, against a
+// monitoronly) for the boxes it is made for, linux/arm64, linux/arm
+// (ARMv7) and linux/mipsle (GOMIPS=softfloat: OpenWrt's MT7621 routers,
+// whose store is SQLite through github.com/ncruces/go-sqlite3), under
+// Debian's qemu-user-static on this machine, against a
 // `sonde serve` on loopback, and checks the rows each stores
 // (docs/monitor.md, "Where to run it").
 package smallbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -45,6 +49,7 @@ func TestMonitorBuildUnderQEMU(t *testing.T) {
 	for _, c := range []struct{ arch, goarm, qemu string }{
 		{"arm64", "", "qemu-aarch64-static"},
 		{"arm", "7", "qemu-arm-static"},
+		{"mipsle", "", "qemu-mipsel-static"},
 	} {
 		t.Run(c.arch, func(t *testing.T) {
 			emu, err := exec.LookPath(c.qemu)
@@ -53,11 +58,19 @@ func TestMonitorBuildUnderQEMU(t *testing.T) {
 			}
 			dir := t.TempDir()
 			bin := filepath.Join(dir, "sonde-monitor-linux-"+c.arch)
-			build := exec.Command("go", "build", "-tags", "monitoronly", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/sonde")
+			// The flags of make monitor-release (MONITOR_BUILD).
+			build := exec.Command("go", "build", "-tags", "monitoronly,nethttpomithttp2", "-gcflags=all=-l", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/sonde")
 			build.Dir = root
-			build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+c.arch, "GOARM="+c.goarm)
+			build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+c.arch, "GOARM="+c.goarm, "GOMIPS=softfloat")
 			if out, err := build.CombinedOutput(); err != nil {
 				t.Fatalf("build: %v\n%s", err, out)
+			}
+			// The issue's bar for the boards (not mips, whose SQLite is larger).
+			if fi, err := os.Stat(bin); err == nil {
+				t.Logf("%s: %d bytes stripped", filepath.Base(bin), fi.Size())
+				if c.arch != "mipsle" && fi.Size() >= 12e6 {
+					t.Errorf("%s: %d bytes stripped, the bar is 12 MB (docs/monitor.md, \"Where to run it\")", filepath.Base(bin), fi.Size())
+				}
 			}
 			// Only the monitor: a server command is not there.
 			if out, err := exec.Command(emu, bin, "serve").CombinedOutput(); err == nil {
@@ -70,6 +83,19 @@ func TestMonitorBuildUnderQEMU(t *testing.T) {
 			time.Sleep(runFor)
 			stop(mon)
 			to := time.Now()
+
+			// Left out of this build (no HTML renderer, no profiler): one
+			// line and exit 2, before anything is read.
+			for _, args := range [][]string{
+				{"monitor", "report", "--store", db, "--html", filepath.Join(dir, "r.html")},
+				{"monitor", "run", "--target", addr, "--store", db, "--debug-pprof", "127.0.0.1:0"},
+			} {
+				out, err := exec.Command(emu, append([]string{bin}, args...)...).CombinedOutput()
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "monitor-only build") {
+					t.Errorf("%v: %v, want exit 2 naming the monitor-only build:\n%s", args[:2], err, out)
+				}
+			}
 
 			st, err := store.Open(context.Background(), db, store.Options{})
 			if err != nil {

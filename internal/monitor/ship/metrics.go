@@ -1,41 +1,40 @@
 package ship
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-)
-
-var (
-	descLag      = prometheus.NewDesc("sonde_monitor_ship_lag_seconds", "Age of the oldest local row the fleet store has not confirmed (0: none pending).", []string{"table"}, nil)
-	descPending  = prometheus.NewDesc("sonde_monitor_ship_pending_rows", "Local rows past the shipping watermark (counted up to 10M).", []string{"table"}, nil)
-	descShipped  = prometheus.NewDesc("sonde_monitor_ship_rows_total", "Rows the fleet store confirmed since the daemon started.", []string{"table"}, nil)
-	descErrors   = prometheus.NewDesc("sonde_monitor_ship_errors_total", "Failed shipping passes (store down, refused).", nil, nil)
-	descUp       = prometheus.NewDesc("sonde_monitor_ship_healthy", "1 when the last shipping pass worked.", nil, nil)
-	descUnshipDl = prometheus.NewDesc("sonde_monitor_ship_unshipped_deleted_rows_total", "Rows retention deleted before the fleet store confirmed them (past the hard cap).", nil, nil)
+	"github.com/sonde-project/sonde/internal/metrictext"
 )
 
 // Collector exports the shipper's lag for the daemon's /metrics.
-func (s *Shipper) Collector() prometheus.Collector { return collector{s} }
+func (s *Shipper) Collector() metrictext.Collector { return collector{s} }
 
 type collector struct{ s *Shipper }
 
-func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLag, descPending, descShipped, descErrors, descUp, descUnshipDl} {
-		ch <- d
-	}
-}
-
-func (c collector) Collect(ch chan<- prometheus.Metric) {
+func (c collector) Collect(w *metrictext.Writer) {
 	st := c.s.Status()
-	for _, t := range st.Tables {
-		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, t.LagSeconds, string(t.Table))
-		ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(t.PendingRows), string(t.Table))
-		ch <- prometheus.MustNewConstMetric(descShipped, prometheus.CounterValue, float64(t.ShippedRows), string(t.Table))
+	for _, f := range []struct {
+		name, help, typ string
+		v               func(TableStatus) float64
+	}{
+		{"sonde_monitor_ship_lag_seconds", "Age of the oldest local row the fleet store has not confirmed (0: none pending).", metrictext.Gauge, func(t TableStatus) float64 { return t.LagSeconds }},
+		{"sonde_monitor_ship_pending_rows", "Local rows past the shipping watermark (counted up to 10M).", metrictext.Gauge, func(t TableStatus) float64 { return float64(t.PendingRows) }},
+		{"sonde_monitor_ship_rows_total", "Rows the fleet store confirmed since the daemon started.", metrictext.Counter, func(t TableStatus) float64 { return float64(t.ShippedRows) }},
+	} {
+		if len(st.Tables) == 0 {
+			break
+		}
+		w.Family(f.name, f.help, f.typ)
+		for _, t := range st.Tables {
+			w.Sample(f.name, f.v(t), "table", string(t.Table))
+		}
 	}
 	up := 0.0
 	if st.Healthy {
 		up = 1
 	}
-	ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(st.Errors))
-	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up)
-	ch <- prometheus.MustNewConstMetric(descUnshipDl, prometheus.CounterValue, float64(st.UnshippedDeleted))
+	w.Family("sonde_monitor_ship_errors_total", "Failed shipping passes (store down, refused).", metrictext.Counter)
+	w.Sample("sonde_monitor_ship_errors_total", float64(st.Errors))
+	w.Family("sonde_monitor_ship_healthy", "1 when the last shipping pass worked.", metrictext.Gauge)
+	w.Sample("sonde_monitor_ship_healthy", up)
+	w.Family("sonde_monitor_ship_unshipped_deleted_rows_total", "Rows retention deleted before the fleet store confirmed them (past the hard cap).", metrictext.Counter)
+	w.Sample("sonde_monitor_ship_unshipped_deleted_rows_total", float64(st.UnshippedDeleted))
 }

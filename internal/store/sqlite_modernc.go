@@ -1,0 +1,10 @@
+//go:build !(mips || mipsle || mips64 || mips64le) && !sqlite_ncruces
+
+package store
+
+import _ "modernc.org/sqlite" // registers the "sqlite" driver
+
+// sqliteDriver is the SQLite driver of this build: modernc.org/sqlite
+// (SQLite translated from C to Go), the default, smaller and faster than
+// the other one (sqlite_ncruces.go). It has no port to mips.
+const sqliteDriver = "sqlite"
