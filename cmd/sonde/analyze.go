@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -65,37 +64,9 @@ func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
 		`{"tcp":{…}} or {"quic":{…}} as in --json; without --json, --csv or --html the records are not kept, so memory follows the live flows and the text summary has the totals only`)
 }
 
-// ndjsonWriter streams finished records, one JSON object a line. The first
-// error stops it; err reports it.
-type ndjsonWriter struct {
-	bw  *bufio.Writer
-	enc *json.Encoder
-	n   int
-	err error
-}
-
-func newNDJSONWriter(w io.Writer) *ndjsonWriter {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	return &ndjsonWriter{bw: bw, enc: json.NewEncoder(bw)}
-}
-
-func (nw *ndjsonWriter) record(r passive.Record) {
-	if nw.err == nil {
-		nw.err = nw.enc.Encode(r)
-		nw.n++
-	}
-}
-
-func (nw *ndjsonWriter) flush() error {
-	if nw.err == nil {
-		nw.err = nw.bw.Flush()
-	}
-	return nw.err
-}
-
 // openNDJSON opens --ndjson's file (stdout for -) and sets cfg to stream
 // to it; close flushes and closes it. Without --ndjson it does nothing.
-func (af *analyzeFlags) openNDJSON(cfg *passive.Config, stdout io.Writer) (nw *ndjsonWriter, closeFn func() error, err error) {
+func (af *analyzeFlags) openNDJSON(cfg *passive.Config, stdout io.Writer) (nw *report.NDJSON, closeFn func() error, err error) {
 	if af.ndjson == "" {
 		return nil, func() error { return nil }, nil
 	}
@@ -107,12 +78,12 @@ func (af *analyzeFlags) openNDJSON(cfg *passive.Config, stdout io.Writer) (nw *n
 		}
 		w, closeFile = f, f.Close
 	}
-	nw = newNDJSONWriter(w)
-	cfg.OnRecord = nw.record
+	nw = report.NewNDJSON(w)
+	cfg.OnRecord = func(r passive.Record) { nw.Write(r) }
 	// Nothing else reads the records: keep none.
 	cfg.DropRecords = af.out.json == "" && af.out.csv == "" && af.out.html == ""
 	return nw, func() error {
-		err := errors.Join(nw.flush(), closeFile())
+		err := errors.Join(nw.Flush(), closeFile())
 		if err != nil {
 			return fmt.Errorf("--ndjson %s: %w", af.ndjson, err)
 		}
@@ -176,6 +147,10 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, erro
 	// default summaries need memory per live flow only.
 	cfg.KeepSamples = af.samples || af.out.csv != "" || af.truth != "" || af.out.html != ""
 	cfg.TimeSequence = af.out.html != ""
+	// The text and JSON outputs read the records back from a temporary
+	// file (in start order): memory follows the live flows. The HTML
+	// report holds them all, with every sample.
+	cfg.Spill = !cfg.KeepSamples
 	// --observer is checked whether or not --truth reads it: a typo is
 	// a usage error, not a flag silently ignored.
 	link, end, err := parseObserver(af.observer)
@@ -266,7 +241,7 @@ with gzip or zstd are read as they are (found by their magic number).`,
 			res := a.Finish(tr)
 			nerr := closeND()
 			werr := af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr, nw)
-			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(append(readErrs, nerr, werr)...))
+			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(append(readErrs, nerr, werr, a.Close())...))
 		},
 	}
 	af.register(cmd, false)
@@ -307,7 +282,7 @@ func analyzeStatus(stderr io.Writer, res *model.Analysis, err error) error {
 
 // write reports res, the finished analysis of a (whose samples the
 // per-sample outputs read).
-func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.TruthIndex, nw *ndjsonWriter) error {
+func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.TruthIndex, nw *report.NDJSON) error {
 	if af.ndjson == "-" {
 		// The records went to stdout: the summary to stderr.
 		stdout = stderr
@@ -318,7 +293,7 @@ func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res
 	err := af.report(bw, stderr, a, res, tr)
 	if nw != nil && af.out.textTo(bw, stderr, err != nil) != nil {
 		nt, nq := a.Records()
-		if len(res.TCP) != nt || len(res.QUIC) != nq {
+		if res.NumTCP() != nt || res.NumQUIC() != nq {
 			fmt.Fprintf(bw, "%d TCP connections and %d QUIC flows: one line each in %s (--ndjson)\n", nt, nq, af.ndjson)
 		}
 	}
@@ -342,7 +317,7 @@ func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, re
 		if af.samples {
 			res.Samples = a.Samples(tr)
 		}
-		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }))
+		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error { return report.WriteAnalysisJSON(w, res) }))
 	}
 	if w := af.out.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil {
 		errs = append(errs, report.WriteAnalyzeText(w, res))
@@ -417,7 +392,8 @@ behind.`,
 			res.Live = live
 			nerr := closeND()
 			// What was captured is reported even when capturing failed.
-			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(err, nerr, af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr, nw)))
+			werr := af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr, nw)
+			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(err, nerr, werr, a.Close()))
 		},
 	}
 	af.register(cmd, true)

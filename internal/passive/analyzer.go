@@ -70,6 +70,13 @@ type Config struct {
 	// HTTPPages stay empty; Records counts them): with OnRecord, memory
 	// then follows the live flows only, whatever the capture's length.
 	DropRecords bool
+	// Spill keeps the finished records (for Analysis.TCP and QUIC) in a
+	// temporary file in SpillDir (default: the system's) once there are
+	// more than a few thousand, and returns them as Analysis.Spill:
+	// memory then follows the live flows whatever the capture's length
+	// (spill.go). Call Close to remove the file.
+	Spill    bool
+	SpillDir string
 }
 
 // Record is one finished flow: a TCP connection or a QUIC flow.
@@ -137,6 +144,9 @@ type Analyzer struct {
 	// shard marks an Analyzer that is one of them.
 	shards []*shard
 	shard  bool
+	// spill keeps the finished records (Config.Spill); the shards share
+	// their dispatcher's.
+	spill *recordSpill
 }
 
 // skips counts the packets that were not analysed, by reason, for the
@@ -188,6 +198,9 @@ func New(cfg Config) *Analyzer {
 	}
 	a := &Analyzer{cfg: cfg, flows: newFlowTable(), res: model.Analysis{Schema: model.AnalyzeSchema, Filter: cfg.Filter.String()},
 		skip: skips{link: map[pcap.LinkType]uint64{}, udpPorts: map[uint16]int64{}, quic: map[string]*quicSkip{}, invariant: map[string]*quicSkip{}}}
+	if cfg.Spill && !cfg.DropRecords {
+		a.spill = newRecordSpill(cfg.SpillDir)
+	}
 	if cfg.Workers > 1 && !cfg.KeepSamples && !cfg.Identity {
 		a.startShards(cfg.Workers)
 	}
@@ -451,14 +464,20 @@ func (a *Analyzer) finish(f *flow) {
 		r := f.tcp.result(a, f, A, B)
 		a.nTCP++
 		a.emit(Record{TCP: &r})
-		if keep {
+		switch {
+		case keep && a.spill != nil:
+			a.spill.addTCP(&r)
+		case keep:
 			a.res.TCP = append(a.res.TCP, r)
 		}
 	case f.quic != nil:
 		r := f.quic.result(a, f, A, B)
 		a.nQUIC++
 		a.emit(Record{QUIC: &r})
-		if keep {
+		switch {
+		case keep && a.spill != nil:
+			a.spill.addQUIC(&r)
+		case keep:
 			a.res.QUIC = append(a.res.QUIC, r)
 		}
 	}
@@ -490,14 +509,29 @@ func (a *Analyzer) Finish(truth *TruthIndex) *model.Analysis {
 	}
 	// Flows finish in eviction order, partly the map's (random) order:
 	// report them by start.
-	r.TCP = byStart(r.TCP, func(c *model.TCPConn) (float64, string, string) { return c.StartS, c.A, c.B })
-	r.QUIC = byStart(r.QUIC, func(c *model.QUICConn) (float64, string, string) { return c.StartS, c.Client, c.Server })
+	r.TCP = byStart(r.TCP, tcpOrder)
+	r.QUIC = byStart(r.QUIC, quicOrder)
+	httpConns := r.TCP
+	if s := a.spill; s != nil {
+		s.finish()
+		if s.err != nil {
+			r.Errors = append(r.Errors, s.err.Error()+"; the records after it were kept in memory")
+		}
+		if s.spilled() {
+			r.Spill, httpConns = s, s.http
+		} else {
+			// A capture of few connections: all in memory, as
+			// without a spill.
+			r.TCP, r.QUIC = s.tcp.buf, s.quic.buf
+			httpConns = r.TCP
+		}
+	}
 	r.Stats.PeakLiveFlows = a.peak
 	r.Stats.WallS = a.wall.Seconds()
 	if a.wall > 0 {
 		r.Stats.PacketsPerS = float64(r.Packets) / a.wall.Seconds()
 	}
-	r.HTTPPages = http1.Pages(r.TCP, http1.DefaultPageGap)
+	r.HTTPPages = http1.Pages(httpConns, http1.DefaultPageGap)
 	r.Notes = append(r.Notes, a.skip.notes()...)
 	if a.dups.n > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d packets counted once: a Linux cooked capture (-i any) held them twice, on another interface or direction within 1 s (forwarded by the capturing host)", a.dups.n))
@@ -510,6 +544,15 @@ func (a *Analyzer) Finish(truth *TruthIndex) *model.Analysis {
 		}
 	}
 	return r
+}
+
+// Close releases what the analysis holds outside memory (the spilled
+// records' file, Config.Spill): call it once the analysis is written.
+func (a *Analyzer) Close() error {
+	if a.spill == nil {
+		return nil
+	}
+	return a.spill.close()
 }
 
 // byStart orders records by start time and then their ends' names (a

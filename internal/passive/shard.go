@@ -68,9 +68,11 @@ func (a *Analyzer) startShards(n int) {
 		}
 	}
 	cfg.MaxFlows = max(a.cfg.MaxFlows/n, 1)
+	cfg.Spill = false // the dispatcher's, shared (it locks)
 	for i := range n {
 		s := &shard{a: New(cfg)}
 		s.a.shard = true
+		s.a.spill = a.spill
 		a.shards = append(a.shards, s)
 		if i == 0 {
 			// The reading goroutine analyses shard 0 itself, without a

@@ -1,0 +1,71 @@
+package passive
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// TestSpillSameRecords: with the records spilled to a file in runs of 37
+// (Config.Spill), the analysis read back (EachTCP, EachQUIC, counts, HTTP
+// page loads) is the one kept in memory, with one worker and with two.
+func TestSpillSameRecords(t *testing.T) {
+	file := pcapOf(t, manyFlows(3, 700))
+	run := func(workers int, spill bool) (*model.Analysis, *Analyzer) {
+		a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second, Workers: workers, Spill: spill, SpillDir: t.TempDir()})
+		if spill {
+			a.spill.run = 37
+		}
+		if _, err := a.Read(bytes.NewReader(file), model.CaptureFile{}); err != nil {
+			t.Fatal(err)
+		}
+		return a.Finish(nil), a
+	}
+	kept, _ := run(1, false)
+	if len(kept.TCP) < 500 || len(kept.QUIC) < 50 {
+		t.Fatalf("%d TCP, %d QUIC records: want hundreds", len(kept.TCP), len(kept.QUIC))
+	}
+	want := figures(t, kept)
+	for _, workers := range []int{1, 2} {
+		r, a := run(workers, true)
+		if r.Spill == nil || len(r.TCP) != 0 || !a.spill.spilled() {
+			t.Fatalf("%d workers: records not spilled (%d in memory)", workers, len(r.TCP))
+		}
+		if r.NumTCP() != len(kept.TCP) || r.NumQUIC() != len(kept.QUIC) {
+			t.Errorf("%d workers: %d TCP and %d QUIC records spilled, want %d and %d", workers, r.NumTCP(), r.NumQUIC(), len(kept.TCP), len(kept.QUIC))
+		}
+		// Read back twice (the text output does): the same both times.
+		for range 2 {
+			back := *r
+			back.Spill = nil
+			if err := r.EachTCP(func(c *model.TCPConn) error { back.TCP = append(back.TCP, *c); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.EachQUIC(func(c *model.QUICConn) error { back.QUIC = append(back.QUIC, *c); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if got := figures(t, &back); got != want {
+				t.Fatalf("%d workers: the spilled analysis differs from the kept one", workers)
+			}
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSpillSmall: a capture of fewer records than a run never touches the
+// disk: the records are the analysis's, as without a spill.
+func TestSpillSmall(t *testing.T) {
+	pkts := manyFlows(5, 100)
+	kept, _ := analyseAll(Config{Interface: -1, IdleTimeout: 20 * time.Second}, pkts)
+	r, a := analyseAll(Config{Interface: -1, IdleTimeout: 20 * time.Second, Spill: true, SpillDir: t.TempDir()}, pkts)
+	if r.Spill != nil || a.spill.f != nil {
+		t.Fatal("a small capture was spilled")
+	}
+	if figures(t, r) != figures(t, kept) {
+		t.Error("the analysis differs from the one without a spill")
+	}
+}
