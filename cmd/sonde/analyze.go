@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,7 +31,7 @@ import (
 
 type analyzeFlags struct {
 	out       outputs
-	samples   bool
+	samples   string
 	truth     string
 	observer  string
 	iface     int
@@ -49,12 +50,13 @@ func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
 	f := cmd.Flags()
 	f.Lookup("csv").Usage = "write every RTT sample as CSV (time, flow, method, rtt, valid, flag, truth) to `FILE`, - for stdout (no text summary then)"
 	f.Lookup("html").Usage = "write a self-contained HTML report with plots (RTT over time, goodput, time-sequence graphs, HTTP) to `FILE`, - for stdout (no text summary then)"
-	f.BoolVar(&af.samples, "samples", false, "include every RTT sample in the --json output")
+	f.StringVar(&af.samples, "samples", "", "stream every RTT sample to `FILE` (- for stdout: no text summary then) as it is taken, one JSON line each "+
+		`{"t_s","flow","method","rtt_ms","valid","flag"}, in bounded memory (the summaries' median and p90 are within 0.8 % past 64 samples a method; docs/analyze.md)`)
 	f.StringVar(&af.truth, "truth", "", "read the ground-truth `FILE` (written by emulate/lab up --truth-out) of the lab run that produced the capture: report each RTT method's error")
 	f.StringVar(&af.observer, "observer", "1A", "where the capture was taken, for --truth: link number and end (A client side, B server side)")
 	if !live {
 		f.IntVar(&af.iface, "if-index", -1, "analyse only this pcapng interface index (a lab capture has each packet at both link ends: use 0 or 1); -1: all")
-		f.IntVar(&af.workers, "workers", 0, "analyse with `N` workers, packets split by flow, 0: one per core (GOMAXPROCS); the figures are one worker's (--csv, --html, --samples and --truth use one)")
+		f.IntVar(&af.workers, "workers", 0, "analyse with `N` workers, packets split by flow, 0: one per core (GOMAXPROCS); the figures are one worker's (--csv, --html and --truth use one)")
 	}
 	f.DurationVar(&af.interval, "interval", time.Second, "bin of the goodput series")
 	f.DurationVar(&af.idle, "idle-timeout", 120*time.Second, "finish flows idle this long (capture time); bounds memory to live flows")
@@ -64,31 +66,57 @@ func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
 		`{"tcp":{…}} or {"quic":{…}} as in --json; without --json, --csv or --html the records are not kept, so memory follows the live flows and the text summary has the totals only`)
 }
 
-// openNDJSON opens --ndjson's file (stdout for -) and sets cfg to stream
-// to it; close flushes and closes it. Without --ndjson it does nothing.
+// openNDJSON opens --ndjson's and --samples' files (stdout for -) and
+// sets cfg to stream to them; close flushes and closes them. nw is
+// --ndjson's writer (nil without it).
 func (af *analyzeFlags) openNDJSON(cfg *passive.Config, stdout io.Writer) (nw *report.NDJSON, closeFn func() error, err error) {
-	if af.ndjson == "" {
+	nw, closeND, err := openLines("--ndjson", af.ndjson, stdout)
+	if err != nil {
+		return nil, nil, err
+	}
+	sw, closeSamples, err := openLines("--samples", af.samples, stdout)
+	if err != nil {
+		return nil, nil, errors.Join(err, closeND())
+	}
+	if nw != nil {
+		cfg.OnRecord = func(r passive.Record) { nw.Write(r) }
+		// Nothing else reads the records: keep none.
+		cfg.DropRecords = af.out.json == "" && af.out.csv == "" && af.out.html == ""
+	}
+	if sw != nil {
+		cfg.OnSample = func(s model.PassiveRTT) { sw.Write(s) }
+	}
+	return nw, func() error { return errors.Join(closeND(), closeSamples()) }, nil
+}
+
+// openLines creates a file of JSON lines for flag (stdout for -; nothing
+// without a path).
+func openLines(flag, path string, stdout io.Writer) (*report.NDJSON, func() error, error) {
+	if path == "" {
 		return nil, func() error { return nil }, nil
 	}
 	w, closeFile := stdout, func() error { return nil }
-	if af.ndjson != "-" {
-		f, err := os.Create(af.ndjson)
+	if path != "-" {
+		f, err := os.Create(path)
 		if err != nil {
-			return nil, nil, usageErr(fmt.Errorf("--ndjson: %w", err))
+			return nil, nil, usageErr(fmt.Errorf("%s: %w", flag, err))
 		}
 		w, closeFile = f, f.Close
 	}
-	nw = report.NewNDJSON(w)
-	cfg.OnRecord = func(r passive.Record) { nw.Write(r) }
-	// Nothing else reads the records: keep none.
-	cfg.DropRecords = af.out.json == "" && af.out.csv == "" && af.out.html == ""
+	nw := report.NewNDJSON(w)
 	return nw, func() error {
-		err := errors.Join(nw.Flush(), closeFile())
-		if err != nil {
-			return fmt.Errorf("--ndjson %s: %w", af.ndjson, err)
+		if err := errors.Join(nw.Flush(), closeFile()); err != nil {
+			return fmt.Errorf("%s %s: %w", flag, path, err)
 		}
 		return nil
 	}, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Bounds of --interval: one goodput bin per interval per connection, so a
@@ -126,8 +154,11 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, erro
 	if err := checkOutput("--ndjson", af.ndjson); err != nil {
 		return passive.Config{}, nil, err
 	}
-	if af.ndjson == "-" && af.out.toStdout() {
-		return passive.Config{}, nil, errors.New("only one output (--json, --html, --csv, --ndjson) can go to stdout (-)")
+	if err := checkOutput("--samples", af.samples); err != nil {
+		return passive.Config{}, nil, err
+	}
+	if n := btoi(af.ndjson == "-") + btoi(af.samples == "-") + btoi(af.out.toStdout()); n > 1 {
+		return passive.Config{}, nil, errors.New("only one output (--json, --html, --csv, --ndjson, --samples) can go to stdout (-)")
 	}
 	cfg := passive.Config{Interval: af.interval, IdleTimeout: af.idle, Interface: af.iface, QUICPorts: []uint16{}, Workers: af.workers}
 	if cfg.Workers == 0 {
@@ -140,12 +171,10 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, erro
 		}
 		cfg.QUICPorts = append(cfg.QUICPorts, uint16(p))
 	}
-	if af.samples && af.out.json == "" {
-		return cfg, nil, errors.New("--samples needs --json")
-	}
 	// Per-sample outputs and the truth comparison need every sample; the
-	// default summaries need memory per live flow only.
-	cfg.KeepSamples = af.samples || af.out.csv != "" || af.truth != "" || af.out.html != ""
+	// default summaries need memory per live flow only, and --samples
+	// streams them.
+	cfg.KeepSamples = af.out.csv != "" || af.truth != "" || af.out.html != ""
 	cfg.TimeSequence = af.out.html != ""
 	// The text and JSON outputs read the records back from a temporary
 	// file (in start order): memory follows the live flows. The HTML
@@ -248,15 +277,54 @@ with gzip or zstd are read as they are (found by their magic number).`,
 	return cmd
 }
 
-// analyzerGC sets the collector's target for an analysis (unless GOGC is
-// set): the heap is long-lived per-flow state, and the default (a heap
-// twice the live data before a collection) doubled the peak RSS; at 50
-// the 10 M-packet bench capture peaks at 83 MB instead of 100 MB, for
-// about the same CPU time (bench/analyze.sh).
+// analyzerGC sets the collector's target for an analysis (unless GOGC or
+// GOMEMLIMIT is set): the heap may grow to max(analyzeHeapFloor, 1.5 ×
+// the live heap) before a collection. The heap is long-lived per-flow
+// state: the default (twice the live data) doubled the peak RSS, and a
+// target proportional to it (GOGC 50) still let RSS follow the live flows'
+// growth through a capture's first minutes and the heap's fragmentation
+// (74, 92 and 107 MB on the bench's 1 M, 10 M and 50 M packets). A target
+// with a floor is expressed as a memory limit, which the scavenger also
+// holds RSS to; each collection (gcTuner) sets the next limit from the
+// live heap it found, so a capture with many live flows still gets its
+// 1.5×.
 func analyzerGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
 	}
+	debug.SetGCPercent(-1)
+	t := &gcTuner{floor: analyzeHeapFloor, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t.tune()
+	t.arm()
+}
+
+// analyzeHeapFloor is the heap an analysis may use before the collector
+// runs (the 10 M-packet bench capture's live heap peaks at ~40 MB).
+const analyzeHeapFloor = 64 << 20
+
+// gcTuner sets the memory limit after every collection: a finalizer on
+// an object that every collection finds unreachable, re-armed each time.
+type gcTuner struct {
+	floor  int64
+	sample []metrics.Sample
+}
+
+type gcSentinel struct{ _ [16]byte }
+
+func (t *gcTuner) arm() {
+	runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) {
+		t.tune()
+		t.arm()
+	})
+}
+
+func (t *gcTuner) tune() {
+	metrics.Read(t.sample)
+	live := int64(0)
+	if v := t.sample[0].Value; v.Kind() == metrics.KindUint64 {
+		live = int64(v.Uint64())
+	}
+	debug.SetMemoryLimit(max(t.floor, live+live/2))
 }
 
 // analyzeStatus reports on stderr what went wrong with the inputs and
@@ -283,8 +351,8 @@ func analyzeStatus(stderr io.Writer, res *model.Analysis, err error) error {
 // write reports res, the finished analysis of a (whose samples the
 // per-sample outputs read).
 func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.TruthIndex, nw *report.NDJSON) error {
-	if af.ndjson == "-" {
-		// The records went to stdout: the summary to stderr.
+	if af.ndjson == "-" || af.samples == "-" {
+		// The records or samples went to stdout: the summary to stderr.
 		stdout = stderr
 	}
 	// A capture of many connections makes many small writes (tabwriter
@@ -314,9 +382,6 @@ func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, re
 		errs = append(errs, writeOutput("--csv", o, stdout, func(w io.Writer) error { return report.WriteSamplesCSV(w, a.Samples(tr)) }))
 	}
 	if o := af.out.json; o != "" {
-		if af.samples {
-			res.Samples = a.Samples(tr)
-		}
 		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error { return report.WriteAnalysisJSON(w, res) }))
 	}
 	if w := af.out.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil {

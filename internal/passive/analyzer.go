@@ -77,6 +77,14 @@ type Config struct {
 	// (spill.go). Call Close to remove the file.
 	Spill    bool
 	SpillDir string
+	// OnSample, if set, receives every RTT sample (sonde analyze
+	// --samples FILE), where the per-flow summaries keep quantiles within
+	// 0.8 % (rttstats.go): TCP samples as they are taken, in bounded
+	// memory; a QUIC flow's spin samples when it finishes (a flow found
+	// not to spin voids them all), held until then as with KeepSamples.
+	// With several workers, calls are one at a time and the flows'
+	// samples interleave in another order.
+	OnSample func(model.PassiveRTT)
 }
 
 // Record is one finished flow: a TCP connection or a QUIC flow.
@@ -109,6 +117,7 @@ type flow struct {
 	key   flowKey
 	hash  uint64 // of key, in Analyzer.flows
 	index int    // in Analyzer.names
+	name  string // "A > B", once a sample is streamed (Config.OnSample)
 	aIsLo bool   // side A (client) is key.lo
 	first int64
 	last  int64
@@ -481,11 +490,28 @@ func (a *Analyzer) finish(f *flow) {
 			a.res.QUIC = append(a.res.QUIC, r)
 		}
 	}
+	if a.cfg.OnSample != nil && f.quic != nil {
+		for i := range f.samples {
+			s := &f.samples[i]
+			a.streamSample(f, s.t, s.rtt, s.method, s.flag)
+		}
+	}
 	if a.cfg.KeepSamples {
 		a.names[f.index] = A + " > " + B
 		a.samples = append(a.samples, f.samples...)
 	}
 	f.samples = nil
+}
+
+// streamSample gives one RTT sample of f to Config.OnSample ("" flag:
+// valid).
+func (a *Analyzer) streamSample(f *flow, t, rtt int64, m Method, flag string) {
+	if f.name == "" {
+		A, B := f.ends()
+		f.name = A + " > " + B
+	}
+	a.cfg.OnSample(model.PassiveRTT{TimeS: float64(t-a.first) / 1e9, Flow: f.name, Method: m.String(),
+		RTTMs: float64(rtt) / 1e6, Valid: flag == "", Flag: flag})
 }
 
 func (a *Analyzer) emit(r Record) {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/model"
 )
 
 // Parallel analysis (Config.Workers > 1). The Analyzer that reads the
@@ -65,6 +67,13 @@ func (a *Analyzer) startShards(n int) {
 			mu.Lock()
 			defer mu.Unlock()
 			on(r)
+		}
+	}
+	if on := a.cfg.OnSample; on != nil {
+		cfg.OnSample = func(s model.PassiveRTT) {
+			mu.Lock()
+			defer mu.Unlock()
+			on(s)
 		}
 	}
 	cfg.MaxFlows = max(a.cfg.MaxFlows/n, 1)

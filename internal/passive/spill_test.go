@@ -2,6 +2,8 @@ package passive
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,5 +69,51 @@ func TestSpillSmall(t *testing.T) {
 	}
 	if figures(t, r) != figures(t, kept) {
 		t.Error("the analysis differs from the one without a spill")
+	}
+}
+
+// TestOnSample: OnSample streams every sample that KeepSamples keeps (the
+// same flows, methods, times, values and flags), with one worker and with
+// two, and the summaries count the valid ones.
+func TestOnSample(t *testing.T) {
+	file := pcapOf(t, manyFlows(7, 300))
+	key := func(s model.PassiveRTT) string {
+		return fmt.Sprintf("%s|%s|%.9f|%.6f|%v|%s", s.Flow, s.Method, s.TimeS, s.RTTMs, s.Valid, s.Flag)
+	}
+	a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second, KeepSamples: true})
+	if _, err := a.Read(bytes.NewReader(file), model.CaptureFile{}); err != nil {
+		t.Fatal(err)
+	}
+	kept := a.Finish(nil)
+	var want []string
+	valid := 0
+	for _, s := range a.Samples(nil) {
+		want = append(want, key(s))
+		if s.Valid {
+			valid++
+		}
+	}
+	sum := 0
+	for _, c := range kept.TCP {
+		sum += c.TSFull.Samples + c.TSSideA.Samples + c.TSSideB.Samples + c.SeqAckSideA.Samples + c.SeqAckSideB.Samples
+	}
+	for _, q := range kept.QUIC {
+		sum += q.SpinRTT[0].Samples + q.SpinRTT[1].Samples + q.Component[0].Samples + q.Component[1].Samples
+	}
+	if len(want) < 1000 || sum != valid {
+		t.Fatalf("%d samples, %d valid, the summaries count %d", len(want), valid, sum)
+	}
+	slices.Sort(want)
+	for _, workers := range []int{1, 2} {
+		var got []string
+		a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second, Workers: workers, OnSample: func(s model.PassiveRTT) { got = append(got, key(s)) }})
+		if _, err := a.Read(bytes.NewReader(file), model.CaptureFile{}); err != nil {
+			t.Fatal(err)
+		}
+		a.Finish(nil)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%d workers: %d samples streamed, %d kept, or they differ", workers, len(got), len(want))
+		}
 	}
 }
