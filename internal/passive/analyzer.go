@@ -294,9 +294,16 @@ func (a *Analyzer) endSource(s *source) {
 
 // Packet analyses one IP packet (nil: not IP) captured at t (Unix ns).
 func (a *Analyzer) Packet(t int64, ip []byte) {
-	a.res.Packets++
 	var p ipPacket
-	if ip == nil || !decodeIP(ip, &p) || p.fragment {
+	a.packet(t, ip, &p, ip != nil && decodeIP(ip, &p))
+}
+
+// packet analyses an IP packet that decodeIP decoded into p (ok: without
+// error); the dispatcher of workers decodes each packet once for both.
+func (a *Analyzer) packet(t int64, ip []byte, pp *ipPacket, ok bool) {
+	a.res.Packets++
+	p := pp
+	if !ok || p.fragment {
 		switch {
 		case ip == nil: // counted by the caller, which knows the link
 		case p.fragment:
@@ -317,9 +324,9 @@ func (a *Analyzer) Packet(t int64, ip []byte) {
 	}
 	switch p.proto {
 	case 6:
-		a.tcpPacket(t, &p, id)
+		a.tcpPacket(t, p, id)
 	case 17:
-		a.udpPacket(t, &p, id)
+		a.udpPacket(t, p, id)
 	default:
 		a.skip.proto[p.proto]++
 		a.res.Skipped++

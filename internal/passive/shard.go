@@ -125,7 +125,8 @@ func (a *Analyzer) dispatch(t int64, ip []byte) {
 	}
 	var p ipPacket
 	var h uint64 // malformed and fragments: shard 0 counts them
-	if decodeIP(ip, &p) && !p.fragment {
+	ok := decodeIP(ip, &p)
+	if ok && !p.fragment {
 		if a.tick(t) {
 			for _, s := range a.shards {
 				s.add(a.first, t, nil)
@@ -134,6 +135,12 @@ func (a *Analyzer) dispatch(t int64, ip []byte) {
 		h = flowHash(&p)
 	}
 	s := a.shards[shardOf(h, len(a.shards))]
+	if s.work == nil {
+		// Shard 0: analysed here, from the header just decoded.
+		s.a.first, s.a.started = a.first, true
+		s.a.packet(t, ip, &p, ok)
+		return
+	}
 	s.add(a.first, t, ip)
 }
 
