@@ -2,6 +2,7 @@ package passive
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"testing"
@@ -115,5 +116,64 @@ func TestOnSample(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%d workers: %d samples streamed, %d kept, or they differ", workers, len(got), len(want))
 		}
+	}
+}
+
+// httpFlows: n HTTP/1.1 exchanges on their own connections from three
+// clients, a few hundred ms apart (page loads of several connections).
+func httpFlows(n int) []timedPacket {
+	var out []timedPacket
+	for i := range n {
+		cli := [4]byte{198, 18, 9, byte(1 + i%3)}
+		srv := [4]byte{198, 19, 9, 1}
+		cport := uint16(40000 + i)
+		t := int64(i) * 300e6
+		cs, ss := uint32(1000*i), uint32(7000*i)
+		seg := func(up bool, seq, ack uint32, fl uint8, payload string) {
+			b := tcpSeg(cport, 80, seq, ack, fl, uint32(t/1e6), 1, 0)
+			src, dst := cli, srv
+			if !up {
+				b = tcpSeg(80, cport, seq, ack, fl, uint32(t/1e6), 1, 0)
+				src, dst = srv, cli
+			}
+			out = append(out, timedPacket{t, ipHeader(src, dst, 6, 0, append(b, payload...))})
+			t += 10e6
+		}
+		req := "GET /p" + fmt.Sprint(i) + " HTTP/1.1\r\nHost: x.test\r\n\r\n"
+		resp := "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+		seg(true, cs, 0, flagSYN, "")
+		seg(false, ss, cs+1, flagSYN|flagACK, "")
+		seg(true, cs+1, ss+1, flagACK|flagPSH, req)
+		seg(false, ss+1, cs+1+uint32(len(req)), flagACK|flagPSH, resp)
+		seg(true, cs+1+uint32(len(req)), ss+1+uint32(len(resp)), flagFIN|flagACK, "")
+		seg(false, ss+1+uint32(len(resp)), cs+2+uint32(len(req)), flagFIN|flagACK, "")
+	}
+	slices.SortStableFunc(out, func(a, b timedPacket) int { return cmp.Compare(a.t, b.t) })
+	return out
+}
+
+// TestSpillHTTPPages: the page loads of spilled HTTP connections are those
+// of the connections kept in memory.
+func TestSpillHTTPPages(t *testing.T) {
+	pkts := httpFlows(90)
+	kept, _ := analyseAll(Config{Interface: -1}, pkts)
+	if len(kept.HTTPPages) == 0 || len(kept.TCP) != 90 || kept.TCP[0].HTTP == nil {
+		t.Fatalf("%d pages, %d connections: the generator should give HTTP page loads", len(kept.HTTPPages), len(kept.TCP))
+	}
+	a := New(Config{Interface: -1, Spill: true, SpillDir: t.TempDir()})
+	a.spill.run = 7
+	for _, p := range pkts {
+		a.Packet(p.t+1700000000e9, p.data)
+	}
+	r := a.Finish(nil)
+	defer a.Close()
+	if r.Spill == nil {
+		t.Fatal("not spilled")
+	}
+	back := *r
+	back.Spill = nil
+	_ = r.EachTCP(func(c *model.TCPConn) error { back.TCP = append(back.TCP, *c); return nil })
+	if figures(t, &back) != figures(t, kept) {
+		t.Error("the spilled analysis (page loads, records) differs from the kept one")
 	}
 }
