@@ -50,8 +50,9 @@ func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
 	f := cmd.Flags()
 	f.Lookup("csv").Usage = "write every RTT sample as CSV (time, flow, method, rtt, valid, flag, truth) to `FILE`, - for stdout (no text summary then)"
 	f.Lookup("html").Usage = "write a self-contained HTML report with plots (RTT over time, goodput, time-sequence graphs, HTTP) to `FILE`, - for stdout (no text summary then)"
-	f.StringVar(&af.samples, "samples", "", "stream every RTT sample to `FILE` (- for stdout: no text summary then) as it is taken, one JSON line each "+
-		`{"t_s","flow","method","rtt_ms","valid","flag"}, in bounded memory (the summaries' median and p90 are within 0.8 % past 64 samples a method; docs/analyze.md)`)
+	f.StringVar(&af.samples, "samples", "", "stream every RTT sample to `FILE` (- for stdout: no text summary then), one JSON line each "+
+		`{"t_s","flow","method","rtt_ms","valid","flag"}: TCP samples as they are taken, a QUIC flow's when it finishes; for those who want them all `+
+		`(the summaries' median and p90 are within 0.8 % past 64 samples a method; docs/analyze.md)`)
 	f.StringVar(&af.truth, "truth", "", "read the ground-truth `FILE` (written by emulate/lab up --truth-out) of the lab run that produced the capture: report each RTT method's error")
 	f.StringVar(&af.observer, "observer", "1A", "where the capture was taken, for --truth: link number and end (A client side, B server side)")
 	if !live {

@@ -42,15 +42,18 @@ const spillRun = 2048
 const spillReadBuf = 16 << 10
 
 type recordSpill struct {
-	mu   sync.Mutex // shards finish flows concurrently
-	run  int        // records a run (spillRun; tests make it small)
-	dir  string
-	f    *os.File
-	off  int64
-	err  error // the first write error: records stay in memory after it
-	tcp  spillRuns[model.TCPConn]
-	quic spillRuns[model.QUICConn]
-	http []model.TCPConn // records with HTTP exchanges, for the page loads
+	mu  sync.Mutex // shards finish flows concurrently
+	run int        // records a run (spillRun; tests make it small)
+	dir string
+	f   *os.File
+	// unlink: the file could not be removed while open (not Unix):
+	// close removes it.
+	unlink bool
+	off    int64
+	err    error // the first write error: records stay in memory after it
+	tcp    spillRuns[model.TCPConn]
+	quic   spillRuns[model.QUICConn]
+	http   []model.TCPConn // records with HTTP exchanges, for the page loads
 }
 
 // spillRuns is one record kind's runs on disk and the run being filled.
@@ -107,9 +110,7 @@ func writeRun[T any](s *recordSpill, rs *spillRuns[T]) error {
 		}
 		// Unlinked at once (on Unix): nothing is left behind, whatever
 		// ends the process.
-		if os.Remove(f.Name()) != nil {
-			s.dir = f.Name() // removed by close
-		}
+		s.unlink = os.Remove(f.Name()) != nil
 		s.f = f
 	}
 	byStart(rs.buf, rs.key)
@@ -158,7 +159,7 @@ func (s *recordSpill) close() error {
 		return nil
 	}
 	err := s.f.Close()
-	if s.dir == s.f.Name() {
+	if s.unlink {
 		err = errors.Join(err, os.Remove(s.f.Name()))
 	}
 	s.f = nil
