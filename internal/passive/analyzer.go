@@ -292,7 +292,21 @@ func (a *Analyzer) endSource(s *source) {
 	a.res.Files = append(a.res.Files, *cf)
 }
 
-// Packet analyses one IP packet (nil: not IP) captured at t (Unix ns).
+// Feed analyses one IP packet (nil: not IP) captured at t (Unix ns) from
+// any source (a live capture) as the packets of files are: split across
+// the workers when Config.Workers > 1 (copied for another worker's
+// goroutine: the caller may reuse ip once Feed returns), in the caller
+// otherwise. Finish waits for the workers.
+func (a *Analyzer) Feed(t int64, ip []byte) {
+	if a.shards != nil {
+		a.dispatch(t, ip)
+		return
+	}
+	a.Packet(t, ip)
+}
+
+// Packet analyses one IP packet (nil: not IP) captured at t (Unix ns) in
+// the caller's goroutine, whatever Config.Workers.
 func (a *Analyzer) Packet(t int64, ip []byte) {
 	var p ipPacket
 	a.packet(t, ip, &p, ip != nil && decodeIP(ip, &p))

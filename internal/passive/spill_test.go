@@ -177,3 +177,23 @@ func TestSpillHTTPPages(t *testing.T) {
 		t.Error("the spilled analysis (page loads, records) differs from the kept one")
 	}
 }
+
+// TestFeedWorkers: packets fed one at a time (a live source) through two
+// workers give one worker's analysis, though the caller reuses its buffer.
+func TestFeedWorkers(t *testing.T) {
+	pkts := manyFlows(8, 300)
+	want, _ := analyseAll(Config{Interface: -1, IdleTimeout: 20 * time.Second}, pkts)
+	a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second, Workers: 2})
+	if len(a.shards) != 2 {
+		t.Fatalf("%d shards", len(a.shards))
+	}
+	buf := make([]byte, 0, 2048)
+	for _, p := range pkts {
+		buf = append(buf[:0], p.data...)
+		a.Feed(p.t+1700000000e9, buf)
+	}
+	got := a.Finish(nil)
+	if len(got.TCP) < 200 || figures(t, got) != figures(t, want) {
+		t.Errorf("two workers fed packets: %d TCP records, or the analysis differs from one worker's (%d)", len(got.TCP), len(want.TCP))
+	}
+}
