@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,5 +196,25 @@ func TestFeedWorkers(t *testing.T) {
 	got := a.Finish(nil)
 	if len(got.TCP) < 200 || figures(t, got) != figures(t, want) {
 		t.Errorf("two workers fed packets: %d TCP records, or the analysis differs from one worker's (%d)", len(got.TCP), len(want.TCP))
+	}
+}
+
+// TestSpillFails: a spill that cannot write keeps the records in memory
+// and says so; nothing is lost.
+func TestSpillFails(t *testing.T) {
+	pkts := manyFlows(9, 200)
+	kept, _ := analyseAll(Config{Interface: -1, IdleTimeout: 20 * time.Second}, pkts)
+	a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second, Spill: true, SpillDir: t.TempDir() + "/missing"})
+	a.spill.run = 37
+	for _, p := range pkts {
+		a.Packet(p.t+1700000000e9, p.data)
+	}
+	r := a.Finish(nil)
+	if r.Spill != nil || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "spilling records") {
+		t.Fatalf("spill %v, errors %q", r.Spill != nil, r.Errors)
+	}
+	r.Errors = nil
+	if figures(t, r) != figures(t, kept) {
+		t.Error("records were lost when the spill failed")
 	}
 }
