@@ -19,11 +19,15 @@
 #             every connection's counters and RTT summaries)
 #   sonde-2w  the same on two cores (taskset -c 0,1, GOMAXPROCS=2,
 #             --workers 2): the rate against one core's
-#   sonde-mem-1M, -10M, -50M  sonde analyze --ndjson /dev/null on the
-#             first 1 M, the 10 M and a 50 M capture of the same traffic
-#             (records streamed, none kept): peak RSS should be flat,
-#             bounded by the live flows. BENCH_FLAT=0 skips the 50 M file
-#             (6 GB in BENCH_CACHE).
+#   sonde-mem-1M, -10M, -50M  sonde analyze (the text summary: every
+#             connection, its record spilled to a temporary file as it
+#             finishes) on the first 1 M, the 10 M and a 50 M capture of
+#             the same traffic; sonde-json-10M with --json, sonde-nd-10M
+#             with --ndjson /dev/null (records streamed, none kept): peak
+#             RSS should be flat, bounded by the live flows. BENCH_FLAT=0
+#             skips the 50 M file (6 GB in BENCH_CACHE).
+#   Then the JSON of one worker and of two on the 10 M capture are
+#             compared (all but the runtime figures): they must be equal.
 #   tcptrace  tcptrace -n -l FILE (long output, every connection)
 #   tshark    tshark -r FILE -q -z conv,tcp: full dissection of every
 #             packet (the tap needs it), one table at the end. On the 1 M
@@ -104,13 +108,27 @@ for ((i = 0; i < REPEAT; i++)); do
 	run sonde-1M "$SMALL" 1000000 "$SONDE" analyze --workers 1
 done
 # Memory bounded by live flows: once each (RSS varies little).
-run sonde-mem-1M "$SMALL" 1000000 "$SONDE" analyze --workers 1 --ndjson /dev/null
-run sonde-mem-10M "$BIG" "$PACKETS" "$SONDE" analyze --workers 1 --ndjson /dev/null
-if [[ $FLAT == 1 ]]; then run sonde-mem-50M "$HUGE" 50000000 "$SONDE" analyze --workers 1 --ndjson /dev/null; fi
+run sonde-mem-1M "$SMALL" 1000000 "$SONDE" analyze --workers 1
+run sonde-mem-10M "$BIG" "$PACKETS" "$SONDE" analyze --workers 1
+if [[ $FLAT == 1 ]]; then run sonde-mem-50M "$HUGE" 50000000 "$SONDE" analyze --workers 1; fi
+run sonde-json-10M "$BIG" "$PACKETS" "$SONDE" analyze --workers 1 --json /dev/null
+run sonde-nd-10M "$BIG" "$PACKETS" "$SONDE" analyze --workers 1 --ndjson /dev/null
+# The figures of one worker and of two (not the runtime's).
+"$SONDE" analyze --workers 1 --json "$WORK/w1.json" "$BIG" >/dev/null || die "sonde --workers 1 --json failed"
+"$SONDE" analyze --workers 2 --json "$WORK/w2.json" "$BIG" >/dev/null || die "sonde --workers 2 --json failed"
+python3 - "$WORK/w1.json" "$WORK/w2.json" >"$WORK/same" <<'EOF2'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for x in (a, b):
+    x.pop("runtime")
+    for f in x["files"]:
+        f.pop("path")
+print("identical" if a == b else "DIFFERENT", f"({len(a.get('tcp', []))} TCP connections, {len(a.get('quic', []))} QUIC flows)")
+EOF2
 # The last sonde output tells how many packets and flows it saw.
 "$SONDE" analyze --workers 1 "$BIG" | tail -1 >"$WORK/summary"
 
-python3 - "$RES" "$WORK/summary" <<'EOF'
+python3 - "$RES" "$WORK/summary" "$WORK/same" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.reader(open(sys.argv[1]), delimiter="\t"))
 by = {}
@@ -121,7 +139,7 @@ med = statistics.median
 print(f"\nsonde analyze vs tcptrace vs tshark, one core (sonde-2w: two), medians of {len(by['sonde']['wall'])} runs")
 print(f"{'tool':<13} {'file':<32} {'packets':>9} {'wall s':>8} {'cpu s':>8} {'Mpps wall':>10} {'Mpps cpu':>9} {'peak RSS MB':>12}")
 fig = {}
-for name in [n for n in ["sonde", "sonde-2w", "tcptrace", "tshark", "sonde-1M", "sonde-mem-1M", "sonde-mem-10M", "sonde-mem-50M"] if n in by]:
+for name in [n for n in ["sonde", "sonde-2w", "tcptrace", "tshark", "sonde-1M", "sonde-mem-1M", "sonde-mem-10M", "sonde-mem-50M", "sonde-json-10M", "sonde-nd-10M"] if n in by]:
     d = by[name]
     w, c, r = med(d["wall"]), med(d["cpu"]), med(d["rss"])
     fig[name] = (d["n"] / w, d["n"] / c, r)
@@ -138,7 +156,9 @@ print(f"  sonde 2 cores:    {w2/1e6:.3f} Mpps per wall second, {w2/s[0]:.2f}x on
 print(f"memory: sonde peak RSS {fig['sonde-1M'][2]:.1f} MB on 1 M packets, {s[2]:.1f} MB on {by['sonde']['n']/1e6:.0f} M "
       f"(ratio {s[2]/fig['sonde-1M'][2]:.2f}), 2 workers {med(d['rss']):.1f} MB; tcptrace {tt[2]:.1f} MB")
 mem = [(k, med(by[k]["rss"])) for k in ["sonde-mem-1M", "sonde-mem-10M", "sonde-mem-50M"] if k in by]
-print("memory, records streamed (--ndjson, none kept): " + ", ".join(f"{k[10:]} {r:.1f} MB" for k, r in mem)
+print("memory, text summary of every connection: " + ", ".join(f"{k[10:]} {r:.1f} MB" for k, r in mem)
       + f" (max/min {max(r for _, r in mem)/min(r for _, r in mem):.2f}; goal <= 100 MB on 10 M, flat within 10 %)")
+print(f"memory on 10 M: --json {fig['sonde-json-10M'][2]:.1f} MB, --ndjson (none kept) {fig['sonde-nd-10M'][2]:.1f} MB")
+print("figures of 1 and 2 workers on 10 M:", open(sys.argv[3]).read().strip())
 print("sonde:", open(sys.argv[2]).read().strip())
 EOF

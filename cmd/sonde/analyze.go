@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,7 +31,7 @@ import (
 
 type analyzeFlags struct {
 	out       outputs
-	samples   bool
+	samples   string
 	truth     string
 	observer  string
 	iface     int
@@ -50,12 +50,14 @@ func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
 	f := cmd.Flags()
 	f.Lookup("csv").Usage = "write every RTT sample as CSV (time, flow, method, rtt, valid, flag, truth) to `FILE`, - for stdout (no text summary then)"
 	f.Lookup("html").Usage = "write a self-contained HTML report with plots (RTT over time, goodput, time-sequence graphs, HTTP) to `FILE`, - for stdout (no text summary then)"
-	f.BoolVar(&af.samples, "samples", false, "include every RTT sample in the --json output")
+	f.StringVar(&af.samples, "samples", "", "stream every RTT sample to `FILE` (- for stdout: no text summary then), one JSON line each "+
+		`{"t_s","flow","method","rtt_ms","valid","flag"}: TCP samples as they are taken, a QUIC flow's when it finishes; for those who want them all `+
+		`(the summaries' median and p90 are within 0.8 % past 64 samples a method; docs/analyze.md)`)
 	f.StringVar(&af.truth, "truth", "", "read the ground-truth `FILE` (written by emulate/lab up --truth-out) of the lab run that produced the capture: report each RTT method's error")
 	f.StringVar(&af.observer, "observer", "1A", "where the capture was taken, for --truth: link number and end (A client side, B server side)")
 	if !live {
 		f.IntVar(&af.iface, "if-index", -1, "analyse only this pcapng interface index (a lab capture has each packet at both link ends: use 0 or 1); -1: all")
-		f.IntVar(&af.workers, "workers", 0, "analyse with `N` workers, packets split by flow, 0: one per core (GOMAXPROCS); the figures are one worker's (--csv, --html, --samples and --truth use one)")
+		f.IntVar(&af.workers, "workers", 0, "analyse with `N` workers, packets split by flow, 0: one per core (GOMAXPROCS); the figures are one worker's (--csv, --html and --truth use one)")
 	}
 	f.DurationVar(&af.interval, "interval", time.Second, "bin of the goodput series")
 	f.DurationVar(&af.idle, "idle-timeout", 120*time.Second, "finish flows idle this long (capture time); bounds memory to live flows")
@@ -65,59 +67,57 @@ func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
 		`{"tcp":{…}} or {"quic":{…}} as in --json; without --json, --csv or --html the records are not kept, so memory follows the live flows and the text summary has the totals only`)
 }
 
-// ndjsonWriter streams finished records, one JSON object a line. The first
-// error stops it; err reports it.
-type ndjsonWriter struct {
-	bw  *bufio.Writer
-	enc *json.Encoder
-	n   int
-	err error
-}
-
-func newNDJSONWriter(w io.Writer) *ndjsonWriter {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	return &ndjsonWriter{bw: bw, enc: json.NewEncoder(bw)}
-}
-
-func (nw *ndjsonWriter) record(r passive.Record) {
-	if nw.err == nil {
-		nw.err = nw.enc.Encode(r)
-		nw.n++
+// openNDJSON opens --ndjson's and --samples' files (stdout for -) and
+// sets cfg to stream to them; close flushes and closes them. nw is
+// --ndjson's writer (nil without it).
+func (af *analyzeFlags) openNDJSON(cfg *passive.Config, stdout io.Writer) (nw *report.NDJSON, closeFn func() error, err error) {
+	nw, closeND, err := openLines("--ndjson", af.ndjson, stdout)
+	if err != nil {
+		return nil, nil, err
 	}
-}
-
-func (nw *ndjsonWriter) flush() error {
-	if nw.err == nil {
-		nw.err = nw.bw.Flush()
+	sw, closeSamples, err := openLines("--samples", af.samples, stdout)
+	if err != nil {
+		return nil, nil, errors.Join(err, closeND())
 	}
-	return nw.err
+	if nw != nil {
+		cfg.OnRecord = func(r passive.Record) { nw.Write(r) }
+		// Nothing else reads the records: keep none.
+		cfg.DropRecords = af.out.json == "" && af.out.csv == "" && af.out.html == ""
+	}
+	if sw != nil {
+		cfg.OnSample = func(s model.PassiveRTT) { sw.Write(s) }
+	}
+	return nw, func() error { return errors.Join(closeND(), closeSamples()) }, nil
 }
 
-// openNDJSON opens --ndjson's file (stdout for -) and sets cfg to stream
-// to it; close flushes and closes it. Without --ndjson it does nothing.
-func (af *analyzeFlags) openNDJSON(cfg *passive.Config, stdout io.Writer) (nw *ndjsonWriter, closeFn func() error, err error) {
-	if af.ndjson == "" {
+// openLines creates a file of JSON lines for flag (stdout for -; nothing
+// without a path).
+func openLines(flag, path string, stdout io.Writer) (*report.NDJSON, func() error, error) {
+	if path == "" {
 		return nil, func() error { return nil }, nil
 	}
 	w, closeFile := stdout, func() error { return nil }
-	if af.ndjson != "-" {
-		f, err := os.Create(af.ndjson)
+	if path != "-" {
+		f, err := os.Create(path)
 		if err != nil {
-			return nil, nil, usageErr(fmt.Errorf("--ndjson: %w", err))
+			return nil, nil, usageErr(fmt.Errorf("%s: %w", flag, err))
 		}
 		w, closeFile = f, f.Close
 	}
-	nw = newNDJSONWriter(w)
-	cfg.OnRecord = nw.record
-	// Nothing else reads the records: keep none.
-	cfg.DropRecords = af.out.json == "" && af.out.csv == "" && af.out.html == ""
+	nw := report.NewNDJSON(w)
 	return nw, func() error {
-		err := errors.Join(nw.flush(), closeFile())
-		if err != nil {
-			return fmt.Errorf("--ndjson %s: %w", af.ndjson, err)
+		if err := errors.Join(nw.Flush(), closeFile()); err != nil {
+			return fmt.Errorf("%s %s: %w", flag, path, err)
 		}
 		return nil
 	}, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Bounds of --interval: one goodput bin per interval per connection, so a
@@ -155,8 +155,11 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, erro
 	if err := checkOutput("--ndjson", af.ndjson); err != nil {
 		return passive.Config{}, nil, err
 	}
-	if af.ndjson == "-" && af.out.toStdout() {
-		return passive.Config{}, nil, errors.New("only one output (--json, --html, --csv, --ndjson) can go to stdout (-)")
+	if err := checkOutput("--samples", af.samples); err != nil {
+		return passive.Config{}, nil, err
+	}
+	if n := btoi(af.ndjson == "-") + btoi(af.samples == "-") + btoi(af.out.toStdout()); n > 1 {
+		return passive.Config{}, nil, errors.New("only one output (--json, --html, --csv, --ndjson, --samples) can go to stdout (-)")
 	}
 	cfg := passive.Config{Interval: af.interval, IdleTimeout: af.idle, Interface: af.iface, QUICPorts: []uint16{}, Workers: af.workers}
 	if cfg.Workers == 0 {
@@ -169,13 +172,15 @@ func (af *analyzeFlags) buildConfig() (passive.Config, *passive.TruthIndex, erro
 		}
 		cfg.QUICPorts = append(cfg.QUICPorts, uint16(p))
 	}
-	if af.samples && af.out.json == "" {
-		return cfg, nil, errors.New("--samples needs --json")
-	}
 	// Per-sample outputs and the truth comparison need every sample; the
-	// default summaries need memory per live flow only.
-	cfg.KeepSamples = af.samples || af.out.csv != "" || af.truth != "" || af.out.html != ""
+	// default summaries need memory per live flow only, and --samples
+	// streams them.
+	cfg.KeepSamples = af.out.csv != "" || af.truth != "" || af.out.html != ""
 	cfg.TimeSequence = af.out.html != ""
+	// The text and JSON outputs read the records back from a temporary
+	// file (in start order): memory follows the live flows. The HTML
+	// report holds them all, with every sample.
+	cfg.Spill = !cfg.KeepSamples
 	// --observer is checked whether or not --truth reads it: a typo is
 	// a usage error, not a flag silently ignored.
 	link, end, err := parseObserver(af.observer)
@@ -266,22 +271,64 @@ with gzip or zstd are read as they are (found by their magic number).`,
 			res := a.Finish(tr)
 			nerr := closeND()
 			werr := af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr, nw)
-			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(append(readErrs, nerr, werr)...))
+			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(append(readErrs, nerr, werr, a.Close())...))
 		},
 	}
 	af.register(cmd, false)
 	return cmd
 }
 
-// analyzerGC sets the collector's target for an analysis (unless GOGC is
-// set): the heap is long-lived per-flow state, and the default (a heap
-// twice the live data before a collection) doubled the peak RSS; at 50
-// the 10 M-packet bench capture peaks at 83 MB instead of 100 MB, for
-// about the same CPU time (bench/analyze.sh).
+// analyzerGC sets the collector's target for an analysis (unless GOGC or
+// GOMEMLIMIT is set): the heap may grow to max(analyzeHeapFloor, 1.25 ×
+// the live heap) before a collection. The heap is long-lived per-flow
+// state: the default (twice the live data) doubled the peak RSS, and a
+// target proportional to it (GOGC 50) still let RSS follow the live flows'
+// growth through a capture's first minutes and the heap's fragmentation
+// (74, 92 and 107 MB on the bench's 1 M, 10 M and 50 M packets). A target
+// with a floor is expressed as a memory limit, which the scavenger also
+// holds RSS to; each collection (gcTuner) sets the next limit from the
+// live heap it found, so a capture with many live flows still gets room
+// to grow. Above the floor the room is a quarter of the live heap (GOGC 25:
+// about twice GOGC 50's collections, a few % of the CPU time): with half,
+// the 50 M capture's live heap (43 MB against 38 MB on 10 M) lifted its
+// RSS 4-8 MB above the 10 M one's.
 func analyzerGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
 	}
+	debug.SetGCPercent(-1)
+	t := &gcTuner{floor: analyzeHeapFloor, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t.tune()
+	t.arm()
+}
+
+// analyzeHeapFloor is the heap an analysis may use before the collector
+// runs (the 10 M-packet bench capture's live heap peaks at ~40 MB).
+const analyzeHeapFloor = 64 << 20
+
+// gcTuner sets the memory limit after every collection: a finalizer on
+// an object that every collection finds unreachable, re-armed each time.
+type gcTuner struct {
+	floor  int64
+	sample []metrics.Sample
+}
+
+type gcSentinel struct{ _ [16]byte }
+
+func (t *gcTuner) arm() {
+	runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) {
+		t.tune()
+		t.arm()
+	})
+}
+
+func (t *gcTuner) tune() {
+	metrics.Read(t.sample)
+	live := int64(0)
+	if v := t.sample[0].Value; v.Kind() == metrics.KindUint64 {
+		live = int64(v.Uint64())
+	}
+	debug.SetMemoryLimit(max(t.floor, live+live/4))
 }
 
 // analyzeStatus reports on stderr what went wrong with the inputs and
@@ -307,9 +354,9 @@ func analyzeStatus(stderr io.Writer, res *model.Analysis, err error) error {
 
 // write reports res, the finished analysis of a (whose samples the
 // per-sample outputs read).
-func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.TruthIndex, nw *ndjsonWriter) error {
-	if af.ndjson == "-" {
-		// The records went to stdout: the summary to stderr.
+func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res *model.Analysis, tr *passive.TruthIndex, nw *report.NDJSON) error {
+	if af.ndjson == "-" || af.samples == "-" {
+		// The records or samples went to stdout: the summary to stderr.
 		stdout = stderr
 	}
 	// A capture of many connections makes many small writes (tabwriter
@@ -318,7 +365,7 @@ func (af *analyzeFlags) write(stdout, stderr io.Writer, a *passive.Analyzer, res
 	err := af.report(bw, stderr, a, res, tr)
 	if nw != nil && af.out.textTo(bw, stderr, err != nil) != nil {
 		nt, nq := a.Records()
-		if len(res.TCP) != nt || len(res.QUIC) != nq {
+		if res.NumTCP() != nt || res.NumQUIC() != nq {
 			fmt.Fprintf(bw, "%d TCP connections and %d QUIC flows: one line each in %s (--ndjson)\n", nt, nq, af.ndjson)
 		}
 	}
@@ -339,10 +386,7 @@ func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, re
 		errs = append(errs, writeOutput("--csv", o, stdout, func(w io.Writer) error { return report.WriteSamplesCSV(w, a.Samples(tr)) }))
 	}
 	if o := af.out.json; o != "" {
-		if af.samples {
-			res.Samples = a.Samples(tr)
-		}
-		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }))
+		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error { return report.WriteAnalysisJSON(w, res) }))
 	}
 	if w := af.out.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil {
 		errs = append(errs, report.WriteAnalyzeText(w, res))
@@ -417,7 +461,8 @@ behind.`,
 			res.Live = live
 			nerr := closeND()
 			// What was captured is reported even when capturing failed.
-			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(err, nerr, af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr, nw)))
+			werr := af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr, nw)
+			return analyzeStatus(cmd.ErrOrStderr(), res, errors.Join(err, nerr, werr, a.Close()))
 		},
 	}
 	af.register(cmd, true)

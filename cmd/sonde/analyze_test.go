@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/sonde-project/sonde/internal/model"
 )
 
 // TestAnalyzeCLI runs `analyze` on a small pcap with a TCP exchange and a
@@ -87,5 +90,26 @@ func TestAnalyzeCLI(t *testing.T) {
 	csvOut := run("--csv", "-")
 	if lines := strings.Count(csvOut, "\n"); lines < 90 || !strings.Contains(csvOut, "ts-side-b") {
 		t.Errorf("csv output (%d lines):\n%.400s", lines, csvOut)
+	}
+	// --samples FILE streams every sample --csv has, one JSON line each.
+	samples := filepath.Join(t.TempDir(), "s.ndjson")
+	run("--samples", samples)
+	b, err := os.ReadFile(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	csvSamples := 0 // the output also has cobra's usage (the exit status is an error)
+	for _, l := range strings.Split(csvOut, "\n") {
+		if strings.Contains(l, ",198.18.1.1:40000 > 198.18.1.2:80,") {
+			csvSamples++
+		}
+	}
+	if len(lines) != csvSamples || csvSamples < 90 {
+		t.Errorf("--samples: %d lines, --csv %d samples", len(lines), csvSamples)
+	}
+	var s model.PassiveRTT
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil || s.Flow != "198.18.1.1:40000 > 198.18.1.2:80" || s.RTTMs <= 0 {
+		t.Errorf("--samples line %q: %v", lines[len(lines)-1], err)
 	}
 }

@@ -26,6 +26,65 @@ type Analysis struct {
 	Errors    []string       `json:"errors,omitempty"`
 	Notes     []string       `json:"notes,omitempty"`
 	Stats     AnalyzeRuntime `json:"runtime"`
+	// Spill, when set, holds the TCP and QUIC records instead of TCP and
+	// QUIC (then empty): a long capture's finished connections kept on
+	// disk, in order, by the analyser. EachTCP, EachQUIC and the counts
+	// read either form; the outputs that need every record in memory (the
+	// HTML report, comparisons) are given an analysis without one.
+	Spill RecordSpill `json:"-"`
+}
+
+// RecordSpill yields an analysis's records in their order (start, then
+// the ends' names), read back from where they were kept.
+type RecordSpill interface {
+	Len() (tcp, quic int)
+	EachTCP(fn func(*TCPConn) error) error
+	EachQUIC(fn func(*QUICConn) error) error
+}
+
+// NumTCP is the number of TCP connection records, kept or spilled.
+func (r *Analysis) NumTCP() int {
+	if r.Spill != nil {
+		n, _ := r.Spill.Len()
+		return n
+	}
+	return len(r.TCP)
+}
+
+// NumQUIC is the number of QUIC flow records, kept or spilled.
+func (r *Analysis) NumQUIC() int {
+	if r.Spill != nil {
+		_, n := r.Spill.Len()
+		return n
+	}
+	return len(r.QUIC)
+}
+
+// EachTCP calls fn with every TCP record in order; the first error stops
+// it. fn may keep the record.
+func (r *Analysis) EachTCP(fn func(*TCPConn) error) error {
+	if r.Spill != nil {
+		return r.Spill.EachTCP(fn)
+	}
+	for i := range r.TCP {
+		if err := fn(&r.TCP[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EachQUIC calls fn with every QUIC record in order, as EachTCP.
+func (r *Analysis) EachQUIC(fn func(*QUICConn) error) error {
+	if r.Spill != nil {
+		return r.Spill.EachQUIC(fn)
+	}
+	for i := range r.QUIC {
+		if err := fn(&r.QUIC[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CaptureFile describes one input file.

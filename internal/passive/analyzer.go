@@ -70,6 +70,21 @@ type Config struct {
 	// HTTPPages stay empty; Records counts them): with OnRecord, memory
 	// then follows the live flows only, whatever the capture's length.
 	DropRecords bool
+	// Spill keeps the finished records (for Analysis.TCP and QUIC) in a
+	// temporary file in SpillDir (default: the system's) once there are
+	// more than a few thousand, and returns them as Analysis.Spill:
+	// memory then follows the live flows whatever the capture's length
+	// (spill.go). Call Close to remove the file.
+	Spill    bool
+	SpillDir string
+	// OnSample, if set, receives every RTT sample (sonde analyze
+	// --samples FILE), where the per-flow summaries keep quantiles within
+	// 0.8 % (rttstats.go): TCP samples as they are taken, in bounded
+	// memory; a QUIC flow's spin samples when it finishes (a flow found
+	// not to spin voids them all), held until then as with KeepSamples.
+	// With several workers, calls are one at a time and the flows'
+	// samples interleave in another order.
+	OnSample func(model.PassiveRTT)
 }
 
 // Record is one finished flow: a TCP connection or a QUIC flow.
@@ -102,6 +117,7 @@ type flow struct {
 	key   flowKey
 	hash  uint64 // of key, in Analyzer.flows
 	index int    // in Analyzer.names
+	name  string // "A > B", once a sample is streamed (Config.OnSample)
 	aIsLo bool   // side A (client) is key.lo
 	first int64
 	last  int64
@@ -137,6 +153,9 @@ type Analyzer struct {
 	// shard marks an Analyzer that is one of them.
 	shards []*shard
 	shard  bool
+	// spill keeps the finished records (Config.Spill); the shards share
+	// their dispatcher's.
+	spill *recordSpill
 }
 
 // skips counts the packets that were not analysed, by reason, for the
@@ -188,6 +207,9 @@ func New(cfg Config) *Analyzer {
 	}
 	a := &Analyzer{cfg: cfg, flows: newFlowTable(), res: model.Analysis{Schema: model.AnalyzeSchema, Filter: cfg.Filter.String()},
 		skip: skips{link: map[pcap.LinkType]uint64{}, udpPorts: map[uint16]int64{}, quic: map[string]*quicSkip{}, invariant: map[string]*quicSkip{}}}
+	if cfg.Spill && !cfg.DropRecords {
+		a.spill = newRecordSpill(cfg.SpillDir)
+	}
 	if cfg.Workers > 1 && !cfg.KeepSamples && !cfg.Identity {
 		a.startShards(cfg.Workers)
 	}
@@ -270,11 +292,32 @@ func (a *Analyzer) endSource(s *source) {
 	a.res.Files = append(a.res.Files, *cf)
 }
 
-// Packet analyses one IP packet (nil: not IP) captured at t (Unix ns).
+// Feed analyses one IP packet (nil: not IP) captured at t (Unix ns) from
+// any source (a live capture) as the packets of files are: split across
+// the workers when Config.Workers > 1 (copied for another worker's
+// goroutine: the caller may reuse ip once Feed returns), in the caller
+// otherwise. Finish waits for the workers.
+func (a *Analyzer) Feed(t int64, ip []byte) {
+	if a.shards != nil {
+		a.dispatch(t, ip)
+		return
+	}
+	a.Packet(t, ip)
+}
+
+// Packet analyses one IP packet (nil: not IP) captured at t (Unix ns) in
+// the caller's goroutine, whatever Config.Workers.
 func (a *Analyzer) Packet(t int64, ip []byte) {
-	a.res.Packets++
 	var p ipPacket
-	if ip == nil || !decodeIP(ip, &p) || p.fragment {
+	a.packet(t, ip, &p, ip != nil && decodeIP(ip, &p))
+}
+
+// packet analyses an IP packet that decodeIP decoded into p (ok: without
+// error); the dispatcher of workers decodes each packet once for both.
+func (a *Analyzer) packet(t int64, ip []byte, pp *ipPacket, ok bool) {
+	a.res.Packets++
+	p := pp
+	if !ok || p.fragment {
 		switch {
 		case ip == nil: // counted by the caller, which knows the link
 		case p.fragment:
@@ -295,9 +338,9 @@ func (a *Analyzer) Packet(t int64, ip []byte) {
 	}
 	switch p.proto {
 	case 6:
-		a.tcpPacket(t, &p, id)
+		a.tcpPacket(t, p, id)
 	case 17:
-		a.udpPacket(t, &p, id)
+		a.udpPacket(t, p, id)
 	default:
 		a.skip.proto[p.proto]++
 		a.res.Skipped++
@@ -451,15 +494,27 @@ func (a *Analyzer) finish(f *flow) {
 		r := f.tcp.result(a, f, A, B)
 		a.nTCP++
 		a.emit(Record{TCP: &r})
-		if keep {
+		switch {
+		case keep && a.spill != nil:
+			a.spill.addTCP(&r)
+		case keep:
 			a.res.TCP = append(a.res.TCP, r)
 		}
 	case f.quic != nil:
 		r := f.quic.result(a, f, A, B)
 		a.nQUIC++
 		a.emit(Record{QUIC: &r})
-		if keep {
+		switch {
+		case keep && a.spill != nil:
+			a.spill.addQUIC(&r)
+		case keep:
 			a.res.QUIC = append(a.res.QUIC, r)
+		}
+	}
+	if a.cfg.OnSample != nil && f.quic != nil {
+		for i := range f.samples {
+			s := &f.samples[i]
+			a.streamSample(f, s.t, s.rtt, s.method, s.flag)
 		}
 	}
 	if a.cfg.KeepSamples {
@@ -467,6 +522,17 @@ func (a *Analyzer) finish(f *flow) {
 		a.samples = append(a.samples, f.samples...)
 	}
 	f.samples = nil
+}
+
+// streamSample gives one RTT sample of f to Config.OnSample ("" flag:
+// valid).
+func (a *Analyzer) streamSample(f *flow, t, rtt int64, m Method, flag string) {
+	if f.name == "" {
+		A, B := f.ends()
+		f.name = A + " > " + B
+	}
+	a.cfg.OnSample(model.PassiveRTT{TimeS: float64(t-a.first) / 1e9, Flow: f.name, Method: m.String(),
+		RTTMs: float64(rtt) / 1e6, Valid: flag == "", Flag: flag})
 }
 
 func (a *Analyzer) emit(r Record) {
@@ -490,14 +556,29 @@ func (a *Analyzer) Finish(truth *TruthIndex) *model.Analysis {
 	}
 	// Flows finish in eviction order, partly the map's (random) order:
 	// report them by start.
-	r.TCP = byStart(r.TCP, func(c *model.TCPConn) (float64, string, string) { return c.StartS, c.A, c.B })
-	r.QUIC = byStart(r.QUIC, func(c *model.QUICConn) (float64, string, string) { return c.StartS, c.Client, c.Server })
+	r.TCP = byStart(r.TCP, tcpOrder)
+	r.QUIC = byStart(r.QUIC, quicOrder)
+	httpConns := r.TCP
+	if s := a.spill; s != nil {
+		s.finish()
+		if s.err != nil {
+			r.Errors = append(r.Errors, s.err.Error()+"; the records after it were kept in memory")
+		}
+		if s.spilled() {
+			r.Spill, httpConns = s, s.http
+		} else {
+			// A capture of few connections: all in memory, as
+			// without a spill.
+			r.TCP, r.QUIC = s.tcp.buf, s.quic.buf
+			httpConns = r.TCP
+		}
+	}
 	r.Stats.PeakLiveFlows = a.peak
 	r.Stats.WallS = a.wall.Seconds()
 	if a.wall > 0 {
 		r.Stats.PacketsPerS = float64(r.Packets) / a.wall.Seconds()
 	}
-	r.HTTPPages = http1.Pages(r.TCP, http1.DefaultPageGap)
+	r.HTTPPages = http1.Pages(httpConns, http1.DefaultPageGap)
 	r.Notes = append(r.Notes, a.skip.notes()...)
 	if a.dups.n > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d packets counted once: a Linux cooked capture (-i any) held them twice, on another interface or direction within 1 s (forwarded by the capturing host)", a.dups.n))
@@ -510,6 +591,15 @@ func (a *Analyzer) Finish(truth *TruthIndex) *model.Analysis {
 		}
 	}
 	return r
+}
+
+// Close releases what the analysis holds outside memory (the spilled
+// records' file, Config.Spill): call it once the analysis is written.
+func (a *Analyzer) Close() error {
+	if a.spill == nil {
+		return nil
+	}
+	return a.spill.close()
 }
 
 // byStart orders records by start time and then their ends' names (a

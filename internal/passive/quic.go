@@ -237,7 +237,9 @@ func (c *quicConn) take(a *Analyzer, f *flow) {
 		if s.Flag != spinbit.Valid {
 			c.flags[s.Flag]++
 		}
-		if a.cfg.KeepSamples {
+		// Streamed samples (OnSample) wait for the flow's end too: a
+		// flow found not to spin then voids them all (result).
+		if a.cfg.KeepSamples || a.cfg.OnSample != nil {
 			smp := sample{t: s.T, rtt: s.RTT, flow: int32(f.index), method: m, ids: s.IDs, n: s.N}
 			if s.Flag != spinbit.Valid {
 				smp.flag = s.Flag.String()

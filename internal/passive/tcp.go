@@ -307,6 +307,9 @@ func (c *tcpConn) packet(a *Analyzer, f *flow, dir uint8, t int64, p *ipPacket, 
 				c.minFull = full.RTT
 			}
 			c.rtt[TSFull].add(full.RTT, true)
+			if a.cfg.OnSample != nil {
+				a.streamSample(f, t, full.RTT, TSFull, "")
+			}
 			if a.cfg.KeepSamples {
 				// The full RTT's truth is that of its two components.
 				f.samples = append(f.samples, sample{t: t, rtt: full.RTT, flow: int32(f.index), method: TSFull,
@@ -351,6 +354,9 @@ func (c *tcpConn) add(a *Analyzer, f *flow, t int64, r tcprtt.Sample, sideA, sid
 		c.minRTT = r.RTT
 	}
 	c.rtt[m].add(r.RTT, true)
+	if a.cfg.OnSample != nil {
+		a.streamSample(f, t, r.RTT, m, "")
+	}
 	if a.cfg.KeepSamples {
 		f.samples = append(f.samples, sample{t: t, rtt: r.RTT, flow: int32(f.index), method: m,
 			ids: [3]uint64{r.StartID, r.EndID}, n: 2})

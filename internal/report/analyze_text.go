@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -49,11 +50,11 @@ func rttCell(r model.RTTSummary) string {
 // written: the command reports them on stderr.
 func WriteAnalyzeText(w io.Writer, r *model.Analysis) error {
 	ew := &errWriter{w: w}
-	writeAnalyzeText(ew, r)
-	return ew.err
+	err := writeAnalyzeText(ew, r)
+	return cmp.Or(ew.err, err)
 }
 
-func writeAnalyzeText(w io.Writer, r *model.Analysis) {
+func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
 	fmt.Fprintf(w, "%d packets, %d bytes, %.3f s (%d not analysed)\n", r.Packets, r.Bytes, r.DurationS, r.Skipped)
 	if r.Filter != "" {
 		fmt.Fprintf(w, "filter %q", r.Filter)
@@ -67,39 +68,54 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis) {
 			fmt.Fprintf(w, "%s: %s, damaged at byte %d (%s): analysed up to there\n", f.Path, f.Format, f.DamageOffset, f.Damage)
 		}
 	}
-	if len(r.TCP) > 0 {
+	// The records are read twice, to size the columns and then to write
+	// them: a long capture's are on disk (model.Analysis.Spill).
+	var httpConns []*model.TCPConn
+	if r.NumTCP() > 0 {
 		fmt.Fprintln(w, "\nTCP connections (RTT min/median/max ms (samples))")
 		var tb table
-		tb.row("A > B", "dir", "pkts", "data bytes", "goodput Mbit/s", "retrans", "ooo", "dupack", "zwnd", "TS side", "SEQ/ACK side", "TS full")
-		for _, c := range r.TCP {
-			for i, d := range []model.TCPDir{c.AB, c.BA} {
-				name, dir, side, sa, full := c.A+" > "+c.B, "A>B", c.TSSideB, c.SeqAckSideB, rttCell(c.TSFull)
-				if i == 1 {
-					name, dir, side, sa, full = "", "B>A", c.TSSideA, c.SeqAckSideA, ""
+		head := []string{"A > B", "dir", "pkts", "data bytes", "goodput Mbit/s", "retrans", "ooo", "dupack", "zwnd", "TS side", "SEQ/ACK side", "TS full"}
+		tb.measure(head...)
+		_ = r.EachTCP(func(c *model.TCPConn) error {
+			tcpTextRows(c, tb.measure)
+			return nil
+		})
+		line, err := tb.writeRow(w, nil, head)
+		if err == nil {
+			err = r.EachTCP(func(c *model.TCPConn) error {
+				if c.HTTP != nil {
+					httpConns = append(httpConns, c)
 				}
-				tb.row(name, dir, num(d.Packets), num(d.DataBytes), fixed(d.GoodputBps/1e6, 2), num(d.Retransmissions),
-					num(d.OutOfOrder), num(d.DupACKs), num(d.ZeroWindows), rttCell(side), rttCell(sa), full)
-			}
+				tcpTextRows(c, func(cells ...string) { line, err = tb.writeRow(w, line, cells) })
+				return err
+			})
 		}
-		_ = tb.write(w)
+		if err != nil {
+			return err
+		}
 		fmt.Fprintln(w, "(TS/SEQ-ACK side of A>B: observer → B → observer; of B>A: observer → A → observer)")
 	}
-	if len(r.QUIC) > 0 {
+	if r.NumQUIC() > 0 {
 		fmt.Fprintln(w, "\nQUIC flows (spin RTT min/median/max ms (valid samples))")
 		var tb table
-		tb.row("client > server", "version", "pkts c>s/s>c", "spin", "edges", "glitches", "full (c>s edges)", "full (s>c edges)", "server side", "client side", "rejected")
-		for _, q := range r.QUIC {
-			var rej []string
-			for _, c := range q.Rejected {
-				rej = append(rej, fmt.Sprintf("%s %d", c.Name, c.Count))
-			}
-			tb.row(q.Client+" > "+q.Server, q.Version, num(q.Packets[0])+"/"+num(q.Packets[1]), q.Spin,
-				num(q.Edges[0])+"/"+num(q.Edges[1]), num(q.Glitches[0])+"/"+num(q.Glitches[1]),
-				rttCell(q.SpinRTT[0]), rttCell(q.SpinRTT[1]), rttCell(q.Component[0]), rttCell(q.Component[1]), strings.Join(rej, ", "))
+		head := []string{"client > server", "version", "pkts c>s/s>c", "spin", "edges", "glitches", "full (c>s edges)", "full (s>c edges)", "server side", "client side", "rejected"}
+		tb.measure(head...)
+		_ = r.EachQUIC(func(q *model.QUICConn) error {
+			tb.measure(quicTextRow(q)...)
+			return nil
+		})
+		line, err := tb.writeRow(w, nil, head)
+		if err == nil {
+			err = r.EachQUIC(func(q *model.QUICConn) error {
+				line, err = tb.writeRow(w, line, quicTextRow(q))
+				return err
+			})
 		}
-		_ = tb.write(w)
+		if err != nil {
+			return err
+		}
 	}
-	writeHTTPText(w, r)
+	writeHTTPText(w, r, httpConns)
 	if t := r.Truth; t != nil {
 		fmt.Fprintf(w, "\nError against ground truth (%s, observer at %s), |e| in %%\n", t.File, t.Observer)
 		tb := table{indent: "  ", right: []bool{true, true, true, true, true, true, true, true, true, true, true, true, true}}
@@ -124,24 +140,43 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis) {
 		if l := r.Live; l != nil {
 			fmt.Fprintf(w, "kernel on %s: %d packets received, %d dropped (sonde fell behind)\n", l.Interface, l.KernelReceived, l.KernelDropped)
 		}
-		return
+		return nil
 	}
 	fmt.Fprintf(w, "\nanalysed at %.2f Mpps (%.3f s), peak %d live flows, %d evicted\n",
 		r.Stats.PacketsPerS/1e6, r.Stats.WallS, r.Stats.PeakLiveFlows, r.Stats.EvictedFlows)
+	return nil
+}
+
+// tcpTextRows gives a connection's two rows (A>B, B>A) to row.
+func tcpTextRows(c *model.TCPConn, row func(cells ...string)) {
+	for i, d := range []model.TCPDir{c.AB, c.BA} {
+		name, dir, side, sa, full := c.A+" > "+c.B, "A>B", c.TSSideB, c.SeqAckSideB, rttCell(c.TSFull)
+		if i == 1 {
+			name, dir, side, sa, full = "", "B>A", c.TSSideA, c.SeqAckSideA, ""
+		}
+		row(name, dir, num(d.Packets), num(d.DataBytes), fixed(d.GoodputBps/1e6, 2), num(d.Retransmissions),
+			num(d.OutOfOrder), num(d.DupACKs), num(d.ZeroWindows), rttCell(side), rttCell(sa), full)
+	}
+}
+
+// quicTextRow is a QUIC flow's row.
+func quicTextRow(q *model.QUICConn) []string {
+	var rej []string
+	for _, c := range q.Rejected {
+		rej = append(rej, fmt.Sprintf("%s %d", c.Name, c.Count))
+	}
+	return []string{q.Client + " > " + q.Server, q.Version, num(q.Packets[0]) + "/" + num(q.Packets[1]), q.Spin,
+		num(q.Edges[0]) + "/" + num(q.Edges[1]), num(q.Glitches[0]) + "/" + num(q.Glitches[1]),
+		rttCell(q.SpinRTT[0]), rttCell(q.SpinRTT[1]), rttCell(q.Component[0]), rttCell(q.Component[1]), strings.Join(rej, ", ")}
 }
 
 // maxHTTPTextRows bounds the request table of the text output (--json
 // has them all).
 const maxHTTPTextRows = 50
 
-// writeHTTPText prints the HTTP/1.x page loads, connections and requests.
-func writeHTTPText(w io.Writer, r *model.Analysis) {
-	var conns []*model.TCPConn
-	for i := range r.TCP {
-		if r.TCP[i].HTTP != nil {
-			conns = append(conns, &r.TCP[i])
-		}
-	}
+// writeHTTPText prints the HTTP/1.x page loads, connections and requests
+// of conns (the connections with HTTP).
+func writeHTTPText(w io.Writer, r *model.Analysis, conns []*model.TCPConn) {
 	if len(conns) == 0 {
 		return
 	}

@@ -21,12 +21,7 @@ type table struct {
 }
 
 func (t *table) row(cells ...string) {
-	for i, c := range cells {
-		if i >= len(t.width) {
-			t.width = append(t.width, 0)
-		}
-		t.width[i] = max(t.width[i], utf8.RuneCountInString(c))
-	}
+	t.measure(cells...)
 	t.rows = append(t.rows, cells)
 }
 
@@ -35,31 +30,51 @@ func (t *table) isRight(i int) bool { return i < len(t.right) && t.right[i] }
 func (t *table) write(w io.Writer) error {
 	var line []byte
 	for _, r := range t.rows {
-		line = append(line[:0], t.indent...)
-		for i, c := range r {
-			if i > 0 {
-				line = append(line, ' ', ' ')
-			}
-			pad := t.width[i] - utf8.RuneCountInString(c)
-			if t.isRight(i) {
-				line = appendSpaces(line, pad)
-				line = append(line, c...)
-				continue
-			}
-			line = append(line, c...)
-			if i < len(r)-1 {
-				line = appendSpaces(line, pad)
-			}
-		}
-		for len(line) > len(t.indent) && line[len(line)-1] == ' ' {
-			line = line[:len(line)-1]
-		}
-		line = append(line, '\n')
-		if _, err := w.Write(line); err != nil {
+		var err error
+		if line, err = t.writeRow(w, line, r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// measure sizes the columns for cells without keeping them: a table too
+// long to hold (every connection of a long capture) is measured in one
+// pass over its rows and written with writeRow in a second.
+func (t *table) measure(cells ...string) {
+	for i, c := range cells {
+		if i >= len(t.width) {
+			t.width = append(t.width, 0)
+		}
+		t.width[i] = max(t.width[i], utf8.RuneCountInString(c))
+	}
+}
+
+// writeRow writes one row at the table's widths, building it in line (a
+// buffer reused from row to row, returned).
+func (t *table) writeRow(w io.Writer, line []byte, r []string) ([]byte, error) {
+	line = append(line[:0], t.indent...)
+	for i, c := range r {
+		if i > 0 {
+			line = append(line, ' ', ' ')
+		}
+		pad := t.width[i] - utf8.RuneCountInString(c)
+		if t.isRight(i) {
+			line = appendSpaces(line, pad)
+			line = append(line, c...)
+			continue
+		}
+		line = append(line, c...)
+		if i < len(r)-1 {
+			line = appendSpaces(line, pad)
+		}
+	}
+	for len(line) > len(t.indent) && line[len(line)-1] == ' ' {
+		line = line[:len(line)-1]
+	}
+	line = append(line, '\n')
+	_, err := w.Write(line)
+	return line, err
 }
 
 // writeCSV writes the rows as CSV (RFC 4180), the first row being the head.
