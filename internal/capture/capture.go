@@ -40,8 +40,9 @@ type Stats struct {
 	// Dropped counts those the kernel dropped because the ring was full:
 	// the reader fell behind.
 	Dropped uint64
-	// Freezes counts the times the ring filled up (tp_freeze_q_cnt): each
-	// starts a run of drops.
+	// Freezes counts the times the ring filled up, every block waiting
+	// for the reader (tp_freeze_q_cnt): packets that arrive then are
+	// dropped.
 	Freezes uint64
 	// Read counts the packets taken from the ring (on loopback the
 	// outgoing copies, which Next skips, included): Received - Dropped -

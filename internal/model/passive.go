@@ -39,8 +39,9 @@ type LiveCapture struct {
 	// counted twice (leaving and arriving; only the arrival is analysed).
 	KernelReceived uint64 `json:"kernel_received"`
 	KernelDropped  uint64 `json:"kernel_dropped"`
-	// KernelRingFull counts the times the ring filled up
-	// (tp_freeze_q_cnt): each began a run of drops.
+	// KernelRingFull counts the times a ring filled up, every block
+	// waiting for sonde (tp_freeze_q_cnt): packets that arrive then are
+	// dropped.
 	KernelRingFull uint64 `json:"kernel_ring_full"`
 	// Unread counts the packets still in the ring when the capture
 	// stopped: neither dropped nor analysed.
