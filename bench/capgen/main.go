@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"time"
 	"unsafe"
 
@@ -94,13 +93,12 @@ func run(ifname string, rate float64, count int, limit time.Duration, nflows, si
 		}
 		n := min(batch, count-sent)
 		if rate > 0 {
-			// Pace: the batch goes when the schedule reaches it.
+			// Pace: the batch goes when the schedule reaches it. The
+			// sender sleeps rather than spins: on a small machine the
+			// capture it feeds needs the core.
 			due := time.Duration(float64(sent) / rate * 1e9)
-			if wait := due - el; wait > 200*time.Microsecond {
+			if wait := due - el; wait > 10*time.Microsecond {
 				time.Sleep(wait)
-			} else if wait > 0 {
-				runtime.Gosched()
-				continue
 			}
 		}
 		tsval := uint32(time.Since(start)/time.Millisecond) + 1
