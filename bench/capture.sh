@@ -25,8 +25,9 @@
 # one that dropped. A run is clean when the kernel dropped nothing and the
 # counts close: sent = kernel received = analysed + dropped + unread; its
 # rate is the one the generator reached. The ring is sonde's default (32
-# MiB a worker: about 130 000 of these packets, a third of a second at
-# 400 000 packets/s, a fifteenth of a 5 s run). The column us/pkt is
+# MiB a worker in 256 blocks: about 160 000 of these packets, 0.4 s at
+# 400 000 packets/s; at low rates at least 2.56 s, a block being handed
+# over when full or 10 ms old). The column us/pkt is
 # sonde's CPU time (user + sys) per packet analysed: the capacity of one
 # core is about 1e6 / us/pkt packets/s when sonde has it to itself; under
 # load, drops come first from the time sonde waits for a core.

@@ -82,8 +82,13 @@ const (
 	MaxRingBytes     = 1 << 30
 	DefaultRingBytes = 32 << 20
 	// maxBlockBytes is the ring's block unless the ring is small: a
-	// packet longer than a block is truncated to it.
-	maxBlockBytes = 1 << 20
+	// packet longer than a block is truncated to it (a GRO packet is at
+	// most 64 KiB unless gro_max_size was raised). The kernel hands a
+	// block over when full or blockTimeout old, so a ring holds at
+	// least blocks × blockTimeoutMs of traffic: at low rates, while sonde
+	// waits for a core, the number of blocks is the buffer, not the
+	// bytes (32 MiB of 1 MiB blocks held 0.32 s).
+	maxBlockBytes = 128 << 10
 	// blocksAtLeast is the fewest blocks of a ring: the kernel fills one
 	// while sonde reads others.
 	blocksAtLeast = 8

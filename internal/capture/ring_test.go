@@ -173,10 +173,11 @@ func FuzzBlock(f *testing.F) {
 
 func TestRingGeometry(t *testing.T) {
 	for _, c := range []struct{ bytes, bs, nb int }{
-		{DefaultRingBytes, 1 << 20, 32},
+		{DefaultRingBytes, 128 << 10, 256},
 		{MinRingBytes, 16 << 10, 8},
-		{MaxRingBytes, 1 << 20, 1024},
-		{3<<20 + 5, 256 << 10, 12},
+		{MaxRingBytes, 128 << 10, 8192},
+		{3<<20 + 5, 128 << 10, 24},
+		{512<<10 + 5, 64 << 10, 8},
 	} {
 		if bs, nb := ringGeometry(c.bytes, 4096); bs != c.bs || nb != c.nb {
 			t.Errorf("ring of %d: %d blocks of %d, want %d of %d", c.bytes, nb, bs, c.nb, c.bs)
