@@ -20,7 +20,8 @@
 # shared: the load average is printed before and after.
 #
 # Rates step up through BENCH_RATES until a run drops packets (or the
-# generator reaches less than 90 % of the rate: the sender is the limit),
+# generator reaches less than 90 % of the rate and no more than before:
+# the sender is the limit),
 # then BENCH_BISECT runs bisect between the last clean rate and the first
 # one that dropped. A run is clean when the kernel dropped nothing and the
 # counts close: sent = kernel received = analysed + dropped + unread; its
@@ -129,9 +130,11 @@ for w in $WORKERS; do
 	for r in $RATES; do
 		run "$w" "$r"
 		if ((CLEAN)); then
+			# A sender short of the rate ends the steps once it no
+			# longer gets faster (a busy machine slows it for a while).
+			((REACHED || GOT > best)) || break
 			((GOT > best)) && best=$GOT
 			lo=$r
-			((REACHED)) || break
 		else
 			hi=$r
 			break
