@@ -24,7 +24,6 @@ import (
 	"github.com/sonde-project/sonde/internal/capture"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/passive"
-	"github.com/sonde-project/sonde/internal/pcap"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/units"
 )
@@ -57,7 +56,9 @@ func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
 	f.StringVar(&af.observer, "observer", "1A", "where the capture was taken, for --truth: link number and end (A client side, B server side)")
 	if !live {
 		f.IntVar(&af.iface, "if-index", -1, "analyse only this pcapng interface index (a lab capture has each packet at both link ends: use 0 or 1); -1: all")
-		f.IntVar(&af.workers, "workers", 0, "analyse with `N` workers, packets split by flow, 0: one per core (GOMAXPROCS); the figures are one worker's (--csv, --html and --truth use one)")
+		f.IntVar(&af.workers, "workers", 0, "analyse with `N` workers, packets split by flow, 0: one per core (GOMAXPROCS); the figures are one worker's (--csv, --html, --samples and --truth use one)")
+	} else {
+		f.IntVar(&af.workers, "workers", 0, "capture with `N` AF_PACKET sockets in one fanout group, the kernel splitting packets by a symmetric flow hash, each analysed by its own worker; 0: one per core (GOMAXPROCS) (--csv, --html, --samples and --truth use one)")
 	}
 	f.DurationVar(&af.interval, "interval", time.Second, "bin of the goodput series")
 	f.DurationVar(&af.idle, "idle-timeout", 120*time.Second, "finish flows idle this long (capture time); bounds memory to live flows")
@@ -398,7 +399,7 @@ func (af *analyzeFlags) report(stdout, stderr io.Writer, a *passive.Analyzer, re
 // optionally writes a nanosecond raw-IP pcap, and analyses as it goes.
 func newCaptureCmd() *cobra.Command {
 	var af analyzeFlags
-	var ifname, out, count string
+	var ifname, out, count, ring string
 	var dur time.Duration
 	cmd := &cobra.Command{
 		Use:   "capture -i IF [-w FILE] [--filter FILTER]",
@@ -410,8 +411,15 @@ timestamps) and analyse them like 'sonde analyze'. Stops after --duration,
 language on IP packets, compiled to BPF and run in the kernel:
   sonde capture -i eth0 -t 10s --filter "tcp port 5201 and host 198.18.1.2"
 (as with tcpdump, the filter may also be given as the words after the
-flags). The summary gives the packets the kernel dropped because sonde fell
-behind.`,
+flags). Each worker (--workers) reads its own socket, whose TPACKET_V3 ring
+(--ring) the kernel fills in blocks; with several, the sockets form one
+PACKET_FANOUT group that sends both directions of a connection to the same
+worker. The summary gives the packets the kernel dropped because sonde fell
+behind (always, 0 included; a note on stderr when there were any), the
+times the ring filled up, and the packets still in the rings at the stop.
+With -w, one worker unless --workers says otherwise: several write the file
+in the order they take the packets, in time order per connection but not
+across connections.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ifname == "" {
 				return usagef("capture needs -i INTERFACE")
@@ -420,12 +428,27 @@ behind.`,
 			if cerr != nil {
 				cerr = fmt.Errorf("--count: %w", cerr)
 			}
-			if err := errors.Join(checkDuration("--duration", dur, 0, 365*24*time.Hour), cerr, checkOutput("--write", out)); err != nil {
+			ringBytes, rerr := units.ParseBytes(ring)
+			if rerr == nil && (ringBytes < capture.MinRingBytes || ringBytes > capture.MaxRingBytes) {
+				rerr = fmt.Errorf("want %d KiB to %d MiB, got %s", capture.MinRingBytes>>10, capture.MaxRingBytes>>20, ring)
+			}
+			if rerr != nil {
+				rerr = fmt.Errorf("--ring: %w", rerr)
+			}
+			if err := errors.Join(checkDuration("--duration", dur, 0, 365*24*time.Hour), cerr, rerr, checkOutput("--write", out)); err != nil {
 				return usageErr(err)
 			}
 			cfg, tr, err := af.config()
 			if err != nil {
 				return err
+			}
+			if err := checkCount("--workers", af.workers, 0, capture.MaxWorkers); err != nil {
+				return err
+			}
+			cfg.Workers = min(cfg.Workers, capture.MaxWorkers)
+			if out != "" && !cmd.Flags().Changed("workers") {
+				// A file in time order, as tcpdump writes it.
+				cfg.Workers = 1
 			}
 			expr := af.filter
 			if len(args) > 0 {
@@ -446,19 +469,22 @@ behind.`,
 				defer cancel()
 			}
 			cfg.Filter = filter
-			cfg.Workers = 1 // packets come one at a time from the socket
 			nw, closeND, err := af.openNDJSON(&cfg, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
 			analyzerGC()
-			a := passive.New(cfg)
-			live, err := captureLive(ctx, cmd.ErrOrStderr(), ifname, filter, out, int(maxCount), a)
+			lv := passive.NewLive(cfg, cfg.Workers, time.Now().UnixNano())
+			live, err := captureLive(ctx, cmd.ErrOrStderr(), liveCapture{ifname: ifname, filter: filter, out: out, count: maxCount, ring: int(ringBytes)}, lv)
 			if live == nil {
 				return errors.Join(err, closeND()) // nothing was captured
 			}
-			res := a.Finish(tr)
+			a, res := lv.Finish(tr)
 			res.Live = live
+			if live.KernelDropped > 0 {
+				res.Notes = append(res.Notes, fmt.Sprintf("the kernel dropped %d of %d packets (%.2f %%) because sonde fell behind: the analysis misses them (a larger --ring or more --workers may help)",
+					live.KernelDropped, live.KernelReceived, 100*float64(live.KernelDropped)/float64(max(live.KernelReceived, 1))))
+			}
 			nerr := closeND()
 			// What was captured is reported even when capturing failed.
 			werr := af.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), a, res, tr, nw)
@@ -471,64 +497,9 @@ behind.`,
 	f.StringVarP(&out, "write", "w", "", "also write the packets to this pcap `FILE` (raw IP, nanosecond timestamps)")
 	f.DurationVarP(&dur, "duration", "t", 0, "stop after this long (0: until Ctrl-C)")
 	f.StringVarP(&count, "count", "c", units.Off, "stop after `N` packets (off or 0: no limit)")
+	f.StringVar(&ring, "ring", "32MiB", "each worker's TPACKET_V3 ring `SIZE` (128KiB to 1GiB, kernel memory): packets wait there while sonde is busy; a full ring drops")
 	// The old name, for scripts written before the rename.
 	f.StringVar(&ifname, "interface-name", "", "")
 	_ = f.MarkDeprecated("interface-name", "use -i/--interface")
 	return cmd
-}
-
-// captureLive feeds the packets of a live capture to a until ctx ends or
-// count packets were seen, and returns the capture's description. Only IP
-// packets are analysed.
-func captureLive(ctx context.Context, msg io.Writer, ifname string, filter *capfilter.Filter, out string, count int, a *passive.Analyzer) (*model.LiveCapture, error) {
-	src, err := capture.Open(ifname, filter)
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	if filter != nil {
-		fmt.Fprintf(msg, "sonde: capturing on %s, filter %q\n", ifname, filter)
-	} else {
-		fmt.Fprintf(msg, "sonde: capturing on %s\n", ifname)
-	}
-	live := &model.LiveCapture{Interface: ifname}
-	var w *pcap.Writer
-	if out != "" {
-		fo, err := os.Create(out)
-		if err != nil {
-			return live, fmt.Errorf("capture: %w", err)
-		}
-		defer fo.Close()
-		if w, err = pcap.NewWriter(fo, pcap.LinkRaw, 262144); err != nil {
-			return live, fmt.Errorf("capture: %s: %w", out, err)
-		}
-	}
-	var p capture.Packet
-	for n := 0; count == 0 || n < count; {
-		if err = src.Next(ctx, &p); err != nil {
-			if ctx.Err() != nil {
-				err = nil
-			}
-			break
-		}
-		if pcap.Network(pcap.LinkRaw, p.Data) == nil {
-			continue
-		}
-		n++
-		a.Packet(p.TimeNs, p.Data)
-		if w != nil {
-			if err = w.Write(p.TimeNs, p.Data, p.Length); err != nil {
-				err = fmt.Errorf("capture: %s: %w", out, err)
-				break
-			}
-		}
-	}
-	if w != nil {
-		if ferr := w.Flush(); ferr != nil && err == nil {
-			err = fmt.Errorf("capture: %s: %w", out, ferr)
-		}
-	}
-	st, serr := src.Stats()
-	live.KernelReceived, live.KernelDropped = st.Received, st.Dropped
-	return live, errors.Join(err, serr)
 }

@@ -92,11 +92,24 @@ func (r *Analysis) EachQUIC(fn func(*QUICConn) error) error {
 type LiveCapture struct {
 	Interface string `json:"interface"`
 	// KernelReceived and KernelDropped are the socket's counts
-	// (PACKET_STATISTICS): packets that passed the filter, and those lost
-	// because the analyser fell behind. On loopback every packet is
+	// (PACKET_STATISTICS), summed over the sockets: packets that passed
+	// the filter (those dropped included), and those lost because the
+	// analyser fell behind. On loopback every packet is
 	// counted twice (leaving and arriving; only the arrival is analysed).
 	KernelReceived uint64 `json:"kernel_received"`
 	KernelDropped  uint64 `json:"kernel_dropped"`
+	// KernelRingFull counts the times a ring filled up, every block
+	// waiting for sonde (tp_freeze_q_cnt): packets that arrive then are
+	// dropped.
+	KernelRingFull uint64 `json:"kernel_ring_full"`
+	// Unread counts the packets still in the ring when the capture
+	// stopped: neither dropped nor analysed.
+	Unread uint64 `json:"unread"`
+	// Workers is the number of AF_PACKET sockets, in one fanout group
+	// (a symmetric flow hash) when more than one, each analysed by its
+	// own goroutine; RingBytes is each one's TPACKET_V3 ring.
+	Workers   int   `json:"workers"`
+	RingBytes int64 `json:"ring_bytes"`
 }
 
 type CaptureFile struct {

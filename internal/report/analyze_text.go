@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // WriteSamplesCSV writes RTT samples as CSV, one line per sample
@@ -138,7 +139,20 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
 		fmt.Fprintf(w, "\ncaptured %d packets in %.3f s (%.0f packets/s), peak %d live flows, %d evicted\n",
 			r.Packets, r.DurationS, rate, r.Stats.PeakLiveFlows, r.Stats.EvictedFlows)
 		if l := r.Live; l != nil {
-			fmt.Fprintf(w, "kernel on %s: %d packets received, %d dropped (sonde fell behind)\n", l.Interface, l.KernelReceived, l.KernelDropped)
+			// The drops are always printed, 0 included: a rate is
+			// only as good as the count of what it missed.
+			fmt.Fprintf(w, "kernel on %s: %d packets received, %d dropped (sonde fell behind", l.Interface, l.KernelReceived, l.KernelDropped)
+			if l.KernelRingFull > 0 {
+				fmt.Fprintf(w, "; the ring filled %d times", l.KernelRingFull)
+			}
+			fmt.Fprintf(w, "), %d unread at the stop\n", l.Unread)
+			if l.Workers > 0 {
+				fmt.Fprintf(w, "%d socket(s) with a %s TPACKET_V3 ring each", l.Workers, units.FormatBytes(float64(l.RingBytes)))
+				if l.Workers > 1 {
+					fmt.Fprint(w, ", one fanout group split by flow, one worker each")
+				}
+				fmt.Fprintln(w)
+			}
 		}
 		return nil
 	}
