@@ -1,3 +1,5 @@
+//go:build !monitoronly
+
 package main
 
 import (
