@@ -18,6 +18,9 @@ import (
 
 // run probes for d and returns the samples, the latest sample per (stream,
 // seq) (a late sample supersedes the lost one) and the stats.
+// Run is run for the external tests against a real server (server_test.go).
+var Run = run
+
 func run(t *testing.T, cfg Config, d time.Duration) ([]model.ProbeSample, map[[2]int64]model.ProbeSample, []StreamStats) {
 	t.Helper()
 	p, err := New(context.Background(), cfg)

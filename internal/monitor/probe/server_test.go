@@ -19,24 +19,8 @@ import (
 	"net/netip"
 )
 
-// run probes for d and returns the samples, the latest sample per (stream,
-// seq) (a late sample supersedes the lost one) and the stats.
-func run(t *testing.T, cfg probe.Config, d time.Duration) ([]model.ProbeSample, map[[2]int64]model.ProbeSample, []probe.StreamStats) {
-	t.Helper()
-	p, err := probe.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Start()
-	time.Sleep(d)
-	p.Close()
-	all := p.Ring().Drain(nil)
-	last := map[[2]int64]model.ProbeSample{}
-	for _, s := range all {
-		last[[2]int64{int64(s.Stream), int64(s.Seq)}] = s
-	}
-	return all, last, p.Stats()
-}
+// run is the package's own test helper (probe_test.go).
+var run = probe.Run
 
 func startServer(t *testing.T) string {
 	return servertest.Start(t, server.Config{UDPAddr: "127.0.0.1:0", PerIPPerMinute: -1})
