@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command capgen sends generated TCP traffic as raw Ethernet frames on an
 // interface, paced to a packet rate, for bench/capture.sh: many
 // connections at once (a handshake, then data segments one way with TCP
