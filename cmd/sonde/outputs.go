@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sonde-project/sonde/internal/apiclient"
+	"github.com/sonde-project/sonde/internal/clidoc"
 	"github.com/sonde-project/sonde/internal/report"
 )
 
@@ -27,10 +28,7 @@ const (
 )
 
 // exitCodes is the documentation of the exit codes, one line each.
-var exitCodes = []struct {
-	code int
-	text string
-}{
+var exitCodes = []clidoc.ExitCode{
 	{0, "success"},
 	{exitFailure, "a measurement ran and failed (network, server, I/O); what was measured is still reported"},
 	{exitUsage, "usage: a bad flag or argument, or an output file that cannot be written; found before anything is measured"},
@@ -44,7 +42,7 @@ func exitHelp() string {
 	var b strings.Builder
 	b.WriteString("Exit status:\n")
 	for _, e := range exitCodes {
-		fmt.Fprintf(&b, "  %d  %s\n", e.code, e.text)
+		fmt.Fprintf(&b, "  %d  %s\n", e.Code, e.Text)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
