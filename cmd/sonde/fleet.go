@@ -127,10 +127,10 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 // writeFleetReport writes every output asked for; the text summary goes
 // where outputs say, and to stderr if a file output failed.
 func writeFleetReport(stdout, stderr io.Writer, out *outputs, rep *model.FleetReport) error {
-	return out.write(stdout, stderr, forms{json: rep,
-		html: func(w io.Writer) error { return report.WriteFleetHTML(w, rep) },
-		csv:  func(w io.Writer) error { return report.WriteFleetCSV(w, rep) },
-		text: func(w io.Writer) error { return report.WriteFleetText(w, rep) }})
+	return out.write(stdout, stderr, report.Forms{JSON: rep,
+		HTML: func(w io.Writer) error { return report.WriteFleetHTML(w, rep) },
+		CSV:  func(w io.Writer) error { return report.WriteFleetCSV(w, rep) },
+		Text: func(w io.Writer) error { return report.WriteFleetText(w, rep) }})
 }
 
 func newFleetAggregateCmd() *cobra.Command {

@@ -176,9 +176,9 @@ func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
 	res := mbm.Result(plan)
 	res.Plan = true
 	res.Subpath = o.subpath
-	return o.out.write(stdout, os.Stderr, forms{json: res,
-		html: func(w io.Writer) error { return report.WriteMBMHTML(w, &res) },
-		text: func(w io.Writer) error { return report.WriteMBMPlanText(w, plan) }}) // nothing is lost
+	return o.out.write(stdout, os.Stderr, report.Forms{JSON: res,
+		HTML: func(w io.Writer) error { return report.WriteMBMHTML(w, &res) },
+		Text: func(w io.Writer) error { return report.WriteMBMPlanText(w, plan) }}) // nothing is lost
 }
 
 // runMBM runs the tests against server (internal/mbm/mbmrun) and writes
@@ -221,10 +221,10 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if runErr != nil {
 		runErr = measuredErr(runErr) // tests ran: not a refused run
 	}
-	outErr := o.out.write(stdout, os.Stderr, forms{json: res,
-		html: func(w io.Writer) error { return report.WriteMBMHTML(w, res) },
-		csv:  func(w io.Writer) error { return report.WriteMBMCSV(w, res) },
-		text: func(w io.Writer) error { return report.WriteMBMText(w, res) }})
+	outErr := o.out.write(stdout, os.Stderr, report.Forms{JSON: res,
+		HTML: func(w io.Writer) error { return report.WriteMBMHTML(w, res) },
+		CSV:  func(w io.Writer) error { return report.WriteMBMCSV(w, res) },
+		Text: func(w io.Writer) error { return report.WriteMBMText(w, res) }})
 	if err := errors.Join(runErr, outErr); err != nil {
 		return err
 	}

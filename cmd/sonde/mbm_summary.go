@@ -74,10 +74,10 @@ func runMBMSummary(stdout, stderr io.Writer, out *outputs, args []string) error 
 		}
 	}
 	s := sum.Summary()
-	return out.write(stdout, stderr, forms{json: s,
-		html: func(w io.Writer) error { return report.WriteMBMSummaryHTML(w, &s) },
-		csv:  func(w io.Writer) error { return report.WriteMBMSummaryCSV(w, &s) },
-		text: func(w io.Writer) error { return report.WriteMBMSummaryText(w, &s) }})
+	return out.write(stdout, stderr, report.Forms{JSON: s,
+		HTML: func(w io.Writer) error { return report.WriteMBMSummaryHTML(w, &s) },
+		CSV:  func(w io.Writer) error { return report.WriteMBMSummaryCSV(w, &s) },
+		Text: func(w io.Writer) error { return report.WriteMBMSummaryText(w, &s) }})
 }
 
 // summaryFiles lists the files of args: files as given, directories'

@@ -103,11 +103,11 @@ oversizing from the link capacity the daemon recorded while it ran
 			if err != nil {
 				return err
 			}
-			return out.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), forms{json: rep,
-				html:   func(w io.Writer) error { return writeMonitorHTML(w, rep) },
-				csv:    func(w io.Writer) error { return report.WriteMonitorCSV(w, rep) },
-				series: func(w io.Writer) error { return report.WriteMonitorSeriesCSV(w, rep) },
-				text:   func(w io.Writer) error { return report.WriteMonitorText(w, rep) }})
+			return out.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), report.Forms{JSON: rep,
+				HTML:   func(w io.Writer) error { return writeMonitorHTML(w, rep) },
+				CSV:    func(w io.Writer) error { return report.WriteMonitorCSV(w, rep) },
+				Series: func(w io.Writer) error { return report.WriteMonitorSeriesCSV(w, rep) },
+				Text:   func(w io.Writer) error { return report.WriteMonitorText(w, rep) }})
 		},
 	}
 	f := cmd.Flags()

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -106,22 +105,11 @@ func runRPM(cmd *cobra.Command, opt rpm.ClientOptions, out *outputs, truth *mode
 		return runErr
 	}
 	res.GroundTruth = truth
-	var errs []error
-	if o := out.json; o != "" {
-		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
-		}))
-	}
-	if o := out.html; o != "" {
-		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error { return report.WriteRPMHTML(w, res) }))
-	}
-	if w := out.textTo(stdout, os.Stderr, errors.Join(errs...) != nil); w != nil {
-		errs = append(errs, report.WriteRPMText(w, res))
-	}
+	outErr := out.write(stdout, os.Stderr, report.Forms{JSON: res,
+		HTML: func(w io.Writer) error { return report.WriteRPMHTML(w, res) },
+		Text: func(w io.Writer) error { return report.WriteRPMText(w, res) }})
 	if len(res.Directions) == 0 && len(res.Errors) > 0 {
 		runErr = errors.Join(runErr, fmt.Errorf("%s", res.Errors[0]))
 	}
-	return errors.Join(runErr, errors.Join(errs...))
+	return errors.Join(runErr, outErr)
 }

@@ -241,9 +241,9 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 // cannot be written, the text summary is written even with --quiet (to
 // stderr when stdout has a machine output), so the measurement is not lost.
 func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
-	return tf.out.write(stdout, os.Stderr, forms{json: res,
-		html: func(w io.Writer) error { return report.WriteHTML(w, res) },
-		text: func(w io.Writer) error { return report.WriteText(w, res) }})
+	return tf.out.write(stdout, os.Stderr, report.Forms{JSON: res,
+		HTML: func(w io.Writer) error { return report.WriteHTML(w, res) },
+		Text: func(w io.Writer) error { return report.WriteText(w, res) }})
 }
 
 // startEmbedded runs a server, with its STAMP reflector, on loopback ports

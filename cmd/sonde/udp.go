@@ -144,7 +144,7 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 		fmt.Fprintf(os.Stderr, "sonde: no server given: testing against an embedded reflector on %s (loopback: this measures the host, not a network)\n", addr)
 	}
 	if uf.out.raw != "" {
-		w, closeRaw, err := openOutput(uf.out.raw, stdout)
+		w, closeRaw, err := report.OpenOutput(uf.out.raw, stdout)
 		if err != nil {
 			return err
 		}
@@ -157,18 +157,7 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 	}
 	// An output that could not be written: the summary is written even
 	// with --quiet, so the measurement is not lost.
-	return errors.Join(runErr, uf.out.write(stdout, os.Stderr, forms{json: res,
-		html: func(w io.Writer) error { return report.WriteUDPHTML(w, res) },
-		text: func(w io.Writer) error { return report.WriteUDPText(w, res) }}))
-}
-
-func openOutput(name string, stdout io.Writer) (io.Writer, func(), error) {
-	if name == "-" {
-		return stdout, func() {}, nil
-	}
-	f, err := os.Create(name)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open %s: %w", name, err)
-	}
-	return f, func() { f.Close() }, nil
+	return errors.Join(runErr, uf.out.write(stdout, os.Stderr, report.Forms{JSON: res,
+		HTML: func(w io.Writer) error { return report.WriteUDPHTML(w, res) },
+		Text: func(w io.Writer) error { return report.WriteUDPText(w, res) }}))
 }
