@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/rpm"
@@ -18,10 +19,10 @@ import (
 
 func newRPMCmd() *cobra.Command {
 	var (
-		opt       rpm.ClientOptions
-		out       outputs
-		only, lab string
-		truthFile string
+		opt              rpm.ClientOptions
+		out              outputs
+		only, labProfile string
+		truthFile        string
 	)
 	cmd := &cobra.Command{
 		Use:   "rpm URL",
@@ -44,11 +45,11 @@ Low < 200 ≤ Medium < 1000 ≤ High (networkQuality's labels; undocumented, fit
 its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if lab != "" {
+			if labProfile != "" {
 				if err := out.check(); err != nil {
 					return err
 				}
-				return runRPMLab(cmd.Context(), lab, args)
+				return runRPMLab(cmd.Context(), labProfile, args)
 			}
 			if len(args) != 1 {
 				return usagef("give the server's URL, or --lab PROFILE")
@@ -77,7 +78,7 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 			var truth *model.GroundTruth
 			if truthFile != "" {
 				var err error
-				if truth, err = readTruth(truthFile); err != nil {
+				if truth, err = lab.ReadTruthFile(truthFile); err != nil {
 					return usageErr(err)
 				}
 			}
@@ -91,7 +92,7 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 	f.DurationVar(&opt.ProbeInterval, "probe-interval", rpm.DefaultProbeInterval, "time between probe pairs (a foreign and a self probe; the draft allows 100 pairs a second)")
 	f.StringVar(&only, "direction", "", "run only download or upload (default both, download first)")
 	f.BoolVarP(&opt.Insecure, "insecure", "k", false, "accept any TLS certificate (sonde serve --tls self-signed: compare its printed fingerprint)")
-	f.StringVar(&lab, "lab", "", "run across an emulated path: build lab profile `PROFILE` (sonde lab profiles), serve with a self-signed certificate in its server namespace, run from its client namespace, and record the configured path in the result; needs root; no URL")
+	f.StringVar(&labProfile, "lab", "", "run across an emulated path: build lab profile `PROFILE` (sonde lab profiles), serve with a self-signed certificate in its server namespace, run from its client namespace, and record the configured path in the result; needs root; no URL")
 	f.StringVar(&truthFile, "ground-truth", "", "JSON file with the path's configured properties (set by --lab)")
 	_ = f.MarkHidden("ground-truth")
 	out.register(cmd, "the result (schema sonde.rpm/v1)", false)

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/iperf3"
+	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/server"
@@ -188,7 +188,7 @@ func (tf *testFlags) build() error {
 		return err
 	}
 	if tf.truthFile != "" {
-		t, err := readTruth(tf.truthFile)
+		t, err := lab.ReadTruthFile(tf.truthFile)
 		if err != nil {
 			return err
 		}
@@ -277,40 +277,6 @@ func progressLine(w io.Writer) func(tcptest.Progress) {
 		fmt.Fprintf(w, "\r\033[K%-8s %4.1f/%.0fs  %14s  rtt %9s  streams %d",
 			p.Phase, p.Elapsed.Seconds(), p.Duration.Seconds(), units.FormatRate(p.RateBps), rtt, p.Streams)
 	}
-}
-
-// maxTruthFile bounds a ground-truth file: its JSON takes a few hundred
-// bytes.
-const maxTruthFile = 64 << 10
-
-// readTruth reads the ground truth a lab parent passes to its client.
-func readTruth(name string) (*model.GroundTruth, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("--ground-truth: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxTruthFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("--ground-truth: %w", err)
-	}
-	t, err := parseTruth(b)
-	if err != nil {
-		return nil, fmt.Errorf("--ground-truth %s: %w", name, err)
-	}
-	return t, nil
-}
-
-// parseTruth reads a ground truth's JSON, bounded in size.
-func parseTruth(b []byte) (*model.GroundTruth, error) {
-	if len(b) > maxTruthFile {
-		return nil, fmt.Errorf("larger than %d KiB", maxTruthFile>>10)
-	}
-	var t model.GroundTruth
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
 }
 
 // runIperf3Test runs sonde's TCP suite against an iperf3 server
