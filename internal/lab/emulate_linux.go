@@ -30,7 +30,7 @@ type Emulation struct {
 	// Stats is the interval of live counters (0: only at the end),
 	// Duration how long to run (0: until ctx ends), Spin the busy-wait
 	// before each deadline (0: none).
-	Stats, Duration, Spin time.Duration
+	Stats, Duration, Spin  time.Duration
 	RealTime, AllowCPUIdle bool
 }
 
