@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -246,25 +245,10 @@ func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
 		Text: func(w io.Writer) error { return report.WriteText(w, res) }})
 }
 
-// startEmbedded runs a server, with its STAMP reflector, on loopback ports
-// for this process (sonde test and sonde udp without SERVER).
+// startEmbedded runs a server on loopback for this process (sonde test
+// and sonde udp without SERVER).
 func startEmbedded(ctx context.Context) (addr string, stop func(), err error) {
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", UDPAddr: "127.0.0.1:0", PerIPPerMinute: -1,
-		Software: "sonde/" + version + " (embedded)"})
-	if err != nil {
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("embedded server: %w", err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(sctx, []net.Listener{ln}, nil)
-	}()
-	return ln.Addr().String(), func() { cancel(); <-done }, nil
+	return server.StartEmbedded(ctx, "sonde/"+version+" (embedded)")
 }
 
 // progressLine redraws one status line: phase, elapsed, rate, RTT.
