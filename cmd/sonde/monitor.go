@@ -40,6 +40,7 @@ func newMonitorRunCmd() *cobra.Command {
 		cfg      monitor.Config
 		cfgFile  string
 		timeout  time.Duration
+		interval time.Duration
 		keepRaw  string
 		keepRoll string
 		labels   []string
@@ -59,33 +60,39 @@ start (the store unreachable or of a newer schema, a sonde server that
 cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as root, else
 ./sonde-monitor.db. --config FILE takes the same settings as JSON
 (contrib/monitor.sample.json); flags override it.`,
-		Example: `  sonde monitor run --target sonde.example.net:8080 --interface eth0 --up 20M --down 100M
+		Example: `  sonde monitor run --target sonde.example.net:8080 --interface eth0 --up-link-rate 20M --down-link-rate 100M
   sonde monitor run --target stamp://192.0.2.1 --target stamp://198.51.100.7:862 --icmp --dscp ef,be
   sonde monitor run --config /etc/sonde/monitor.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
 			c := cfg
+			// A renamed flag's old spelling (deprecatedAlias) sets the
+			// same value: given either way, it overrides the file.
+			oldName := map[string]string{"up-link-rate": "up", "down-link-rate": "down"}
+			changed := func(name string) bool { return f.Changed(name) || oldName[name] != "" && f.Changed(oldName[name]) }
 			if cfgFile != "" {
 				fc, err := monitor.LoadConfig(cfgFile)
 				if err != nil {
 					return usageErr(err)
 				}
+				for _, d := range fc.Deprecated {
+					fmt.Fprintf(cmd.ErrOrStderr(), "sonde: %s: %s\n", cfgFile, d)
+				}
 				// Flags given override the file.
 				over := func(name string, apply func()) {
-					if f.Changed(name) {
+					if changed(name) {
 						apply()
 					}
 				}
 				over("target", func() { fc.Targets = cfg.Targets })
-				over("rate", func() { fc.Rate = cfg.Rate })
 				over("icmp", func() { fc.ICMP = cfg.ICMP })
 				over("tcp", func() { fc.TCPPort = cfg.TCPPort })
 				over("dscp", func() { fc.DSCP = cfg.DSCP })
 				over("interface", func() { fc.Interface = cfg.Interface })
 				over("counters", func() { fc.Counters = cfg.Counters })
-				over("up", func() { fc.Up = cfg.Up })
-				over("down", func() { fc.Down = cfg.Down })
+				over("up-link-rate", func() { fc.Up = cfg.Up })
+				over("down-link-rate", func() { fc.Down = cfg.Down })
 				over("store", func() { fc.Store = cfg.Store })
 				over("listen", func() { fc.Listen = cfg.Listen })
 				over("name", func() { fc.Name = cfg.Name })
@@ -122,8 +129,15 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 			if f.Changed("timeout") {
 				c.Timeout = units.Duration(timeout)
 			}
-			if f.Changed("rate") {
-				c.Rate = cfg.Rate
+			// --probe-interval, or its deprecated spelling --rate (probes/s:
+			// a bit rate everywhere else), over the file's.
+			switch {
+			case f.Changed("probe-interval") && f.Changed("rate"):
+				return usagef("--rate is the deprecated spelling of --probe-interval: give one")
+			case f.Changed("probe-interval"):
+				c.ProbeInterval, c.Rate = units.Duration(interval), 0
+			case f.Changed("rate"):
+				c.ProbeInterval, c.Rate = 0, cfg.Rate
 			}
 			plan, err := c.Validate()
 			if err != nil {
@@ -150,7 +164,9 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 	f := cmd.Flags()
 	f.StringVar(&cfgFile, "config", "", "read the settings from a JSON `FILE` (flags override it)")
 	f.StringArrayVar(&cfg.Targets, "target", nil, "a sonde server (host:port or URL) or stamp://host[:port] reflector to probe (repeat, up to 8)")
-	f.Float64Var(&cfg.Rate, "rate", 10, "probes per second per stream (1-100)")
+	f.DurationVar(&interval, "probe-interval", 100*time.Millisecond, "time between a stream's probes, 10ms to 1s (100 to 1 probes/s)")
+	f.Float64Var(&cfg.Rate, "rate", 0, "probes per second per stream")
+	_ = f.MarkDeprecated("rate", "use --probe-interval instead (an interval: --rate 10 is --probe-interval 100ms; --rate is a bit rate in sonde mbm)")
 	f.DurationVar(&timeout, "timeout", 2*time.Second, "a probe unanswered after this is lost (a later reply is kept as late)")
 	f.BoolVar(&cfg.ICMP, "icmp", false, "also probe each target's host with ICMP echo (needs CAP_NET_RAW or ping_group_range)")
 	f.IntVar(&cfg.TCPPort, "tcp", 0, "also probe each target's host with TCP connects to `PORT`")
@@ -160,8 +176,10 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 		"(v2c; IFACE an ifName, ifDescr or ifIndex), snmp://USER@HOST/IFACE?version=3&auth=SHA&auth-pass=P&priv=AES&priv-pass=Q, "+
 		"or node-exporter://HOST[:9100][/metrics]?device=IFACE; options interval= (between reads, 1s; 100ms-10s), timeout= (per read), "+
 		"side=wan|lan (lan: the interface's transmit counter is the downlink). Secrets belong in the --config file")
-	f.StringVar(&cfg.Up, "up", "", "uplink capacity of --interface, e.g. 20M (default: learnt)")
-	f.StringVar(&cfg.Down, "down", "", "downlink capacity of --interface, e.g. 100M (default: learnt)")
+	f.StringVar(&cfg.Up, "up-link-rate", "", "uplink capacity `RATE` of --interface or --counters in bit/s, e.g. 20M (default: learnt)")
+	f.StringVar(&cfg.Down, "down-link-rate", "", "downlink capacity `RATE` of --interface or --counters in bit/s, e.g. 100M (default: learnt)")
+	deprecatedAlias(f, "up", "up-link-rate")
+	deprecatedAlias(f, "down", "down-link-rate")
 	f.StringVar(&cfg.Store, "store", "", "`URL` of the store: a SQLite path or postgres://… (default /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db)")
 	f.StringVar(&keepRaw, "keep-raw", "30d", "keep raw probes and counters this long (forever: never delete)")
 	f.StringVar(&keepRoll, "keep-rollups", "5y", "keep per-minute rollups this long (events are kept forever)")

@@ -51,8 +51,9 @@ midnight UTC); --to defaults to now. A range is at most 10 years.
 001's smart-grid table).
 Loaded episodes get an inferred buffer (B = C × added delay), BDP and
 oversizing from the link capacity the daemon recorded while it ran
-(configured with --up/--down or learnt from --interface); --up and
---down here override it over the whole range (e.g. --up 700k).`,
+(configured with --up-link-rate/--down-link-rate or learnt from
+--interface); --up-link-rate and --down-link-rate here override it over
+the whole range (e.g. --up-link-rate 700k).`,
 		Example: `  sonde monitor report --store /var/lib/sonde/monitor.db --since 24h
   sonde monitor report --store m.db --from 2026-05-16 --to 2026-05-17 --threshold 30ms,100ms,200ms,500ms,1.2s,1.6s
   sonde monitor report --store m.db --since 7d --html week.html --json week.json`,
@@ -76,11 +77,11 @@ oversizing from the link capacity the daemon recorded while it ran
 			if _, err := reliability.New(cfg, nil); err != nil {
 				return usagef("%w", err)
 			}
-			upBps, err := reportRate("--up", up)
+			upBps, err := reportRate("--up-link-rate", up)
 			if err != nil {
 				return err
 			}
-			downBps, err := reportRate("--down", down)
+			downBps, err := reportRate("--down-link-rate", down)
 			if err != nil {
 				return err
 			}
@@ -115,8 +116,10 @@ oversizing from the link capacity the daemon recorded while it ran
 	f.StringVar(&thresholds, "threshold", "", "latency requirements L of R(L), a comma-separated `LIST` of durations (default 50ms,100ms,200ms,500ms,1s,5s)")
 	f.StringVar(&profile, "profiles", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table; the file monitor run --profiles takes)")
 	deprecatedAlias(f, "profile", "profiles")
-	f.StringVar(&up, "up", "", "uplink capacity `RATE` for the inferred buffers, e.g. 700k (default: what the monitor recorded)")
-	f.StringVar(&down, "down", "", "downlink capacity `RATE` for the inferred buffers, e.g. 8M (default: what the monitor recorded)")
+	f.StringVar(&up, "up-link-rate", "", "uplink capacity `RATE` in bit/s for the inferred buffers, e.g. 700k (default: what the monitor recorded)")
+	f.StringVar(&down, "down-link-rate", "", "downlink capacity `RATE` in bit/s for the inferred buffers, e.g. 8M (default: what the monitor recorded)")
+	deprecatedAlias(f, "up", "up-link-rate")
+	deprecatedAlias(f, "down", "down-link-rate")
 	f.StringVar(&out.series, "csv-series", "", "write the delay and loss time series as CSV to `FILE`, - for stdout")
 	out.register(cmd, "the report (schema sonde.monitor/v1)", false)
 	f.StringVar(&out.csv, "csv", "", "write R(L) per stream and threshold as CSV to `FILE`, - for stdout (no text summary then)")

@@ -167,10 +167,10 @@ func TestMonitorReportErrors(t *testing.T) {
 		{"--store", db, "--bogus"},
 		{"--store", db, "extra"},
 		{"--store", db, "--up", "fast"},
-		{"--store", db, "--up", "0"},
-		{"--store", db, "--down", "-8M"},
-		{"--store", db, "--down", "20T"},
-		{"--store", db, "--up", "700kB"},
+		{"--store", db, "--up-link-rate", "0"},
+		{"--store", db, "--down-link-rate", "-8M"},
+		{"--store", db, "--down-link-rate", "20T"},
+		{"--store", db, "--up-link-rate", "700kB"},
 	}
 	for _, a := range usage {
 		if _, stderr, code := runMonitorReport(a...); code != exitUsage || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
@@ -218,7 +218,7 @@ func FuzzMonitorReportFlags(f *testing.F) {
 				}
 			}
 		}
-		if v, err := reportRate("--up", s); err == nil && s != "" && !(v > 0 && v <= store.MaxCapacityBps) {
+		if v, err := reportRate("--up-link-rate", s); err == nil && s != "" && !(v > 0 && v <= store.MaxCapacityBps) {
 			t.Fatalf("reportRate(%q) = %g", s, v)
 		}
 		for _, args := range [][3]string{{s, "", ""}, {"", s, ""}, {"", "2026-01-01", s}} {
@@ -256,7 +256,7 @@ func TestMonitorReportCapacity(t *testing.T) {
 		bits float64
 	}{
 		{nil, 301e3},
-		{[]string{"--up", "1.4M"}, 602e3},
+		{[]string{"--up-link-rate", "1.4M"}, 602e3},
 	} {
 		js := filepath.Join(t.TempDir(), "r.json")
 		args := append([]string{"--store", db, "--from", "2026-01-01", "--to", "2026-01-01T00:05:00Z", "--json", js}, c.args...)

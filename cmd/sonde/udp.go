@@ -60,7 +60,8 @@ E-model MOS estimate. --classes runs one flow per class at the same time.`,
 	}
 	f := cmd.Flags()
 	f.DurationVarP(&uf.opts.Duration, "duration", "t", 10*time.Second, "how long to send probes")
-	f.DurationVar(&uf.opts.Interval, "interval", 20*time.Millisecond, "probe interval, at least 100µs (absolute deadlines on the monotonic clock)")
+	f.DurationVar(&uf.opts.Interval, "probe-interval", 20*time.Millisecond, "time between probes, at least 100µs (absolute deadlines on the monotonic clock)")
+	deprecatedAlias(f, "interval", "probe-interval")
 	f.IntVarP(&uf.opts.PacketBytes, "size", "s", 64, "UDP payload of each probe in bytes (52, or 56-1452)")
 	f.StringVar(&uf.dscp, "dscp", "0", "DSCP of the probes, 0-63 or a name (ef, af41, cs1...); replies carry it too")
 	f.StringVar(&uf.ecn, "ecn", "0", "ECN codepoint of the probes: 0-3 or not-ect, ect1, ect0, ce")
@@ -86,7 +87,7 @@ func (uf *udpFlags) build(changed func(string) bool) error {
 	case "voice":
 		keep := *o
 		o.VoiceProfile()
-		if changed("interval") {
+		if changed("probe-interval") || changed("interval") {
 			o.Interval = keep.Interval
 		}
 		if changed("size") {
@@ -115,6 +116,9 @@ func (uf *udpFlags) build(changed func(string) bool) error {
 		o.Classes = cs
 	}
 	if err := checkDuration("--duration", o.Duration, time.Millisecond, 24*time.Hour); err != nil {
+		return err
+	}
+	if err := checkDuration("--probe-interval", o.Interval, 100*time.Microsecond, 24*time.Hour); err != nil {
 		return err
 	}
 	if err := checkDuration("--timeout", o.Timeout, time.Millisecond, time.Minute); err != nil {

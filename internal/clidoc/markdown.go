@@ -35,6 +35,13 @@ func Markdown(w io.Writer, root *cobra.Command, exits []ExitCode) error {
 		"except when an output fails, when it goes to stderr so that nothing measured is lost. `-q` drops the summary.\n")
 	b.WriteString("- Rates are bit/s: `100M`, `100Mbit`, `100mbit/s`, `100Mbps`, `1.5Gbit/s`, `544k` (prefixes k M G T are powers of 1000; a `B` is refused). " +
 		"Sizes are bytes: `500M`, `10GB`, `64KiB`. A limit is switched off with `off` or `0`; a negative limit is an error.\n")
+	b.WriteString("- One flag name has one meaning and one type in every command: `--rate` is a bit rate (`mbm`); link capacities in bit/s are " +
+		"`--link-rate` (`test`), `--up-link-rate` (`test`, `monitor run`, `monitor report`) and `--down-link-rate` (`monitor run`, " +
+		"`monitor report`); how often probes go is " +
+		"`--probe-interval`, a duration (`test`, `udp`, `rpm`, `monitor run`); `--timeout` is a probe's loss time and `--deadline` a " +
+		"command's; `--up` and `--down` are link specifications (`emulate`). A renamed flag's old spelling (`monitor run --rate`, `--up`, " +
+		"`--down`, `udp --interval`, …) works for one release, hidden from this page, and prints its replacement; so do the monitor's " +
+		"old config keys (`rate`, `up`, `down`).\n")
 	b.WriteString("- Progress, notes and errors go to stderr; an error is one line.\n\n")
 	b.WriteString("## Exit status\n\n| code | meaning |\n|---|---|\n")
 	for _, e := range exits {
