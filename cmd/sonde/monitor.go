@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -79,28 +75,7 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 				for _, d := range fc.Deprecated {
 					fmt.Fprintf(cmd.ErrOrStderr(), "sonde: %s: %s\n", cfgFile, d)
 				}
-				// Flags given override the file.
-				over := func(name string, apply func()) {
-					if changed(name) {
-						apply()
-					}
-				}
-				over("target", func() { fc.Targets = cfg.Targets })
-				over("icmp", func() { fc.ICMP = cfg.ICMP })
-				over("tcp", func() { fc.TCPPort = cfg.TCPPort })
-				over("dscp", func() { fc.DSCP = cfg.DSCP })
-				over("interface", func() { fc.Interface = cfg.Interface })
-				over("counters", func() { fc.Counters = cfg.Counters })
-				over("up-link-rate", func() { fc.Up = cfg.Up })
-				over("down-link-rate", func() { fc.Down = cfg.Down })
-				over("store", func() { fc.Store = cfg.Store })
-				over("listen", func() { fc.Listen = cfg.Listen })
-				over("name", func() { fc.Name = cfg.Name })
-				over("profiles", func() { fc.Profiles = cfg.Profiles })
-				over("token", func() { fc.Token = cfg.Token })
-				over("ship", func() { fc.Ship = cfg.Ship })
-				over("ship-token", func() { fc.ShipToken = cfg.ShipToken })
-				over("ship-raw", func() { fc.ShipRaw = cfg.ShipRaw })
+				fc.Override(cfg, changed) // flags given override the file
 				c = fc
 			}
 			for _, kv := range []struct {
@@ -196,40 +171,18 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 	return cmd
 }
 
-// runMonitor opens the store and runs the daemon until ctx ends.
+// runMonitor runs the daemon (monitor.Run) until ctx ends.
 func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan, ro runtimeOpts) error {
 	stop, err := ro.apply(logw)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	loc, _ := store.ParseURL(plan.Store)
-	if loc.Backend == store.SQLite && loc.Path != store.Memory && os.Geteuid() == 0 && plan.Store == monitor.DefaultStore() {
-		// The default state directory (systemd's StateDirectory makes it too).
-		if err := os.MkdirAll(filepath.Dir(loc.Path), 0o750); err != nil {
-			return usagef("--store: %w", err)
-		}
+	err = monitor.Run(ctx, plan, logw, version)
+	if ce := (*monitor.ConfigError)(nil); errors.As(err, &ce) {
+		return usageErr(err)
 	}
-	octx, cancel := context.WithTimeout(ctx, time.Minute)
-	st, err := store.Open(octx, plan.Store, store.Options{CacheKiB: monitor.StoreCacheKiB})
-	cancel()
-	if err != nil {
-		// The store is there but fails (unreachable, a newer schema): a
-		// failure at start, not a usage error (docs/cli.md, exit status).
-		return err
-	}
-	defer st.Close()
-	d, err := monitor.New(ctx, plan, monitor.Options{Store: st, Log: logw, Version: version})
-	if err != nil {
-		if ce := (*monitor.ConfigError)(nil); errors.As(err, &ce) {
-			return usageErr(err)
-		}
-		return err
-	}
-	if a := d.Addr(); a != nil {
-		fmt.Fprintf(logw, "monitor: serving /metrics, /status and /healthz on http://%s\n", a)
-	}
-	return d.Run(ctx)
+	return err
 }
 
 func newMonitorStatusCmd() *cobra.Command {
@@ -263,30 +216,15 @@ store's health and the last events. Exit status 1 when it does not answer.`,
 }
 
 func monitorStatus(ctx context.Context, stdout io.Writer, listen, jsonOut string) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/status", nil)
-	if err != nil {
+	body, st, err := monitor.FetchStatus(ctx, listen)
+	if ce := (*monitor.ConfigError)(nil); errors.As(err, &ce) {
 		return usageErr(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("no monitor answers at %s: %w", listen, errors.Unwrap(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("monitor at %s: %s", listen, resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return fmt.Errorf("monitor at %s: %w", listen, err)
-	}
-	var st monitor.Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return fmt.Errorf("monitor at %s: its status does not parse: %w", listen, err)
+		return err
 	}
 	if jsonOut != "" {
 		return writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { _, err := w.Write(body); return err })
 	}
-	return report.WriteMonitorStatus(stdout, &st)
+	return report.WriteMonitorStatus(stdout, st)
 }

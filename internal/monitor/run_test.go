@@ -1,0 +1,45 @@
+package monitor
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestOverride: only the flags given replace the file's values, a
+// renamed flag under its new name.
+func TestOverride(t *testing.T) {
+	file := Config{Targets: []string{"a:1"}, Up: "1M", Down: "8M", Name: "file", Store: "f.db"}
+	flags := Config{Targets: []string{"b:2"}, Up: "2M", Down: "16M", Name: "flag", Store: "g.db"}
+	given := map[string]bool{"up-link-rate": true, "name": true}
+	file.Override(flags, func(f string) bool { return given[f] })
+	if file.Up != "2M" || file.Name != "flag" || file.Down != "8M" || file.Targets[0] != "a:1" || file.Store != "f.db" {
+		t.Errorf("%+v", file)
+	}
+}
+
+// TestFetchStatus: a daemon's status is read and parsed; one that does not
+// answer or answers something else is one line naming it.
+func TestFetchStatus(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"name":"m"}`)) })
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	defer srv.Close()
+	body, st, err := FetchStatus(context.Background(), ln.Addr().String())
+	if err != nil || string(body) != `{"name":"m"}` || st == nil {
+		t.Fatalf("%q %+v %v", body, st, err)
+	}
+	free, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := free.Addr().String()
+	free.Close()
+	if _, _, err := FetchStatus(context.Background(), addr); err == nil || !strings.HasPrefix(err.Error(), "no monitor answers at "+addr) {
+		t.Errorf("closed port: %v", err)
+	}
+}
