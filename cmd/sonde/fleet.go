@@ -15,6 +15,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/fleet"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/web"
@@ -82,7 +83,7 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 			}
 			req := fleet.Request{FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Filter: filter, UpstreamMin: upMin, UpstreamShare: upShare}
 			if profile != "" {
-				if req.Profiles, err = readProfiles(profile); err != nil {
+				if req.Profiles, err = reliability.ReadProfilesFile(profile); err != nil {
 					return usagef("--profiles %s: %w", profile, err)
 				}
 			}

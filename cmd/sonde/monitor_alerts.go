@@ -10,6 +10,7 @@ import (
 	"github.com/sonde-project/sonde/internal/alert"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor"
+	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 )
@@ -69,7 +70,7 @@ RFC 3339 times or dates; a range is at most 366 days.`,
 					ac = *c.Alerts
 				}
 				if c.Profiles != "" {
-					if profiles, err = readProfiles(c.Profiles); err != nil {
+					if profiles, err = reliability.ReadProfilesFile(c.Profiles); err != nil {
 						return usagef("%s: profiles %s: %w", cfgFile, c.Profiles, err)
 					}
 				}

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -65,12 +63,12 @@ the whole range (e.g. --up-link-rate 700k).`,
 			}
 			cfg := reliability.Config{}
 			if thresholds != "" {
-				if cfg.ThresholdsNs, err = parseThresholds(thresholds); err != nil {
+				if cfg.ThresholdsNs, err = reliability.ParseThresholds(thresholds); err != nil {
 					return usagef("--threshold: %w", err)
 				}
 			}
 			if profile != "" {
-				if cfg.Profiles, err = readProfiles(profile); err != nil {
+				if cfg.Profiles, err = reliability.ReadProfilesFile(profile); err != nil {
 					return usagef("--profiles %s: %w", profile, err)
 				}
 			}
@@ -151,40 +149,4 @@ func reportRange(since, from, to string, now time.Time) (time.Time, time.Time, e
 		return start, end, usageErr(err)
 	}
 	return start, end, nil
-}
-
-// parseThresholds reads a comma-separated list of durations; the analysis
-// bounds their number and values.
-func parseThresholds(s string) ([]int64, error) {
-	if len(s) > 1024 {
-		return nil, fmt.Errorf("a list of %d bytes: too long", len(s))
-	}
-	var out []int64
-	for _, f := range strings.Split(s, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(f))
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%q: want positive durations like 100ms,1.2s", strings.TrimSpace(f))
-		}
-		out = append(out, int64(d))
-	}
-	return out, nil
-}
-
-// readProfiles reads a profile file, refusing one over the limit before
-// reading it all.
-func readProfiles(path string) ([]model.RequirementProfile, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, errors.Unwrap(err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, reliability.MaxProfileFile+1))
-	if err != nil {
-		return nil, err
-	}
-	p, err := reliability.ParseProfiles(b)
-	if err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "profiles: "))
-	}
-	return p, nil
 }

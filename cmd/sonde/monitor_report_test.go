@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/units"
@@ -211,10 +212,10 @@ func FuzzMonitorReportFlags(f *testing.F) {
 		if tm, err := units.ParseTime(s); err == nil && (tm.Year() < 1970 || tm.Year() > 2200) {
 			t.Fatalf("ParseTime(%q) = %v", s, tm)
 		}
-		if ls, err := parseThresholds(s); err == nil {
+		if ls, err := reliability.ParseThresholds(s); err == nil {
 			for _, l := range ls {
 				if l <= 0 {
-					t.Fatalf("parseThresholds(%q) = %v", s, ls)
+					t.Fatalf("ParseThresholds(%q) = %v", s, ls)
 				}
 			}
 		}
