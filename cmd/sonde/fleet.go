@@ -154,9 +154,9 @@ exact, only slower.`,
 			if storeURL == "" {
 				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
 			}
-			loc, err := store.ParseURL(storeURL)
+			loc, err := parseStore(storeURL)
 			if err != nil {
-				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+				return err
 			}
 			if maxHours < 0 || maxHours > 100_000_000 {
 				return usagef("--max-hours %d: want 0 (all) to 100000000", maxHours)
@@ -201,9 +201,9 @@ a proxy that authenticates (docs/fleet.md, "Fleet view").`,
 			if storeURL == "" {
 				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
 			}
-			loc, err := store.ParseURL(storeURL)
+			loc, err := parseStore(storeURL)
 			if err != nil {
-				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+				return err
 			}
 			if _, _, err := net.SplitHostPort(listen); err != nil {
 				return usagef("--listen %q: want HOST:PORT (e.g. 127.0.0.1:9102)", listen)
