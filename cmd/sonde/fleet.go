@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -217,19 +216,8 @@ a proxy that authenticates (docs/fleet.md, "Fleet view").`,
 			if err != nil {
 				return fmt.Errorf("--listen: %w", err)
 			}
-			srv := &http.Server{Handler: fleet.Handler(st, web.Assets(), time.Now), ReadHeaderTimeout: 10 * time.Second,
-				ReadTimeout: 30 * time.Second, WriteTimeout: fleet.ReportTimeout + 30*time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
 			fmt.Fprintf(cmd.ErrOrStderr(), "fleet view of %s on http://%s/\n", loc, ln.Addr())
-			done := make(chan error, 1)
-			go func() { done <- srv.Serve(ln) }()
-			select {
-			case err := <-done:
-				return err
-			case <-cmd.Context().Done():
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				return srv.Shutdown(ctx)
-			}
+			return fleet.Serve(cmd.Context(), ln, st, web.Assets())
 		},
 	}
 	f := cmd.Flags()
