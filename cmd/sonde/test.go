@@ -128,24 +128,10 @@ func (tf *testFlags) build() error {
 	if err := checkCount("--baseline-samples", c.BaselineSamples, 20, 10000); err != nil {
 		return err
 	}
-	switch tf.direction {
-	case "both":
-		// Deprecated: "both" read as "at once" to some; the phases
-		// are now named so that no word means two things.
+	if deprecated, err := c.SetDirection(tf.direction); err != nil {
+		return err
+	} else if deprecated {
 		fmt.Fprintln(os.Stderr, "sonde: --direction both is deprecated: use sequential (download, then upload); bidir runs them at once")
-		c.Download, c.Upload = true, true
-	case "sequential":
-		c.Download, c.Upload = true, true
-	case "download":
-		c.Download = true
-	case "upload":
-		c.Upload = true
-	case "bidir":
-		c.Bidir = true
-	case "all":
-		c.Download, c.Upload, c.Bidir = true, true, true
-	default:
-		return fmt.Errorf("--direction: want sequential, download, upload, bidir or all, got %q", tf.direction)
 	}
 	if tf.dscp != "" {
 		v, err := dscp.Parse(tf.dscp)
