@@ -98,29 +98,8 @@ Example:
 	return cmd
 }
 
-// emulateParams builds both directions' configurations from the flags.
-func emulateParams(f emulateFlags) (up, down emulator.Config, err error) {
-	both, err := emulator.ParseParams(f.link, emulator.Params{})
-	if err != nil {
-		return up, down, fmt.Errorf("--link: %w", err)
-	}
-	if up.Params, err = emulator.ParseParams(f.up, both); err != nil {
-		return up, down, fmt.Errorf("--up: %w", err)
-	}
-	if down.Params, err = emulator.ParseParams(f.down, both); err != nil {
-		return up, down, fmt.Errorf("--down: %w", err)
-	}
-	if up.Schedule, err = emulator.ParseSchedule(append(append([]string(nil), f.at...), f.upAt...), up.Params); err != nil {
-		return up, down, fmt.Errorf("up schedule: %w", err)
-	}
-	if down.Schedule, err = emulator.ParseSchedule(append(append([]string(nil), f.at...), f.downAt...), down.Params); err != nil {
-		return up, down, fmt.Errorf("down schedule: %w", err)
-	}
-	return up, down, nil
-}
-
 func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) error {
-	up, down, err := emulateParams(f)
+	up, down, err := emulator.ParseLink(f.link, f.up, f.down, f.at, f.upAt, f.downAt)
 	if err != nil {
 		return usageErr(err)
 	}
