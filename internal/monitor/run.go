@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/alert"
+	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/store"
 )
 
@@ -105,4 +108,28 @@ func FetchStatus(ctx context.Context, listen string) ([]byte, *Status, error) {
 		return nil, nil, fmt.Errorf("monitor at %s: its status does not parse: %w", listen, err)
 	}
 	return body, &st, nil
+}
+
+// LoadAlertRules reads the alert rules of a daemon's config file (its
+// "alerts" section, checked against the requirement profiles its
+// "profiles" file names), for `sonde monitor alerts replay`; "" is the
+// default rules. Every error is about the files: a usage error.
+func LoadAlertRules(path string) (alert.Config, error) {
+	var ac alert.Config
+	var profiles []model.RequirementProfile
+	if path != "" {
+		c, err := LoadConfig(path)
+		if err != nil {
+			return ac, err
+		}
+		if c.Alerts != nil {
+			ac = *c.Alerts
+		}
+		if c.Profiles != "" {
+			if profiles, err = reliability.ReadProfilesFile(c.Profiles); err != nil {
+				return ac, fmt.Errorf("%s: profiles %s: %w", path, c.Profiles, err)
+			}
+		}
+	}
+	return ac, ac.Check(profiles)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -41,5 +43,21 @@ func TestFetchStatus(t *testing.T) {
 	free.Close()
 	if _, _, err := FetchStatus(context.Background(), addr); err == nil || !strings.HasPrefix(err.Error(), "no monitor answers at "+addr) {
 		t.Errorf("closed port: %v", err)
+	}
+}
+
+// TestLoadAlertRules: no file is the default rules; a missing file or
+// profile file is refused naming it.
+func TestLoadAlertRules(t *testing.T) {
+	if _, err := LoadAlertRules(""); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "m.json")
+	os.WriteFile(cfg, []byte(`{"profiles": "`+filepath.Join(dir, "none.json")+`"}`), 0o644)
+	for _, p := range []string{filepath.Join(dir, "nope.json"), cfg} {
+		if _, err := LoadAlertRules(p); err == nil || !strings.Contains(err.Error(), filepath.Base(p)) && !strings.Contains(err.Error(), "none.json") {
+			t.Errorf("%s: %v", p, err)
+		}
 	}
 }
