@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -174,20 +173,10 @@ func selfSignedTLS(cfg *server.Config, mode, dir string, dirGiven bool) error {
 	if cfg.CertFile != "" || cfg.KeyFile != "" {
 		return usagef("--tls self-signed and --cert/--key both name a certificate: give one")
 	}
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return usagef("--tls self-signed: no user cache directory (%v): give --tls-dir", err)
-		}
-		dir = filepath.Join(cache, "sonde", "tls")
+	if _, err := os.UserCacheDir(); dir == "" && err != nil {
+		return usagef("--tls self-signed: no user cache directory (%v): give --tls-dir", err)
 	}
-	cert, key, fp, err := server.SelfSigned(dir)
-	if err != nil {
-		return err
-	}
-	cfg.CertFile, cfg.KeyFile = cert, key
-	fmt.Fprintf(os.Stderr, "sonde: self-signed certificate %s\nsonde: SHA-256 fingerprint %s\n", cert, fp)
-	return nil
+	return server.UseSelfSigned(cfg, dir, os.Stderr)
 }
 
 // checkServeLimits rejects a zero or negative value given for a flag whose
