@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -170,18 +168,7 @@ func newLabExecCmd(stateDir *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ns, err := s.Namespace(args[0])
-			if err != nil {
-				return err
-			}
-			ip, err := exec.LookPath("ip")
-			if err != nil {
-				return fmt.Errorf("lab exec: %w", err)
-			}
-			// Replace this process: the command gets the terminal, the
-			// signals and gives its exit status directly.
-			argv := append([]string{"ip", "netns", "exec", ns}, args[1:]...)
-			return fmt.Errorf("lab exec: %w", syscall.Exec(ip, argv, os.Environ()))
+			return s.Exec(args[0], args[1:])
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "lab id when several are up")
