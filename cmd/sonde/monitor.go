@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"time"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/sonde-project/sonde/internal/monitor"
 	"github.com/sonde-project/sonde/internal/report"
-	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/units"
 )
 
@@ -62,59 +60,12 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
-			c := cfg
 			// A renamed flag's old spelling (deprecatedAlias) sets the
 			// same value: given either way, it overrides the file.
 			oldName := map[string]string{"up-link-rate": "up", "down-link-rate": "down"}
 			changed := func(name string) bool { return f.Changed(name) || oldName[name] != "" && f.Changed(oldName[name]) }
-			if cfgFile != "" {
-				fc, err := monitor.LoadConfig(cfgFile)
-				if err != nil {
-					return usageErr(err)
-				}
-				for _, d := range fc.Deprecated {
-					fmt.Fprintf(cmd.ErrOrStderr(), "sonde: %s: %s\n", cfgFile, d)
-				}
-				fc.Override(cfg, changed) // flags given override the file
-				c = fc
-			}
-			for _, kv := range []struct {
-				flag string
-				dst  *units.Duration
-				val  string
-			}{{"keep-raw", &c.KeepRaw, keepRaw}, {"keep-rollups", &c.KeepRoll, keepRoll}} {
-				if f.Changed(kv.flag) {
-					d, err := units.ParseAge(kv.val)
-					if err != nil {
-						return usagef("--%s: %s", kv.flag, err)
-					}
-					*kv.dst = units.Duration(d)
-				}
-			}
-			if f.Changed("label") {
-				l, err := store.ParseLabels(labels)
-				if err != nil {
-					return usagef("--label: %s", err)
-				}
-				c.Labels = l
-			}
-			c.Defaults()
-			// Given after the defaults: a 0 on the command line is a value
-			// to refuse, not an unset field.
-			if f.Changed("timeout") {
-				c.Timeout = units.Duration(timeout)
-			}
-			// --probe-interval, or its deprecated spelling --rate (probes/s:
-			// a bit rate everywhere else), over the file's.
-			switch {
-			case f.Changed("probe-interval") && f.Changed("rate"):
-				return usagef("--rate is the deprecated spelling of --probe-interval: give one")
-			case f.Changed("probe-interval"):
-				c.ProbeInterval, c.Rate = units.Duration(interval), 0
-			case f.Changed("rate"):
-				c.ProbeInterval, c.Rate = 0, cfg.Rate
-			}
-			plan, err := c.Validate()
+			plan, err := monitor.Flags{Config: cfg, File: cfgFile, Timeout: timeout, ProbeInterval: interval,
+				KeepRaw: keepRaw, KeepRollup: keepRoll, Labels: labels, Given: changed}.Plan(cmd.ErrOrStderr())
 			if err != nil {
 				return usageErr(err)
 			}

@@ -2,12 +2,14 @@ package monitor
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestOverride: only the flags given replace the file's values, a
@@ -58,6 +60,36 @@ func TestLoadAlertRules(t *testing.T) {
 	for _, p := range []string{filepath.Join(dir, "nope.json"), cfg} {
 		if _, err := LoadAlertRules(p); err == nil || !strings.Contains(err.Error(), filepath.Base(p)) && !strings.Contains(err.Error(), "none.json") {
 			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// TestFlagsPlan: the file's deprecated keys are noted, the flags given
+// override it, --rate and --probe-interval together are refused, and a
+// bad --label or --keep-raw names its flag.
+func TestFlagsPlan(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "m.json")
+	os.WriteFile(file, []byte(`{"targets": ["stamp://198.18.0.1"], "rate": 20, "store": ":memory:", "name": "m"}`), 0o644)
+	given := map[string]bool{}
+	f := Flags{File: file, ProbeInterval: 200 * time.Millisecond, Given: func(n string) bool { return given[n] }}
+	var warn strings.Builder
+	p, err := f.Plan(&warn)
+	if err != nil || p.Rate != 20 || !strings.Contains(warn.String(), `config key "rate" is deprecated`) {
+		t.Fatalf("%+v, %v, %q", p, err, warn.String())
+	}
+	given["probe-interval"] = true
+	if p, err = f.Plan(io.Discard); err != nil || p.Rate != 5 {
+		t.Fatalf("--probe-interval over the file: %+v, %v", p, err)
+	}
+	given["rate"] = true
+	if _, err := f.Plan(io.Discard); err == nil || !strings.Contains(err.Error(), "give one") {
+		t.Errorf("--rate and --probe-interval: %v", err)
+	}
+	for flag, mod := range map[string]func(*Flags){"--label": func(f *Flags) { f.Labels = []string{"nokey"} }, "--keep-raw": func(f *Flags) { f.KeepRaw = "soon" }} {
+		g := Flags{File: file, Given: func(n string) bool { return "--"+n == flag }}
+		mod(&g)
+		if _, err := g.Plan(io.Discard); err == nil || !strings.HasPrefix(err.Error(), flag) {
+			t.Errorf("%s: %v", flag, err)
 		}
 	}
 }
