@@ -320,6 +320,9 @@ type Receiver struct {
 	// OnControl, if set, is called with each non-data frame's type and
 	// payload (valid only during the call) and the time it was read.
 	OnControl func(typ byte, payload []byte, at time.Time)
+	// MaxBuf, if above Run's bufSize, lets the read buffer double up to
+	// it while reads of payload fill it (protocol.Reader.GrowTo).
+	MaxBuf int
 }
 
 // NewReceiver returns a receiver on conn.
@@ -335,6 +338,7 @@ func (r *Receiver) Run(ctx context.Context, bufSize int) error {
 	stop := context.AfterFunc(ctx, func() { _ = r.conn.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	fr := protocol.NewReader(DirectReader(r.conn), bufSize)
+	fr.GrowTo(r.MaxBuf)
 	count := func(n int) { r.bytes.Add(int64(n)) }
 	for {
 		typ, p, err := fr.Next(count)
