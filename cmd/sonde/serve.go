@@ -26,6 +26,7 @@ func newServeCmd() *cobra.Command {
 		serversFile                     string
 		maxConns                        int
 		verbose, records                bool
+		memLimit                        string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -64,6 +65,9 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 				return &exitError{code: 2, err: err}
 			}
 			if err := server.ParseLimits(&cfg, maxBytes, perIPRate, udpBitrate, webrtcPort); err != nil {
+				return usageErr(err)
+			}
+			if err := server.ApplyMemoryLimit(memLimit); err != nil {
 				return usageErr(err)
 			}
 			if serversFile != "" {
@@ -152,6 +156,7 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	f.Float64Var(&cfg.TokenFailRate, "token-fail-rate", 1, "failed --token attempts per second one client IP may make after the burst")
 	f.IntVar(&cfg.TokenFailBurst, "token-fail-burst", 10, "failed --token attempts one client IP may make at once")
 	f.BoolVar(&verbose, "verbose", false, "log every session and stream error")
+	f.StringVar(&memLimit, "memory-limit", server.DefaultMemoryLimit, "soft limit `SIZE` of the Go runtime's memory (debug.SetMemoryLimit): the GC runs harder near it instead of letting the heap double under many clients (off: none; GOMEMLIMIT in the environment wins)")
 	// A malformed flag value is a usage error too.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	return cmd

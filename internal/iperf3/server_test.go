@@ -566,3 +566,17 @@ func TestGreetingsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRecvBufSize(t *testing.T) {
+	for _, tc := range []struct{ n, size, want int }{
+		{recvBufStart, recvBufStart, 2 * recvBufStart}, // a full read doubles it
+		{recvBufStart - 1, recvBufStart, recvBufStart}, // a short one keeps it
+		{recvBufMax, recvBufMax, recvBufMax},           // up to the cap
+		{300 << 10, 300 << 10, recvBufMax},             // a -l between stops at the cap
+		{1 << 20, 1 << 20, 1 << 20},                    // a -l above the cap is kept
+	} {
+		if got := recvBufSize(tc.n, tc.size); got != tc.want {
+			t.Errorf("recvBufSize(%d, %d) = %d, want %d", tc.n, tc.size, got, tc.want)
+		}
+	}
+}

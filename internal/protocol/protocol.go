@@ -228,7 +228,15 @@ type Reader struct {
 	buf   []byte
 	start int
 	end   int
+	// grow, if above len(buf), is the size the buffer may double to
+	// while data reads fill it (GrowTo).
+	grow int
 }
+
+// GrowTo lets the buffer double, up to max bytes, each time a read of
+// data payload fills it: a fast stream is then read in fewer, larger
+// system calls, and a slow one keeps its small buffer.
+func (fr *Reader) GrowTo(max int) { fr.grow = max }
 
 // NewReader returns a Reader with a buffer of size bytes (≥ 4 KiB).
 func NewReader(r io.Reader, size int) *Reader {
@@ -301,6 +309,12 @@ func (fr *Reader) Next(onData func(n int)) (typ byte, payload []byte, err error)
 		n -= m
 		if onData != nil {
 			onData(m)
+		}
+		if fr.end == len(fr.buf) && fr.start == fr.end && len(fr.buf) < fr.grow {
+			// A read filled the buffer with payload, all of it
+			// counted now: nothing buffered is lost.
+			fr.buf = make([]byte, min(2*len(fr.buf), fr.grow))
+			fr.start, fr.end = 0, 0
 		}
 	}
 	return typ, nil, nil

@@ -126,3 +126,49 @@ func TestParseServer(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderGrows: with GrowTo, large data frames read in full-buffer
+// reads double the buffer up to the bound, and no byte or control frame
+// is lost across a growth, whatever the reads return.
+func TestReaderGrows(t *testing.T) {
+	var b []byte
+	var want int
+	for i, n := range []int{100 << 10, 1 << 20, 7, 300 << 10, 1 << 20, 1 << 20} {
+		hdr := make([]byte, HeaderLen)
+		PutHeader(hdr, FrameData, n)
+		b = append(b, hdr...)
+		b = append(b, bytes.Repeat([]byte{byte(i)}, n)...)
+		want += n
+		b = AppendProbe(b, Probe{Seq: uint64(i)})
+	}
+	for _, name := range []string{"whole reads", "one byte reads"} {
+		var r io.Reader = bytes.NewReader(b)
+		if name == "one byte reads" {
+			r = iotest.OneByteReader(r)
+		}
+		fr := NewReader(r, 16<<10)
+		fr.GrowTo(64 << 10)
+		total, probes := 0, 0
+		for {
+			typ, p, err := fr.Next(func(n int) { total += n })
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v after %d bytes, %d probes", name, err, total, probes)
+			}
+			if typ == FrameProbe {
+				if got := DecodeProbe(p).Seq; got != uint64(probes) {
+					t.Fatalf("%s: probe %d, want %d", name, got, probes)
+				}
+				probes++
+			}
+		}
+		if total != want || probes != 6 {
+			t.Fatalf("%s: %d bytes and %d probes, want %d and 6", name, total, probes, want)
+		}
+		if wantBuf := map[string]int{"whole reads": 64 << 10, "one byte reads": 16 << 10}[name]; len(fr.buf) != wantBuf {
+			t.Fatalf("%s: buffer %d bytes, want %d", name, len(fr.buf), wantBuf)
+		}
+	}
+}

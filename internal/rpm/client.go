@@ -273,6 +273,14 @@ func (c *client) startFlow(ctx context.Context, dir string, errc chan<- error) *
 			req, _ = http.NewRequestWithContext(fctx, http.MethodGet, c.large, nil)
 		} else {
 			req, _ = http.NewRequestWithContext(fctx, http.MethodPost, c.upload, &endless{ctx: fctx, payload: c.payload, n: &f.bytes})
+			// The body can always start again: a server's graceful
+			// GOAWAY that races the upload's first bytes (a server
+			// closing a connection after its self probe's reply, or at
+			// a request limit, as nginx does) is retried on a new
+			// connection instead of failing the flow.
+			req.GetBody = func() (io.ReadCloser, error) {
+				return io.NopCloser(&endless{ctx: fctx, payload: c.payload, n: &f.bytes}), nil
+			}
 			req.Header.Set("Content-Type", "application/octet-stream")
 		}
 		req.Header.Set("Accept-Encoding", "identity")
