@@ -96,7 +96,8 @@ export function headline(r: HeadlineResult): string {
   const bb = g.bufferbloat;
   const loaded = (key: string, label: string, l: S | undefined, letter: Letter | undefined) => {
     if (!l || l.n === 0) return;
-    if (letter && ok(letter.added_ms)) figs.push(figure(key, label, plusMs(letter.added_ms), `added delay (mean); ${msParts(letter.loaded_mean_ms).join(" ")} mean round trip`));
+    // The sub names both means: the idle figure beside it is a median.
+    if (letter && ok(letter.added_ms)) figs.push(figure(key, label, plusMs(letter.added_ms), `added delay: mean round trip ${msParts(letter.loaded_mean_ms).join(" ")} under load, ${msParts(bb!.idle_mean_ms).join(" ")} idle`));
     else figs.push(figure(key, label, msParts(l.p50), "median round trip under load"));
   };
   loaded("loaded_down", "Latency under download", r.download?.latency_under_load?.rtt_ms, bb?.download);

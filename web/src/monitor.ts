@@ -575,11 +575,17 @@ function drawRL(rep: Report, bs: Bucket[], si: number): void {
   }
   // One dashed grey line per required reliability, labelled with it
   // directly: profiles that need the same share one line.
-  for (const q of reqLabels(lines.map((l) => l.profile))) {
+  // Labels closer than a line of text to the one before move left of
+  // it, so that close requirements (98 %, 99 %, 99.5 %) stay readable.
+  let prev = { y: -1e9, right: w - M.right - 4 };
+  for (const q of reqLabels(lines.map((l) => l.profile)).sort((a, b) => a.reliability - b.reliability)) {
     const yy = y(q.reliability);
     svg("line", { x1: M.left, x2: w - M.right, y1: yy, y2: yy, class: "rl-req" }, root);
-    const tx = svg("text", { x: w - M.right - 4, y: yy - 3, "text-anchor": "end", class: "rl-req-text" }, root);
-    tx.textContent = `needs ${pct(q.reliability, 1)}`;
+    const text = `needs ${pct(q.reliability, 1)}`;
+    const right = Math.abs(prev.y - yy) < 12 ? prev.right - 6 * text.length - 10 : w - M.right - 4;
+    const tx = svg("text", { x: right, y: yy - 3, "text-anchor": "end", class: "rl-req-text" }, root);
+    tx.textContent = text;
+    prev = { y: yy, right };
   }
   // Lines whose R is the same in every interval are drawn once (the
   // first's colour and dash); the legend says which profiles share it.
