@@ -112,7 +112,6 @@ export function headline(r: HeadlineResult): string {
   if (loss?.measured) figs.push(figure("loss", "Packet loss", [(loss.value * 100).toFixed(loss.value < 0.01 ? 2 : 1), "%"], loss.source ?? ""));
 
   const grades: string[] = [];
-
   const main = bb?.overall ?? bb?.bidir;
   if (bb && main) {
     const per = [bb.download ? `download ${bb.download.grade}` : "", bb.upload ? `upload ${bb.upload.grade}` : "", bb.bidir ? `both ways ${bb.bidir.grade}` : ""].filter(Boolean).join(" · ");

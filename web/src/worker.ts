@@ -110,8 +110,10 @@ function start(m: StartMsg): void {
         }
       }, 50));
     }
-    if (m.kind === "upload") timers.push(setInterval(flushSelf, 250));
-    if (m.kind === "upload") upload(m.frameBytes ?? 1 << 20, m.highWater ?? 16 << 20);
+    if (m.kind === "upload") {
+      timers.push(setInterval(flushSelf, 250));
+      upload(m.frameBytes ?? 1 << 20, m.highWater ?? 16 << 20);
+    }
   };
   // The receive path: per message only the parser's count and, for a
   // probe reply, its handler (made once, not per message).
