@@ -62,6 +62,16 @@ const figureCheck = `(() => {
   if (ins.some((i) => i.metric === "packet_loss" && i.measured)) want.push("loss");
   for (const k of want) if (shown(k) === null) problems.push("missing figure " + k);
   if (g.limit && !document.getElementById("limit")) problems.push("missing limit sentence");
+  // One added delay per phase: the card shows the graded figure that the
+  // limit sentence names (issue 23: they once read +90.8 and 109 ms).
+  for (const [k, p] of [["loaded_down", "download"], ["loaded_up", "upload"], ["loaded_bidir", "bidir"]]) {
+    const l = g.bufferbloat?.[p], t = shown(k);
+    if (!l || t === null) continue;
+    const want = Math.max(0, l.added_ms), got = parseFloat(t);
+    if (!t.startsWith("+") || !(Math.abs(got - want) <= Math.max(0.01, want * 0.006))) problems.push(k + " reads " + t + ", the graded added delay is " + l.added_ms.toFixed(2) + " ms");
+    const m = new RegExp("under " + (p === "bidir" ? "bidirectional" : p) + " load a queue adds ([0-9]+) ms").exec(g.limit ?? "");
+    if (m && Number(m[1]) !== Math.round(l.added_ms)) problems.push("limit sentence says " + m[1] + " ms, the card " + t);
+  }
   for (const el of document.querySelectorAll("#result [data-k], #result td, #headline .num")) {
     const t = el.textContent.trim();
     if (t === "--" || /\\bNaN\\b|undefined/.test(t)) problems.push("figure reads " + JSON.stringify(t) + " at " + (el.getAttribute("data-k") ?? el.tagName));

@@ -96,16 +96,24 @@ export interface ResultLike {
   download?: Dir;
   upload?: Dir;
   bidir?: { download?: Dir; upload?: Dir; latency_under_load?: { rtt_ms: Stats } };
+  grades?: { bufferbloat?: Partial<Record<GradedPhase, LetterLike>> };
   errors?: string[];
   notes?: string[];
 }
 
-/** Added queueing delay of a phase: loaded median RTT − idle minimum, ms. */
-export function addedDelay(r: ResultLike, d?: Dir): number {
-  const base = r.baseline?.rtt_ms;
-  const load = d?.latency_under_load?.rtt_ms;
-  if (!base || !load || base.n === 0 || load.n === 0) return NaN;
-  return load.p50 - base.min;
+/** A bufferbloat letter of the result's grades (internal/grade). */
+export interface LetterLike { added_ms: number; loaded_mean_ms: number; grade: string }
+export type GradedPhase = "download" | "upload" | "bidir";
+
+/**
+ * addedDelay is a phase's added delay under load, ms, as the server graded
+ * it (grades.bufferbloat: mean RTT under load minus the idle mean,
+ * spec/grades.md), NaN when the result has no grade for it. The page never
+ * computes it again: its figure, this summary and the grade's "what
+ * limits this connection" sentence are one number.
+ */
+export function addedDelay(r: ResultLike, phase: GradedPhase): number {
+  return r.grades?.bufferbloat?.[phase]?.added_ms ?? NaN;
 }
 
 /** verdict names the effect of a queueing delay on interactive use. */
@@ -143,16 +151,17 @@ export function summary(r: ResultLike): string[] {
     out.push(`${name[0].toUpperCase() + name.slice(1)}: ${fmtRate(d.goodput_bps)} over ${d.streams} ${s}.`);
     const limit = name === "download" ? downloadLimit(d.rfc6349?.bottleneck) : "";
     if (limit) out.push(limit);
-    const added = addedDelay(r, d);
+    const added = addedDelay(r, name);
     const inBrowser = (r.notes ?? []).some((n) => n.startsWith(`${name}: the page's RTT under load`));
-    if (inBrowser) out.push(`${name[0].toUpperCase() + name.slice(1)} latency under load: most of the ${Math.max(0, added).toFixed(0)} ms the page saw was delay inside this browser, not on the network (see notes).`);
-    else if (Number.isFinite(added)) out.push(`${name[0].toUpperCase() + name.slice(1)} adds ${Math.max(0, added).toFixed(added < 10 ? 1 : 0)} ms of queueing delay: ${verdict(added)}.`);
+    const cap = name[0].toUpperCase() + name.slice(1);
+    if (inBrowser) out.push(`${cap} latency under load: most of ${Number.isFinite(added) ? `the ${Math.max(0, added).toFixed(0)} ms` : "the delay"} the page saw was delay inside this browser, not on the network (see notes).`);
+    else if (Number.isFinite(added)) out.push(`${cap} adds ${Math.max(0, added).toFixed(added < 10 ? 1 : 0)} ms of queueing delay (mean): ${verdict(added)}.`);
   }
   const b = r.bidir;
   if (b && (b.download || b.upload)) {
     out.push(`Both ways at once: download ${fmtRate(b.download?.goodput_bps ?? NaN)}, upload ${fmtRate(b.upload?.goodput_bps ?? NaN)}.`);
-    const added = addedDelay(r, b as Dir);
-    if (Number.isFinite(added)) out.push(`Loading both ways at once adds ${Math.max(0, added).toFixed(added < 10 ? 1 : 0)} ms of queueing delay: ${verdict(added)}.`);
+    const added = addedDelay(r, "bidir");
+    if (Number.isFinite(added)) out.push(`Loading both ways at once adds ${Math.max(0, added).toFixed(added < 10 ? 1 : 0)} ms of queueing delay (mean): ${verdict(added)}.`);
   }
   for (const e of r.errors ?? []) out.push(`Problem: ${e}`);
   return out;

@@ -27,6 +27,11 @@ export function rateParts(bps: number): [string, string] {
 export function msParts(ms: number): [string, string] {
   return [Math.abs(ms) < 10 ? ms.toFixed(2) : ms.toFixed(ms < 100 ? 1 : 0), "ms"];
 }
+/** plusMs is an added delay, never below zero, with its sign. */
+const plusMs = (ms: number): [string, string] => {
+  const [n, u] = msParts(Math.max(0, ms));
+  return ["+" + n, u];
+};
 
 /** gradeTone maps a grade to good / fair / bad for colour (always beside the word). */
 export function gradeTone(g: string): "good" | "fair" | "bad" {
@@ -84,24 +89,29 @@ export function headline(r: HeadlineResult): string {
   if (r.download && r.download.goodput_bps > 0) figs.push(figure("down", "Download", rateParts(r.download.goodput_bps), "goodput, server → you"));
   if (r.upload && r.upload.goodput_bps > 0) figs.push(figure("up", "Upload", rateParts(r.upload.goodput_bps), "goodput, you → server"));
   if (ok(idle)) figs.push(figure("idle", "Idle latency", msParts(idle), `round trip, median; best ${msParts(r.baseline!.rtt_ms.min).join(" ")}`));
-  for (const [k, d] of [["down", r.download], ["up", r.upload]] as const) {
-    const l = d?.latency_under_load?.rtt_ms;
-    if (!l || l.n === 0 || !ok(idle)) continue;
-    const added = l.p50 - idle;
-    figs.push(figure(`loaded_${k}`, `Latency under ${k === "down" ? "download" : "upload"}`, msParts(Math.max(0, added)).map((x, i) => (i === 0 ? "+" + x : x)) as [string, string], `added delay; ${msParts(l.p50).join(" ")} median round trip`));
-  }
+  // Added delay: the graded figure (grades.bufferbloat, mean under load
+  // minus the idle mean), the same number the bufferbloat grade and the
+  // "what limits" sentence use. A result without grades (the page's own,
+  // when the server is gone) shows the loaded round trip instead.
+  const bb = g.bufferbloat;
+  const loaded = (key: string, label: string, l: S | undefined, letter: Letter | undefined) => {
+    if (!l || l.n === 0) return;
+    // The sub names both means: the idle figure beside it is a median.
+    if (letter && ok(letter.added_ms)) figs.push(figure(key, label, plusMs(letter.added_ms), `added delay: mean round trip ${msParts(letter.loaded_mean_ms).join(" ")} under load, ${msParts(bb!.idle_mean_ms).join(" ")} idle`));
+    else figs.push(figure(key, label, msParts(l.p50), "median round trip under load"));
+  };
+  loaded("loaded_down", "Latency under download", r.download?.latency_under_load?.rtt_ms, bb?.download);
+  loaded("loaded_up", "Latency under upload", r.upload?.latency_under_load?.rtt_ms, bb?.upload);
   const bi = r.bidir;
   if (bi?.download && bi.download.goodput_bps > 0) figs.push(figure("bidir_down", "Download, both ways at once", rateParts(bi.download.goodput_bps), "goodput while uploading too"));
   if (bi?.upload && bi.upload.goodput_bps > 0) figs.push(figure("bidir_up", "Upload, both ways at once", rateParts(bi.upload.goodput_bps), "goodput while downloading too"));
-  const bl = bi?.latency_under_load?.rtt_ms;
-  if (bl && bl.n > 0 && ok(idle)) figs.push(figure("loaded_bidir", "Latency, both ways at once", msParts(Math.max(0, bl.p50 - idle)).map((x, i) => (i === 0 ? "+" + x : x)) as [string, string], `added delay; ${msParts(bl.p50).join(" ")} median round trip`));
+  loaded("loaded_bidir", "Latency, both ways at once", bi?.latency_under_load?.rtt_ms, bb?.bidir);
   const jitter = g.use_cases?.flatMap((u) => u.inputs).find((i) => i.metric === "jitter");
   if (jitter?.measured) figs.push(figure("jitter", "Jitter", msParts(jitter.value), "idle, mean change between round trips"));
   const loss = g.use_cases?.flatMap((u) => u.inputs).find((i) => i.metric === "packet_loss");
   if (loss?.measured) figs.push(figure("loss", "Packet loss", [(loss.value * 100).toFixed(loss.value < 0.01 ? 2 : 1), "%"], loss.source ?? ""));
 
   const grades: string[] = [];
-  const bb = g.bufferbloat;
   const main = bb?.overall ?? bb?.bidir;
   if (bb && main) {
     const per = [bb.download ? `download ${bb.download.grade}` : "", bb.upload ? `upload ${bb.upload.grade}` : "", bb.bidir ? `both ways ${bb.bidir.grade}` : ""].filter(Boolean).join(" · ");

@@ -90,10 +90,10 @@ class Run {
         switch (m.type) {
           case "open": opened(s); break;
           case "count": s.counts.push({ t_s: m.t_s, bytes: m.bytes }); break;
+          case "self": for (const x of m.rtts) this.self.push({ ...x, kind }); break;
           case "rtt":
-            if (m.self) this.self.push({ t_s: m.t_s, rtt_ms: m.rtt_ms, server_ms: m.server_ms, kind });
-            else this.probes.push({ t_s: m.t_s, rtt_ms: m.rtt_ms, server_ms: m.server_ms });
-            if (!m.self) live.rtt = m.rtt_ms; // drawn by drawLive, not here
+            this.probes.push({ t_s: m.t_s, rtt_ms: m.rtt_ms, server_ms: m.server_ms });
+            live.rtt = m.rtt_ms; // drawn by drawLive, not here
             break;
           case "error": failed(new Error(m.message)); break;
           case "closed":
@@ -181,11 +181,23 @@ class Run {
       for (const d of dirs) await grow(d);
       const step = Math.max(0.5, (4 * median(this.probes.map((p) => p.rtt_ms))) / 1000 || 0.5);
       let nextStep = this.since() + step;
+      // The server's /live (its flows' counts and TCP_INFO) is the only
+      // upload count, so an upload reads it every tick. A download counts
+      // its own bytes in the workers and needs /live only for the stream
+      // count's step (limited: the senders' TCP_INFO since the last
+      // reading): read once here and then at each step while it grows, so
+      // the page's thread and the server do not serialise and parse it
+      // four times a second beside the bytes they move.
+      const everyTick = dirs.some((d) => d.kind === "upload");
+      if (!everyTick) limited(dirs[0].prev, await this.live().catch(() => []), "download");
       while (this.since() - start < DURATION_S && !stopRequested) {
         await sleep(250);
         const now = this.since();
         let flows: LiveFlow[] = [];
-        try { flows = await this.live(); } catch (e) { this.errors.push(`${name}: the server stopped answering (${(e as Error).message})`); break; }
+        const stepping = now >= nextStep && dirs.some((d) => !d.auto.stopped);
+        if (everyTick || stepping) {
+          try { flows = await this.live(); } catch (e) { this.errors.push(`${name}: the server stopped answering (${(e as Error).message})`); break; }
+        }
         const point: { t: number; down?: number; up?: number; rtt?: number } = { t: now, rtt: this.probes.at(-1)?.rtt_ms };
         let bps = 0;
         for (const d of dirs) {

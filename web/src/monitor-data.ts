@@ -219,6 +219,32 @@ export function profileLines(rep: Report, bs: Bucket[]): { profile: Profile; r: 
   return out;
 }
 
+/**
+ * lineGroups gives each profile line the index of the first line whose
+ * R is the same in every interval (its own index when none is): the
+ * default profiles' latencies (5 s to 15 min) are beyond every RTT, so
+ * their R lines coincide and one would hide the others. The chart draws
+ * each group once and its legend names the profiles that share it.
+ */
+export function lineGroups(lines: { r: (number | null)[] }[]): number[] {
+  const same = (a: (number | null)[], b: (number | null)[]) => a.length === b.length && a.every((v, i) => v === b[i]);
+  return lines.map((l, k) => {
+    const j = lines.findIndex((m) => same(m.r, l.r));
+    return j >= 0 && j < k ? j : k;
+  });
+}
+
+/** reqLabels are the requirement lines, one per distinct reliability, with the profiles that need it. */
+export function reqLabels(profiles: Profile[]): { reliability: number; names: string[] }[] {
+  const out: { reliability: number; names: string[] }[] = [];
+  for (const p of profiles) {
+    const x = out.find((o) => o.reliability === p.reliability);
+    if (x) x.names.push(p.name);
+    else out.push({ reliability: p.reliability, names: [p.name] });
+  }
+  return out;
+}
+
 /** nines maps R to -log10(1 − R), capped at 5 (99.999 %). */
 export function nines(r: number): number {
   if (!(r < 1)) return 5;

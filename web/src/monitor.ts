@@ -10,7 +10,7 @@
 // style (the daemon sends a strict CSP); the charts are SVG drawn here.
 import {
   Alerts, Bucket, LOSS_LEGEND, Lane, MonitorEvent, RANGES, RangeAnswer, Report, Series, Status, alertLine, buckets, clockNote,
-  eventFigures, eventTitle, flag, lanes, logTicks, lossClass, ms, msNum, nines, pct, profileLines, rangeQuery, span, stamp,
+  eventFigures, eventTitle, flag, lanes, lineGroups, logTicks, lossClass, ms, msNum, nines, pct, profileLines, rangeQuery, reqLabels, span, stamp,
   tickLabel, timeTicks, verdictOf, when,
 } from "./monitor-data";
 
@@ -573,19 +573,36 @@ function drawRL(rep: Report, bs: Bucket[], si: number): void {
     const tx = svg("text", { x: M.left - 5, y: yy + 4, "text-anchor": "end", class: "ax-text" }, root);
     tx.textContent = k === 0 ? "0 %" : k >= 5 ? "99.999 %" : `${(100 * (1 - 10 ** -k)).toFixed(Math.max(0, k - 2))} %`;
   }
-  lines.forEach((l, k) => {
-    svg("line", { x1: M.left, x2: w - M.right, y1: y(l.profile.reliability), y2: y(l.profile.reliability), class: `rl-req p${k}` }, root);
+  // One dashed grey line per required reliability, labelled with it
+  // directly: profiles that need the same share one line.
+  // Labels closer than a line of text to the one before move left of
+  // it, so that close requirements (98 %, 99 %, 99.5 %) stay readable.
+  let prev = { y: -1e9, right: w - M.right - 4 };
+  for (const q of reqLabels(lines.map((l) => l.profile)).sort((a, b) => a.reliability - b.reliability)) {
+    const yy = y(q.reliability);
+    svg("line", { x1: M.left, x2: w - M.right, y1: yy, y2: yy, class: "rl-req" }, root);
+    const text = `needs ${pct(q.reliability, 1)}`;
+    const right = Math.abs(prev.y - yy) < 12 ? prev.right - 6 * text.length - 10 : w - M.right - 4;
+    const tx = svg("text", { x: right, y: yy - 3, "text-anchor": "end", class: "rl-req-text" }, root);
+    tx.textContent = text;
+    prev = { y: yy, right };
+  }
+  // Lines whose R is the same in every interval are drawn once (the
+  // first's colour and dash); the legend says which profiles share it.
+  const group = lineGroups(lines);
+  const drawn = [...new Set(group)];
+  drawn.forEach((k, n) => {
     let d = "";
     let pen = false;
-    l.r.forEach((r, i) => {
+    lines[k].r.forEach((r, i) => {
       if (r === null) { pen = false; return; }
       const x0 = sc.x(bs[i].start), x1 = sc.x(bs[i].end);
       d += `${pen ? "L" : "M"}${x0.toFixed(1)} ${y(r).toFixed(1)}L${x1.toFixed(1)} ${y(r).toFixed(1)}`;
       pen = true;
     });
-    // Wider lines underneath: profiles whose R is the same (the same
-    // latency or both beyond every RTT) still show each colour.
-    svg("path", { d, class: `rl-line p${k}`, "stroke-width": 1.6 + 1.4 * (lines.length - 1 - k) }, root);
+    // Each its own dash, and wider lines underneath: lines that meet in
+    // some intervals still show each one there.
+    svg("path", { d, class: `rl-line p${k}`, "stroke-width": 1.6 + 1.4 * (drawn.length - 1 - n) }, root);
   });
   svg("line", { x1: M.left, x2: w - M.right, y1: axisY, y2: axisY, class: "ax" }, root);
   timeAxis(root, sc, axisY, w < 500 ? 4 : 8);
@@ -609,7 +626,8 @@ function drawRL(rep: Report, bs: Bucket[], si: number): void {
   lines.forEach((l, k) => {
     const v = verdictOf(st, l.profile.name)?.verdict;
     const r = st?.reliability.find((x) => x.l_ns === l.profile.latency_ns);
-    legendItem(lg, swatch(`rl-line line p${k}`, true), `${l.profile.name}: R(${span(l.profile.latency_ns)}) ${r ? pct(r.r, 3) : "–"} over the range, needs ${pct(l.profile.reliability, 1)} (dashed)`);
+    const same = group[k] !== k ? ` (identical to ${lines[group[k]].profile.name} in every interval: one line)` : "";
+    legendItem(lg, swatch(`rl-line line p${group[k]}`, true), `${l.profile.name}: R(${span(l.profile.latency_ns)}) ${r ? pct(r.r, 3) : "–"} over the range, needs ${pct(l.profile.reliability, 1)} (grey dashed line)${same}`);
     if (v) lg.lastElementChild!.appendChild(el("strong", ` ${v}`, v === "PASS" ? "good" : v === "FAIL" ? "bad" : "fair"));
   });
   lazyTable($("rl-table"), () => table(["interval (UTC)", ...lines.map((l) => `${l.profile.name} R(${span(l.profile.latency_ns)})`)],

@@ -19,9 +19,13 @@ export interface StartMsg {
 export type FromWorker =
   | { type: "open" }
   | { type: "count"; t_s: number; bytes: number }
-  | { type: "rtt"; t_s: number; rtt_ms: number; server_ms: number; self: boolean }
+  | { type: "rtt"; t_s: number; rtt_ms: number; server_ms: number }
+  | { type: "self"; rtts: SelfRTT[] }
   | { type: "closed"; counts: { t_s: number; bytes: number }[]; lost: number[]; sent: number; error?: string }
   | { type: "error"; message: string };
+
+/** A load stream's own probe (self-probe), sent to the page in batches. */
+export interface SelfRTT { t_s: number; rtt_ms: number; server_ms: number }
 
 const post = (m: FromWorker) => (self as unknown as Worker).postMessage(m);
 const clock = () => performance.timeOrigin + performance.now();
@@ -35,6 +39,15 @@ let seq = 0;
 let sent = 0;
 let timers: ReturnType<typeof setInterval>[] = [];
 let failed = "";
+// Self-probe replies wait here and go to the page every 250 ms with the
+// stream's count, not one message each: the page's thread wakes 4 times a
+// second per stream, not 14 (it reads them only at the phase's end).
+let selfRTTs: SelfRTT[] = [];
+function flushSelf(): void {
+  if (selfRTTs.length === 0) return;
+  post({ type: "self", rtts: selfRTTs });
+  selfRTTs = [];
+}
 let done = false;
 
 const since = () => (clock() - t0) / 1000;
@@ -53,7 +66,8 @@ function onReply(r: ProbeReply, selfProbe: boolean): void {
   if (sentAt === undefined) return;
   outstanding.delete(r.seq);
   const { rttMs, serverMs } = probeRTT(r, recvNs);
-  post({ type: "rtt", t_s: sentAt, rtt_ms: rttMs, server_ms: serverMs, self: selfProbe });
+  if (selfProbe) selfRTTs.push({ t_s: sentAt, rtt_ms: rttMs, server_ms: serverMs });
+  else post({ type: "rtt", t_s: sentAt, rtt_ms: rttMs, server_ms: serverMs });
 }
 
 function finish(): void {
@@ -66,6 +80,7 @@ function finish(): void {
   // (the tail of queued data, then nothing until the close completes) is
   // not the path's rate. A stream that ended otherwise counts to its end.
   if (!stopping) counts.push({ t_s: since(), bytes: parser.payloadBytes });
+  flushSelf();
   post({ type: "closed", counts, lost: [...outstanding.values()], sent, error: failed || undefined });
 }
 
@@ -89,10 +104,16 @@ function start(m: StartMsg): void {
       timers.push(setInterval(() => {
         const c = { t_s: since(), bytes: parser.payloadBytes };
         counts.push(c);
-        if (++n % 5 === 0) post({ type: "count", ...c });
+        if (++n % 5 === 0) {
+          post({ type: "count", ...c });
+          flushSelf();
+        }
       }, 50));
     }
-    if (m.kind === "upload") upload(m.frameBytes ?? 1 << 20, m.highWater ?? 16 << 20);
+    if (m.kind === "upload") {
+      timers.push(setInterval(flushSelf, 250));
+      upload(m.frameBytes ?? 1 << 20, m.highWater ?? 16 << 20);
+    }
   };
   // The receive path: per message only the parser's count and, for a
   // probe reply, its handler (made once, not per message).

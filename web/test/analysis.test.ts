@@ -33,22 +33,28 @@ test("rates from cumulative counts", () => {
   assert.equal(goodput([]), 0);
 });
 
-test("plain-language summary names bufferbloat", () => {
+test("plain-language summary names bufferbloat with the graded added delay", () => {
   const st = (min: number, p50: number) => ({ n: 10, min, p50, mean: p50 });
+  const letter = (added: number, grade: string) => ({ added_ms: added, loaded_mean_ms: added + 21, grade });
   const r = {
     baseline: { rtt_ms: st(20, 21) },
     download: { goodput_bps: 940e6, streams: 4, latency_under_load: { rtt_ms: st(25, 30) } },
     upload: { goodput_bps: 50e6, streams: 2, latency_under_load: { rtt_ms: st(300, 370) } },
+    // The server's grades (mean rise over the idle mean), not the medians
+    // above: the summary reads the graded figure.
+    grades: { bufferbloat: { download: letter(9, "A"), upload: letter(340, "D") } },
     errors: ["upload stream u1: the server closed the upload stream (code 1006)"],
   };
-  assert.equal(addedDelay(r, r.upload), 350);
+  assert.equal(addedDelay(r, "upload"), 340);
   const s = summary(r).join("\n");
   assert.match(s, /Download: 940\.0 Mbit\/s over 4 streams/);
-  assert.match(s, /Upload adds 350 ms of queueing delay: bufferbloat/);
-  assert.match(s, /Download adds 10 ms of queueing delay: little queueing/);
+  assert.match(s, /Upload adds 340 ms of queueing delay \(mean\): bufferbloat/);
+  assert.match(s, /Download adds 9\.0 ms of queueing delay \(mean\): little queueing/);
   assert.match(s, /Problem: upload stream u1/);
   assert.equal(verdict(NaN), "");
-  assert.ok(Number.isNaN(addedDelay({}, undefined)));
+  assert.ok(Number.isNaN(addedDelay({}, "download")));
+  // Without grades (the page's own result): no added-delay sentence.
+  assert.doesNotMatch(summary({ ...r, grades: undefined }).join("\n"), /adds/);
 });
 
 test("upload high-water mark follows the drain rate within its bounds", () => {
@@ -117,10 +123,10 @@ test("local result keeps the page's own figures when the server is gone", () => 
 });
 
 test("summary does not call browser-side delay bufferbloat", () => {
-  const base = { baseline: { rtt_ms: { n: 20, min: 1, p50: 1, mean: 1 } } };
-  const dl = { goodput_bps: 1e9, streams: 2, latency_under_load: { rtt_ms: { n: 50, min: 1, p50: 3001, mean: 3000 } } };
+  const base = { baseline: { rtt_ms: { n: 20, min: 1, p50: 1, mean: 1 } }, grades: { bufferbloat: { download: { added_ms: 3000, loaded_mean_ms: 3001, grade: "F" } } } };
+  const dl = { goodput_bps: 1e9, streams: 2, latency_under_load: { rtt_ms: { n: 50, min: 1, p50: 3001, mean: 3001 } } };
   const plain = summary({ ...base, download: dl });
-  assert.ok(plain.some((l) => l.includes("adds 3000 ms of queueing delay: bufferbloat")));
+  assert.ok(plain.some((l) => l.includes("adds 3000 ms of queueing delay (mean): bufferbloat")));
   const noted = summary({ ...base, download: dl, notes: ["download: the page's RTT under load (median 3001 ms) is far above …"] });
   assert.ok(noted.some((l) => l.startsWith("Download latency under load: most of the 3000 ms")), noted.join("\n"));
   assert.ok(!noted.some((l) => l.includes("bufferbloat")));

@@ -41,7 +41,11 @@ test("the first screen shows every figure and grade of the result, none NaN", ()
   }
   assert.doesNotMatch(h, /NaN|undefined|>--</);
   assert.match(h, /data-k="up">20.0</);
-  assert.match(h, /data-k="loaded_up">\+200</);
+  // The added delay is the graded one (mean rise, 209.5 ms), not the
+  // loaded median minus the idle median (200 ms): the card, the grade's
+  // table and the limit sentence show one number.
+  assert.match(h, /data-k="loaded_up">\+210</);
+  assert.match(h, /<td>\+210 ms<\/td><td>D<\/td>/);
   assert.match(h, /download B · upload D/);
   assert.match(h, /limited by the network path/);
   // Loss not measured: no loss figure, and the grade says so.
@@ -54,6 +58,10 @@ test("the first screen shows every figure and grade of the result, none NaN", ()
 
 test("a result without grades still shows its figures", () => {
   const h = headline({ download: { goodput_bps: 1e9 } });
+  // No grade: the loaded round trip itself, not an added delay computed here.
+  const u = headline({ baseline: result.baseline, upload: result.upload });
+  assert.match(u, /data-k="loaded_up">210</);
+  assert.match(u, /median round trip under load/);
   assert.match(h, /data-k="down">1.00</);
   assert.doesNotMatch(h, /class="grades"/);
 });

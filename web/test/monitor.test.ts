@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Report, alertLine, buckets, clockNote, eventFigures, eventTitle, lanes, logTicks, lossClass, ms, nines, pct, profileLines, rangeQuery, rel, when } from "../src/monitor-data";
+import { Report, alertLine, buckets, clockNote, eventFigures, eventTitle, lanes, lineGroups, logTicks, lossClass, ms, nines, pct, profileLines, rangeQuery, reqLabels, rel, when } from "../src/monitor-data";
 
 test("ms, pct and rel format figures and show a dash for none", () => {
   assert.equal(ms(-1), "–");
@@ -91,4 +91,15 @@ test("clockNote says nothing without a step, else the count and the last one", (
   assert.equal(clockNote({ ...st, clock: { steps: 0, last_step_s: 0 } }), "");
   assert.equal(clockNote({ ...st, clock: { steps: 2, last_step_s: -0.25, last_step_ns: Date.UTC(2026, 0, 1, 10, 30, 0) * 1e6 } }),
     "wall clock stepped 2× (last -0.250 s at 10:30:00Z): probe times unaffected, stored times off by it");
+});
+
+test("R(L) lines that coincide are one line, named as identical; one requirement line per reliability", () => {
+  // The default profiles (5 s to 15 min) are beyond every RTT: their R
+  // is the same in every interval.
+  const same = [0.999, null, 1];
+  assert.deepEqual(lineGroups([{ r: same }, { r: [0.9, null, 1] }, { r: [...same] }, { r: [0.9, null, 1] }, { r: [0.999, 1, 1] }]), [0, 1, 0, 1, 4]);
+  assert.deepEqual(lineGroups([]), []);
+  const p = (name: string, reliability: number) => ({ name, latency_ns: 1e9, reliability, source: "" });
+  assert.deepEqual(reqLabels([p("price", 0.98), p("metering", 0.99), p("consumer-information", 0.99), p("electric-car", 0.995)]),
+    [{ reliability: 0.98, names: ["price"] }, { reliability: 0.99, names: ["metering", "consumer-information"] }, { reliability: 0.995, names: ["electric-car"] }]);
 });

@@ -347,7 +347,10 @@ func FindMonitor(ctx context.Context, st store.Monitors, name string) (string, i
 // every kind it never finds (restarts, storage, counters, clock), and
 // outages and loaded episodes where it read rollups (before cut). Baseline
 // steps it finds over rollups and raw samples alike. Restarts recorded
-// only in the restarts table become restart events.
+// only in the restarts table become restart events. The daemon's own
+// restart event spans the gap (from the newest stored sample to the
+// start), so it is matched with its restart row by its end: one restart,
+// one event.
 func storedEvents(ctx context.Context, st store.Monitors, mid int64, req Request, cut int64, remap func(int32) (int32, error)) ([]model.MonitorEvent, error) {
 	evs, err := st.Events(ctx, mid, req.FromNs, req.ToNs, MaxEvents)
 	if err != nil {
@@ -364,7 +367,7 @@ func storedEvents(ctx context.Context, st store.Monitors, mid int64, req Request
 				continue
 			}
 		case model.EventRestart:
-			restartAt[e.StartNs] = true
+			restartAt[e.EndNs] = true
 		}
 		if e.Stream >= 0 {
 			i, err := remap(e.Stream)

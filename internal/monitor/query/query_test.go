@@ -278,3 +278,37 @@ func slicesIndex(s []int64, v int64) int {
 	}
 	return -1
 }
+
+// TestRestartOnce: the daemon stores a restart both as a row of the
+// restarts table and as an event spanning the gap before it (core.restart);
+// the report shows it once, as the daemon's event.
+func TestRestartOnce(t *testing.T) {
+	st := openFilled(t)
+	ctx := context.Background()
+	mid, err := st.Monitor(ctx, store.Identity{Name: "home"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, last := t0+5*minuteNs, t0+5*minuteNs-7e9
+	if err := st.Restart(ctx, mid, store.RestartRow{TimeNs: now, LastNs: last, Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := model.MonitorEvent{Kind: model.EventRestart, StartNs: last, EndNs: now, Stream: -1, Text: "monitor started again after a gap of 7s"}
+	if err := st.Write(ctx, mid, &store.Batch{Events: []model.MonitorEvent{ev}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(ctx, st, Request{Name: "home", FromNs: t0 - 5*minuteNs, ToNs: t0 + 10*minuteNs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range rep.Events {
+		if e.Kind == model.EventRestart {
+			got = append(got, e.Text)
+		}
+	}
+	// Two restarts: fill's (a row only) and this one (row and event).
+	if len(got) != 2 || got[1] != ev.Text && got[0] != ev.Text {
+		t.Errorf("restart events %q, want fill's and %q once each", got, ev.Text)
+	}
+}
