@@ -52,13 +52,14 @@ const (
 )
 
 // GCPercent is the Go GC's target (debug.SetGCPercent) `sonde monitor run`
-// sets unless GOGC is in its environment: the daemon keeps a few MB live
-// (the detectors' window, the minutes not rolled up, the ring) and
-// allocates about 0.26 MB a second at 8 × 10/s, so at Go's default of 100
-// its heap would reach twice the live data; at 50 a collection comes
-// every few seconds, a small fraction of the daemon's CPU
-// (docs/monitor.md, "Memory").
-const GCPercent = 50
+// sets unless GOGC is in its environment: the daemon keeps about 3.5 MB
+// live at 8 × 10/s (the detectors' window, the minutes not rolled up, the
+// ring, the store's Go side) and allocates about 0.26 MB a second, so at
+// Go's default of 100 its heap reaches twice the live data between
+// collections; at 25 a collection comes every few seconds, which costs
+// no CPU the soak can see (0.61 % of a core at 25, 0.62 % at 50; anonymous
+// memory at 5 minutes 7.4 against 8.3 MB: docs/monitor.md, "Memory").
+const GCPercent = 25
 
 // StoreCacheKiB is the SQLite page cache the daemon's store should open
 // with (store.Options.CacheKiB): its writes append at the right edge of a
