@@ -258,10 +258,11 @@ func (c *core) thresholds() []int64 {
 
 // winSample is one probe as the detectors' window keeps it: what the
 // detectors, the alerts, the dashboard and /status read (no sequence
-// number, lateness or one-way delays), in 24 bytes where a
-// model.ProbeSample takes 56. The window is the daemon's largest structure
-// (15 minutes: 90,000 samples at 100/s), so its size is most of the
-// daemon's heap (docs/monitor.md, "Memory").
+// number, lateness or one-way delays), 24 bytes where a model.ProbeSample
+// takes 56, and packed in 14 by the window's ring (window.go). The window
+// is the daemon's largest structure (15 minutes: 90,000 samples at
+// 100/s), so its size is most of the daemon's heap (docs/monitor.md,
+// "Memory").
 type winSample struct {
 	SentNs int64
 	RTTNs  int64 // -1: lost; a late sample's RTT when Late
