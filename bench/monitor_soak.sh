@@ -11,8 +11,8 @@
 # (utime+stime of /proc/PID/stat, all threads) and RSS (VmRSS) are read.
 # Printed per row: the RSS series (every sample, then at the first minute,
 # every 5 minutes and the last minute, each split into anonymous memory
-# and file pages: the sonde binary's own pages are about 22 MB of its
-# RSS), the Go runtime's memory from the daemon's /metrics at the end
+# and file pages: the executable's own pages, nearly all of it, 11.3 MB
+# of the amd64 monitor build), the Go runtime's memory from the daemon's /metrics at the end
 # (heap in use, total from the OS, next GC goal), the CPU % of one core
 # over the soak (from the first sample on, so start-up is left out),
 # RSS first/last/max and its growth from the first minute to the last,
