@@ -63,6 +63,8 @@ test: build deps cross
 	# and in the monitor-only build (no PostgreSQL driver).
 	$(GO) test -count=1 -p 1 -tags sqlite_ncruces ./internal/store/
 	$(GO) test -count=1 -p 1 -tags monitoronly ./internal/store/
+	# The monitor-only build's sonde(1) (docs/sonde-monitor.1) is current.
+	$(GO) test -count=1 -tags monitoronly -run '^TestMonitorManPage$$' ./cmd/sonde/
 
 # Compile (no link, nothing written) for the other systems and arm64, so a
 # Linux-only call outside a _linux.go file fails here, not on a user's Mac;
@@ -115,8 +117,8 @@ monitor-release: web/dist/app.js
 	done
 
 # Debian packages of sonde for amd64, arm64 and armhf (ARMv7) in dist/, and
-# of sonde-monitor (the monitor-only build alone) for arm64 and armhf,
-# with systemd units for sonde serve and sonde monitor run (contrib/deb),
+# of sonde-monitor (the monitor-only build alone, with its own sonde(1):
+# docs/sonde-monitor.1) for arm64 and armhf, with systemd units for sonde serve and sonde monitor run (contrib/deb),
 # checked by lintian when it is installed (errors fail the build). The
 # binary is static, as Go's are (lintian's override says so: it exempts
 # only Go packages built from a Debian source package).

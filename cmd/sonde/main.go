@@ -4,6 +4,7 @@
 package main
 
 //go:generate go test -run ^Test(CLIDoc|ManPage)$ -update .
+//go:generate go test -tags monitoronly -run ^TestMonitorManPage$ -update .
 
 import (
 	"context"

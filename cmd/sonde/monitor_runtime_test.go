@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/monitor"
 )
 
 // TestMonitorRunRuntimeFlagErrors: a bad --memory-limit or --debug-pprof
@@ -35,11 +37,14 @@ func TestMonitorRunRuntimeFlagErrors(t *testing.T) {
 	}
 }
 
-// TestRuntimeOpts: the memory limit is set, the pprof listener serves the
-// profiles until stopped.
+// TestRuntimeOpts: the memory limit and the GC's target are set, the
+// pprof listener serves the profiles until stopped.
 func TestRuntimeOpts(t *testing.T) {
 	old := debug.SetMemoryLimit(-1)
 	defer debug.SetMemoryLimit(old)
+	t.Setenv("GOGC", "")
+	oldGC := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(oldGC)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +57,9 @@ func TestRuntimeOpts(t *testing.T) {
 	}
 	if got := debug.SetMemoryLimit(-1); got != 40<<20 {
 		t.Errorf("memory limit %d, want %d", got, 40<<20)
+	}
+	if got := debug.SetGCPercent(100); got != monitor.GCPercent {
+		t.Errorf("GC percent %d, want %d", got, monitor.GCPercent)
 	}
 	c := &http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://" + addr + "/debug/pprof/heap?debug=1")

@@ -9,7 +9,9 @@
 # build-deb.sh VERSION ARCH BINARY OUT.deb monitor: the sonde-monitor
 # package instead, for small boards: BINARY is the monitor-only build (make
 # monitor-release), as /usr/bin/sonde, with the monitor's unit and
-# configuration alone; it conflicts with sonde (one /usr/bin/sonde).
+# configuration alone, and its sonde(1) (docs/sonde-monitor.1, generated
+# from the monitor-only build's commands); it conflicts with sonde (one
+# /usr/bin/sonde).
 set -eu
 version=$1 arch=$2 bin=$3 out=$4 flavour=${5:-full}
 name=sonde
@@ -35,11 +37,9 @@ docs="README.md docs/monitor.md docs/cli.md docs/fleet.md docs/store.md"
 for d in $docs; do
 	gzip -9n < "$root/$d" > "$pkg/usr/share/doc/$name/$(basename "$d").gz"
 done
-if [ "$flavour" = full ]; then
-	gzip -9n < "$root/docs/sonde.1" > "$pkg/usr/share/man/man1/sonde.1.gz"
-else
-	rmdir "$pkg/usr/share/man/man1" "$pkg/usr/share/man"
-fi
+man=docs/sonde.1
+[ "$flavour" = monitor ] && man=docs/sonde-monitor.1
+gzip -9n < "$root/$man" > "$pkg/usr/share/man/man1/sonde.1.gz"
 printf '%s (%s) unstable; urgency=medium\n\n  * Built from the sonde sources (make deb).\n\n -- sonde developers <sonde@sonde-project.invalid>  %s\n' \
 	"$name" "$version" "$(date -R -d @"${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || date +%s)}")" |
 	gzip -9n > "$pkg/usr/share/doc/$name/changelog.gz"

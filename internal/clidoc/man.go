@@ -9,10 +9,43 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// Tail is the end of a man page, which differs by package: its FILES and
+// SEE ALSO sections, in roff.
+type Tail struct {
+	Files, SeeAlso string
+}
+
+// SondeTail ends sonde(1) of the sonde package (docs/sonde.1).
+func SondeTail() Tail {
+	return Tail{
+		Files: ".TP\n.I /etc/sonde/monitor.json\nthe configuration of the sonde\\-monitor unit (sonde monitor run \\-\\-config)\n" +
+			".TP\n.I /etc/default/sonde\nthe arguments of the sonde unit (sonde serve)\n" +
+			".TP\n.I /var/lib/sonde\nthe state directory of both units (the monitor's store)\n",
+		SeeAlso: `\fBirtt\fR(1), \fBiperf3\fR(1); /usr/share/doc/sonde/ (cli.md, monitor.md, fleet.md, store.md)`,
+	}
+}
+
+// MonitorTail ends sonde(1) of the sonde-monitor package
+// (docs/sonde-monitor.1, from the monitor-only build's commands): its unit
+// and files only.
+func MonitorTail() Tail {
+	return Tail{
+		Files: ".TP\n.I /etc/sonde/monitor.json\nthe configuration of the sonde\\-monitor unit (sonde monitor run \\-\\-config)\n" +
+			".TP\n.I /var/lib/sonde\nthe state directory of the unit (the monitor's store)\n",
+		SeeAlso: `\fBirtt\fR(1); /usr/share/doc/sonde\-monitor/ (README.md, monitor.md)`,
+	}
+}
+
 // Man writes sonde(1) (docs/sonde.1, installed by make deb) in roff from
 // the command tree, as Markdown writes docs/cli.md: every command with its
 // usage, help and flags, and the exit codes.
 func Man(w io.Writer, root *cobra.Command, exits []ExitCode) error {
+	return ManWith(w, root, exits, SondeTail())
+}
+
+// ManWith is Man with the page's own FILES and SEE ALSO (the
+// sonde-monitor package's sonde(1): MonitorTail).
+func ManWith(w io.Writer, root *cobra.Command, exits []ExitCode, tail Tail) error {
 	var b strings.Builder
 	b.WriteString(`.\" Generated from the commands by go generate ./cmd/sonde; do not edit.` + "\n")
 	b.WriteString(".TH SONDE 1 \"\" \"sonde\" \"User Commands\"\n")
@@ -27,10 +60,8 @@ func Man(w io.Writer, root *cobra.Command, exits []ExitCode) error {
 	for _, e := range exits {
 		fmt.Fprintf(&b, ".TP\n.B %d\n%s\n", e.Code, roff(e.Text))
 	}
-	b.WriteString(".SH FILES\n.TP\n.I /etc/sonde/monitor.json\nthe configuration of the sonde\\-monitor unit (sonde monitor run \\-\\-config)\n" +
-		".TP\n.I /etc/default/sonde\nthe arguments of the sonde unit (sonde serve)\n" +
-		".TP\n.I /var/lib/sonde\nthe state directory of both units (the monitor's store)\n")
-	b.WriteString(".SH \"SEE ALSO\"\n" + `\fBirtt\fR(1), \fBiperf3\fR(1); /usr/share/doc/sonde/ (cli.md, monitor.md, fleet.md, store.md)` + "\n")
+	b.WriteString(".SH FILES\n" + tail.Files)
+	b.WriteString(".SH \"SEE ALSO\"\n" + tail.SeeAlso + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -125,8 +125,8 @@ func (w *watcher) pass(c *core, now int64) {
 	cut := now - c.timeoutNs - 2*int64(tick) - interval
 	lag := c.timeoutNs + 4*int64(tick) + interval
 	w.buf = w.buf[:0]
-	for i := len(c.recent) - 1; i >= 0; i-- {
-		s := c.recent[i]
+	for i := c.recent.Len() - 1; i >= 0; i-- {
+		s := c.recent.At(i)
 		if w.fed && s.SentNs < w.fedTo-lag {
 			break // drained long before: fed by an earlier pass
 		}

@@ -47,8 +47,7 @@ type core struct {
 	// loop fields
 	buf        []model.ProbeSample
 	pending    []model.ProbeSample // probes of minutes not rolled up yet
-	recent     []winSample         // the detectors' window, drain order
-	recentArr  []winSample         // recent's backing array (recent ends at its end)
+	recent     *window             // the detectors' window, drain order (window.go)
 	order      []int32             // detect's order of recent (indexes), reused
 	lastCount  int64               // newest counter sample written
 	nextEvents int64
@@ -79,7 +78,8 @@ func newCore(plan *Plan, st store.Store, mid int64, ring *probe.Ring, lg *log.Lo
 	c := &core{plan: plan, st: st, mid: mid, ring: ring, log: lg,
 		timeoutNs: timeout, horizonNs: 4*timeout + int64(2*tick),
 		eventEvery: int64(eventEvery), settleNs: int64(settle),
-		written: map[eventKey]int64{}, long: map[outageKey]longOutage{}}
+		written: map[eventKey]int64{}, long: map[outageKey]longOutage{},
+		recent: newWindow(windowCap(len(plan.Streams), plan.Rate, time.Duration(timeout)))}
 	perSec := float64(len(plan.Streams))*plan.Rate*1.5 + 50
 	c.backlogLimit = min(maxBacklogRows, int(perSec*backlogSpan.Seconds()))
 	c.th = c.thresholds()
@@ -139,7 +139,7 @@ func (c *core) step(ctx context.Context, now int64, final bool) {
 			replaceLostRecent(c.recent, s)
 		} else {
 			c.pending = append(c.pending, s)
-			c.pushRecent(winOf(s))
+			c.recent.Push(winOf(s))
 		}
 	}
 	if c.tracker != nil {
@@ -190,13 +190,13 @@ func replaceLost(ss []model.ProbeSample, late model.ProbeSample) {
 }
 
 // replaceLostRecent is replaceLost for the detectors' window.
-func replaceLostRecent(ws []winSample, late model.ProbeSample) {
-	for i := len(ws) - 1; i >= 0; i-- {
-		w := &ws[i]
+func replaceLostRecent(ws *window, late model.ProbeSample) {
+	for i := ws.Len() - 1; i >= 0; i-- {
+		w := ws.At(i)
 		if w.Stream == late.Stream && w.SentNs == late.SentNs {
 			if w.Lost && !w.Late {
 				late.Load = w.Load
-				*w = winOf(late)
+				ws.Set(i, winOf(late))
 			}
 			return
 		}
@@ -258,10 +258,11 @@ func (c *core) thresholds() []int64 {
 
 // winSample is one probe as the detectors' window keeps it: what the
 // detectors, the alerts, the dashboard and /status read (no sequence
-// number, lateness or one-way delays), in 24 bytes where a
-// model.ProbeSample takes 56. The window is the daemon's largest structure
-// (15 minutes: 90,000 samples at 100/s), so its size is most of the
-// daemon's heap (docs/monitor.md, "Memory").
+// number, lateness or one-way delays), 24 bytes where a model.ProbeSample
+// takes 56, and packed in 14 by the window's ring (window.go). The window
+// is the daemon's largest structure (15 minutes: 90,000 samples at
+// 100/s), so its size is most of the daemon's heap (docs/monitor.md,
+// "Memory").
 type winSample struct {
 	SentNs int64
 	RTTNs  int64 // -1: lost; a late sample's RTT when Late
@@ -281,38 +282,16 @@ func (w winSample) sample() model.ProbeSample {
 	return model.ProbeSample{SentNs: w.SentNs, RTTNs: w.RTTNs, Stream: w.Stream, Lost: w.Lost, Late: w.Late, Load: w.Load}
 }
 
-// trimRecent keeps the detectors' window bounded in time and count. It
-// drops the front by reslicing, not copying: the window is 15 minutes of
-// samples (2 MB at 8 × 10/s), and moving it every second was the loop's
-// largest copy; pushRecent compacts it now and then instead.
+// trimRecent keeps the detectors' window bounded in time and count: it
+// drops the samples at its front sent before the window's span (in drain
+// order: it stops at the first younger one), and beyond maxRecent.
 func (c *core) trimRecent(now int64) {
 	from := now - int64(recentSpan)
 	i := 0
-	for i < len(c.recent) && c.recent[i].SentNs < from {
+	for i < c.recent.Len() && c.recent.SentNs(i) < from {
 		i++
 	}
-	i = max(i, len(c.recent)-maxRecent)
-	if i > 0 {
-		c.recent = c.recent[i:]
-	}
-}
-
-// pushRecent appends s to the detectors' window. recent always reaches the
-// end of recentArr; when it is full there, the live samples move to the
-// array's start if they fill at most two thirds of it (so a move happens
-// once per half a window of samples at most), else to an array half as
-// large again.
-func (c *core) pushRecent(s winSample) {
-	if len(c.recent) == cap(c.recent) {
-		if n := len(c.recent); n > 0 && 3*n <= 2*cap(c.recentArr) {
-			c.recent = append(c.recentArr[:0], c.recent...) // memmove: overlap is safe
-		} else {
-			arr := make([]winSample, n, n+n/2+1024)
-			copy(arr, c.recent)
-			c.recentArr, c.recent = arr[:0], arr
-		}
-	}
-	c.recent = append(c.recent, s)
+	c.recent.Drop(max(i, c.recent.Len()-maxRecent))
 }
 
 // byStreamSent orders samples by stream, then send time.
@@ -332,32 +311,34 @@ func byStreamSent(a, b model.ProbeSample) int {
 // window every 10 s was the loop's largest cost; indexes (4 bytes a
 // sample) instead of a sorted copy of the window (5 MB at 100/s, kept
 // between passes) were its largest memory saving.
-func finalOrder(dst []int32, recent []winSample, to int64, streams int) []int32 {
-	bySent := func(a, b int32) int { return int(min(max(recent[a].SentNs-recent[b].SentNs, -1), 1)) }
+func finalOrder(dst []int32, recent *window, to int64, streams int) []int32 {
+	bySent := func(a, b int32) int {
+		return int(min(max(recent.SentNs(int(a))-recent.SentNs(int(b)), -1), 1))
+	}
 	starts := make([]int, streams+1)
 	n := 0
-	for i := range recent {
-		s := &recent[i]
-		if s.SentNs >= to {
+	for i := range recent.Len() {
+		if recent.SentNs(i) >= to {
 			continue
 		}
-		if s.Stream < 0 || int(s.Stream) >= streams {
+		st := recent.Stream(i)
+		if int(st) >= streams {
 			// Not a configured stream (never from the probers): the
 			// general sort.
-			for i := range recent {
-				if recent[i].SentNs < to {
+			for i := range recent.Len() {
+				if recent.SentNs(i) < to {
 					dst = append(dst, int32(i))
 				}
 			}
 			slices.SortStableFunc(dst, func(a, b int32) int {
-				if sa, sb := recent[a].Stream, recent[b].Stream; sa != sb {
+				if sa, sb := recent.Stream(int(a)), recent.Stream(int(b)); sa != sb {
 					return int(sa - sb)
 				}
 				return bySent(a, b)
 			})
 			return dst
 		}
-		starts[s.Stream+1]++
+		starts[st+1]++
 		n++
 	}
 	for i := 1; i <= streams; i++ {
@@ -365,11 +346,11 @@ func finalOrder(dst []int32, recent []winSample, to int64, streams int) []int32 
 	}
 	dst = slices.Grow(dst, n)[:n]
 	next := slices.Clone(starts[:streams])
-	for i := range recent {
-		s := &recent[i]
-		if s.SentNs < to {
-			dst[next[s.Stream]] = int32(i)
-			next[s.Stream]++
+	for i := range recent.Len() {
+		if recent.SentNs(i) < to {
+			st := recent.Stream(i)
+			dst[next[st]] = int32(i)
+			next[st]++
 		}
 	}
 	for k := range streams {
@@ -400,9 +381,9 @@ func (c *core) detect(now int64) []model.MonitorEvent {
 		c.log.Printf("detectors: %v", err)
 		return nil
 	}
-	from := c.recent[c.order[0]].SentNs
+	from := c.recent.SentNs(int(c.order[0]))
 	for _, i := range c.order {
-		s := c.recent[i].sample()
+		s := c.recent.At(int(i)).sample()
 		from = min(from, s.SentNs)
 		if err := a.AddSample(s); err != nil {
 			c.log.Printf("detectors: %v", err)

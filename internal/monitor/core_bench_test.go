@@ -71,7 +71,7 @@ func benchCore(b testing.TB, targets int, rate float64) *core {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), p.Store, store.Options{})
+	st, err := store.Open(context.Background(), p.Store, store.Options{CacheKiB: StoreCacheKiB})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sonde-project/sonde/internal/model"
 )
@@ -49,8 +50,9 @@ func TestFinalOrderSameAsStableSort(t *testing.T) {
 		}
 		slices.SortStableFunc(want, byStreamSent)
 		var got []model.ProbeSample
-		for _, i := range finalOrder(nil, recent, to, streams) {
-			got = append(got, recent[i].sample())
+		win := windowOf(recent)
+		for _, i := range finalOrder(nil, win, to, streams) {
+			got = append(got, win.At(int(i)).sample())
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d (%d streams, %d samples): orders differ", trial, streams, len(recent))
@@ -58,29 +60,61 @@ func TestFinalOrderSameAsStableSort(t *testing.T) {
 	}
 }
 
-// TestRecentWindowAmortised: the window pushRecent and trimRecent keep is
-// the one a plain append and copy would keep, and its backing array stays
-// within twice the window.
-func TestRecentWindowAmortised(t *testing.T) {
-	c := &core{}
+// windowOf is ss in a window of their number.
+func windowOf(ss []winSample) *window {
+	w := newWindow(len(ss))
+	for _, s := range ss {
+		w.Push(s)
+	}
+	return w
+}
+
+// samplesOf is w's samples, oldest first.
+func samplesOf(w *window) []winSample {
+	out := make([]winSample, 0, w.Len())
+	for i := range w.Len() {
+		out = append(out, w.At(i))
+	}
+	return out
+}
+
+// TestRecentWindowRing: the window the ring and trimRecent keep is the
+// one a plain append and copy would keep (late, lost and big RTTs
+// included), in the ring sized once for the plan.
+func TestRecentWindowRing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	c := &core{recent: newWindow(windowCap(8, 10, 2*time.Second))}
+	size := c.recent.Cap()
 	var naive []winSample
 	for sec := int64(1); sec <= 3000; sec++ {
 		now := t0 + sec*1e9
 		for i := range 80 {
-			s := winSample{Stream: int32(i % 8), SentNs: now - 1e9 + int64(i/8)*100e6}
-			c.pushRecent(s)
+			s := winSample{Stream: int32(i % 8), SentNs: now - 1e9 + int64(i/8)*100e6, RTTNs: rng.Int64N(5e9), Load: model.LoadState(rng.IntN(6))}
+			switch rng.IntN(20) {
+			case 0:
+				s.Lost, s.RTTNs = true, -1
+			case 1:
+				s.Lost, s.Late, s.RTTNs = true, true, 5e9+rng.Int64N(200e9)
+			}
+			c.recent.Push(s)
 			naive = append(naive, s)
+		}
+		if sec%7 == 0 {
+			// A late reply replaces its lost sample in place.
+			i := rng.IntN(len(naive))
+			naive[i].RTTNs, naive[i].Late = rng.Int64N(240e9), true
+			c.recent.Set(i, naive[i])
 		}
 		c.trimRecent(now)
 		from := now - int64(recentSpan)
 		for len(naive) > 0 && naive[0].SentNs < from {
 			naive = naive[1:]
 		}
-		if !slices.Equal(c.recent, naive) {
-			t.Fatalf("second %d: window of %d samples, want %d", sec, len(c.recent), len(naive))
+		if got := samplesOf(c.recent); !slices.Equal(got, naive) {
+			t.Fatalf("second %d: window of %d samples, want %d", sec, len(got), len(naive))
 		}
-		if cap(c.recentArr) > 2*len(naive)+2048 && sec > int64(recentSpan.Seconds())+60 {
-			t.Fatalf("second %d: backing array of %d for a window of %d", sec, cap(c.recentArr), len(naive))
+		if c.recent.Cap() != size || len(c.recent.big) > c.recent.Len() {
+			t.Fatalf("second %d: ring of %d (sized %d), %d big RTTs for %d samples", sec, c.recent.Cap(), size, len(c.recent.big), c.recent.Len())
 		}
 	}
 }

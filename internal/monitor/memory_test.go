@@ -20,7 +20,7 @@ func sizesOf(c *core, w *watcher) loopSizes {
 	c.mu.Lock()
 	last := len(c.status.LastEvents)
 	c.mu.Unlock()
-	return loopSizes{recent: len(c.recent), recentArr: cap(c.recentArr), pending: cap(c.pending), order: cap(c.order),
+	return loopSizes{recent: c.recent.Len(), recentArr: c.recent.Cap(), pending: cap(c.pending), order: cap(c.order),
 		buf: cap(c.buf), written: len(c.written), long: len(c.long), backlog: len(c.backlog), events: len(c.events), lastEvents: last, watchBuf: cap(w.buf)}
 }
 
@@ -68,7 +68,7 @@ func TestLoopMemoryBounded(t *testing.T) {
 					got, hi int
 				}{
 					{"detectors' window", sz.recent, window + int(perSec)*2},
-					{"window's backing array", sz.recentArr, window*3/2 + 1024 + int(perSec)*2},
+					{"window's ring", sz.recentArr, windowCap(bc.targets, bc.rate, time.Duration(c.plan.Timeout))},
 					{"detectors' order", sz.order, window*3/2 + 1024},
 					// Minutes not rolled up: at most the open one and the
 					// one waiting for its late replies (horizon), doubled

@@ -62,13 +62,14 @@ func (m *metrics) observe(s model.ProbeSample) {
 // setReliability sets the R(L) gauges from the detectors' window ss (in
 // any order): per stream and threshold, the fraction of the probes sent
 // in the rWindowNs before toNs answered in time within it.
-func (m *metrics) setReliability(ss []winSample, thresholds []int64, toNs int64) {
+func (m *metrics) setReliability(ss *window, thresholds []int64, toNs int64) {
 	sent := make([]uint64, len(m.names))
 	ok := make([][]uint64, len(m.names))
 	for i := range ok {
 		ok[i] = make([]uint64, len(thresholds))
 	}
-	for _, s := range ss {
+	for i := range ss.Len() {
+		s := ss.At(i)
 		if s.SentNs < toNs-rWindowNs || s.SentNs >= toNs || int(s.Stream) >= len(m.names) || s.Stream < 0 {
 			continue
 		}

@@ -101,8 +101,8 @@ func (c *core) updateStatus(now int64, evs []model.MonitorEvent) {
 	for i := range lastRTT {
 		lastRTT[i] = -1
 	}
-	for i := len(c.recent) - 1; i >= 0; i-- {
-		s := c.recent[i]
+	for i := c.recent.Len() - 1; i >= 0; i-- {
+		s := c.recent.At(i)
 		if s.SentNs < from {
 			break
 		}

@@ -305,7 +305,7 @@ func refused(format string, args ...any) error {
 // dbNow is the store's clock: PostgreSQL's (the monitor's may be what is
 // wrong), SQLite's is this process's.
 func (s *sqlStore) dbNow(ctx context.Context) (int64, error) {
-	if s.loc.Backend != Postgres {
+	if !havePostgres || s.loc.Backend != Postgres {
 		return time.Now().UnixNano(), nil
 	}
 	var ns int64

@@ -1,16 +1,19 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
-	"testing/fstest"
+	"time"
 )
 
 // The migrations, written once (migrations/*.sql) and expanded per
@@ -46,7 +49,7 @@ func migrations(b Backend) (fs.FS, error) {
 	if !ok {
 		return nil, fmt.Errorf("store: no migrations for backend %q", b)
 	}
-	out := fstest.MapFS{}
+	out := expandedFS{}
 	ents, err := fs.ReadDir(migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
@@ -56,9 +59,97 @@ func migrations(b Backend) (fs.FS, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[e.Name()] = &fstest.MapFile{Data: []byte(rep.Replace(engineLines(b, string(raw)))), Mode: 0o444}
+		out[e.Name()] = []byte(rep.Replace(engineLines(b, string(raw))))
 	}
 	return out, nil
+}
+
+// expandedFS is the migration files expanded for one engine: regular
+// files at the root, read by fs.ReadFile, fs.ReadDir and fs.Glob. (It
+// was testing/fstest's MapFS, which linked testing/fstest and
+// testing/iotest into every build, the monitor's too: 28 kB of its
+// ARMv7 executable.)
+type expandedFS map[string][]byte
+
+func (f expandedFS) Open(name string) (fs.File, error) {
+	if name == "." {
+		ents, _ := f.ReadDir(".")
+		return &memDir{ents: ents}, nil
+	}
+	data, ok := f[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return &memFile{Reader: bytes.NewReader(data), info: memInfo{name: name, size: int64(len(data))}}, nil
+}
+
+func (f expandedFS) ReadFile(name string) ([]byte, error) {
+	data, ok := f[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fs.ErrNotExist}
+	}
+	return bytes.Clone(data), nil
+}
+
+func (f expandedFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if name != "." {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrNotExist}
+	}
+	var out []fs.DirEntry
+	for _, n := range slices.Sorted(maps.Keys(f)) {
+		out = append(out, fs.FileInfoToDirEntry(memInfo{name: n, size: int64(len(f[n]))}))
+	}
+	return out, nil
+}
+
+type memFile struct {
+	*bytes.Reader
+	info memInfo
+}
+
+func (m *memFile) Stat() (fs.FileInfo, error) { return m.info, nil }
+func (m *memFile) Close() error               { return nil }
+
+// memDir is the root directory, read by ReadDir.
+type memDir struct {
+	ents []fs.DirEntry
+	off  int
+}
+
+func (d *memDir) Stat() (fs.FileInfo, error) { return memInfo{name: ".", dir: true}, nil }
+func (d *memDir) Close() error               { return nil }
+func (d *memDir) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: ".", Err: fs.ErrInvalid}
+}
+
+func (d *memDir) ReadDir(n int) ([]fs.DirEntry, error) {
+	rest := d.ents[d.off:]
+	if n > 0 && len(rest) == 0 {
+		return nil, io.EOF
+	}
+	if n > 0 {
+		rest = rest[:min(n, len(rest))]
+	}
+	d.off += len(rest)
+	return slices.Clone(rest), nil
+}
+
+type memInfo struct {
+	name string
+	size int64
+	dir  bool
+}
+
+func (i memInfo) Name() string       { return i.name }
+func (i memInfo) Size() int64        { return i.size }
+func (i memInfo) ModTime() time.Time { return time.Time{} }
+func (i memInfo) IsDir() bool        { return i.dir }
+func (i memInfo) Sys() any           { return nil }
+func (i memInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o555
+	}
+	return 0o444
 }
 
 // engineLines keeps the lines meant for b (without their {{PG}} or
@@ -188,7 +279,7 @@ func migrate(ctx context.Context, db *sql.DB, b Backend) (int64, error) {
 		return 0, fmt.Errorf("store: schema version: %w", err)
 	}
 	defer conn.Close()
-	if b == Postgres {
+	if havePostgres && b == Postgres {
 		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLockID)); err != nil {
 			return 0, fmt.Errorf("store: migration lock: %w", err)
 		}

@@ -47,3 +47,17 @@ func TestParseMigrations(t *testing.T) {
 		}
 	}
 }
+
+// TestExpandedFS: the expanded migrations are an fs.FS by the standard
+// library's own checks.
+func TestExpandedFS(t *testing.T) {
+	for _, b := range []Backend{SQLite, Postgres} {
+		fsys, err := migrations(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fstest.TestFS(fsys, "00001_initial.sql"); err != nil {
+			t.Errorf("%s: %v", b, err)
+		}
+	}
+}

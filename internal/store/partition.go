@@ -91,7 +91,7 @@ func partitionName(table string, d int64) string {
 // start together take turns on an advisory lock, so two never race to
 // create the same partition.
 func (s *sqlStore) ensurePartitions(ctx context.Context, days map[string][]int64) error {
-	if s.loc.Backend != Postgres {
+	if !havePostgres || s.loc.Backend != Postgres {
 		return nil
 	}
 	var need [][2]string
@@ -162,7 +162,7 @@ func quoteIdent(s string) string {
 // dropOldPartitions drops table's partitions whose day ends at or before
 // cut, and returns the rows they held (PostgreSQL; nothing on SQLite).
 func (s *sqlStore) dropOldPartitions(ctx context.Context, table string, cut int64) (int64, error) {
-	if s.loc.Backend != Postgres {
+	if !havePostgres || s.loc.Backend != Postgres {
 		return 0, nil
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT c.relname FROM pg_inherits i

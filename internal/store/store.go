@@ -356,7 +356,7 @@ func (s *sqlStore) Close() error {
 // q writes a query for the backend: queries are written with ?, which
 // PostgreSQL spells $1, $2 … (none of the queries has a ? in a literal).
 func (s *sqlStore) q(query string) string {
-	if s.loc.Backend != Postgres {
+	if !havePostgres || s.loc.Backend != Postgres {
 		return query
 	}
 	var b strings.Builder
