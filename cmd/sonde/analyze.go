@@ -442,9 +442,6 @@ across connections.`,
 			if err != nil {
 				return err
 			}
-			// The fanout sockets' analysers merge their records in memory
-			// (passive.Live); they do not spill yet, so finished records stay.
-			cfg.Spill = false
 			if err := checkCount("--workers", af.workers, 0, capture.MaxWorkers); err != nil {
 				return err
 			}
