@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/passive"
 	"github.com/sonde-project/sonde/internal/pcap"
 )
 
@@ -35,7 +36,7 @@ func TestAnalyzeObserverChecked(t *testing.T) {
 		}
 	}
 	for _, obs := range []string{"1A", "2b", "12B"} {
-		if _, _, err := parseObserver(obs); err != nil {
+		if _, _, err := passive.ParseObserver(obs); err != nil {
 			t.Errorf("--observer %s: %v", obs, err)
 		}
 	}
