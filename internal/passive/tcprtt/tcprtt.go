@@ -5,6 +5,8 @@
 // grows, never per packet.
 package tcprtt
 
+import "unsafe"
+
 // Sides of a connection: A sends in direction 0, B in direction 1.
 const (
 	DirAB = 0
@@ -50,6 +52,23 @@ func (r *ring[T]) grow() {
 }
 
 func (r *ring[T]) front() *T { return &r.buf[r.head] }
+
+// touch reads a byte of the front and back entries, the ones a packet
+// reads next (Touch).
+func (r *ring[T]) touch() uint64 {
+	if r.size == 0 {
+		return 0
+	}
+	return uint64(*(*uint8)(unsafe.Pointer(r.front()))) + uint64(*(*uint8)(unsafe.Pointer(r.back())))
+}
+
+// Touch reads the pending entries a packet of the connection reads next,
+// all at once (passive's warm: independent loads overlap their cache
+// misses); the sum means nothing.
+func (m *Timestamps) Touch() uint64 { return m.pending[0].touch() + m.pending[1].touch() }
+
+// Touch is Timestamps.Touch's.
+func (m *SeqAck) Touch() uint64 { return m.pending[0].touch() + m.pending[1].touch() }
 
 func (r *ring[T]) pop() {
 	r.head = (r.head + 1) % len(r.buf)
