@@ -105,15 +105,8 @@ func TestLiveSpill(t *testing.T) {
 	if r.Spill == nil || len(r.TCP) != 0 || !a.spill.spilled() {
 		t.Fatalf("records not spilled (%d in memory)", len(r.TCP))
 	}
-	back := *r
-	back.Spill = nil
-	if err := r.EachTCP(func(c *model.TCPConn) error { back.TCP = append(back.TCP, *c); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.EachQUIC(func(c *model.QUICConn) error { back.QUIC = append(back.QUIC, *c); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if figures(t, &back) != figures(t, kept) {
+	back := readBack(t, r)
+	if figures(t, back) != figures(t, kept) {
 		t.Errorf("spilled: %d TCP, %d QUIC read back; kept: %d, %d, or their figures differ", len(back.TCP), len(back.QUIC), len(kept.TCP), len(kept.QUIC))
 	}
 	if err := a.Close(); err != nil {

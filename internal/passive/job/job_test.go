@@ -2,9 +2,7 @@ package job
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,38 +10,8 @@ import (
 	"testing"
 
 	"github.com/sonde-project/sonde/internal/model"
-	"github.com/sonde-project/sonde/internal/pcap"
+	"github.com/sonde-project/sonde/internal/pcap/pcaptest"
 )
-
-// synCapture writes a raw-IP pcap of n SYNs, one per connection.
-func synCapture(t *testing.T, n int) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "syns.pcap")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pcap.NewWriter(f, pcap.LinkRaw, 65535)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		b := make([]byte, 40)
-		b[0], b[8], b[9] = 0x45, 64, 6
-		binary.BigEndian.PutUint16(b[2:], 40)
-		copy(b[12:], []byte{198, 18, 1, 1, 198, 18, 1, 2})
-		binary.BigEndian.PutUint16(b[20:], uint16(40000+i))
-		binary.BigEndian.PutUint16(b[22:], 80)
-		b[32], b[33] = 5<<4, 0x02
-		if err := w.Write(int64(1700000000e9+i*1e6), b, len(b)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := errors.Join(w.Flush(), f.Close()); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // outputs writes to buffers: "-" to stdout, a path to a file, the text
 // summary to stderr.
@@ -69,7 +37,7 @@ func outputs(stdout, stderr *bytes.Buffer) Outputs {
 // analyser from the outputs asked for.
 func TestFiles(t *testing.T) {
 	const conns = 300
-	path := synCapture(t, conns)
+	path := pcaptest.SYNs(t, conns)
 	var stdout, stderr bytes.Buffer
 	nd := filepath.Join(t.TempDir(), "records.ndjson")
 	j := &Job{Out: outputs(&stdout, &stderr)}
@@ -111,7 +79,7 @@ func TestOutputsCheck(t *testing.T) {
 // TestInputs: a missing file is an error before anything is read; a
 // directory stands for its files.
 func TestInputs(t *testing.T) {
-	path := synCapture(t, 1)
+	path := pcaptest.SYNs(t, 1)
 	if _, err := Inputs([]string{path, path + ".missing"}); err == nil {
 		t.Error("a missing input: no error")
 	}
