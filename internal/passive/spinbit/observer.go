@@ -111,14 +111,14 @@ type direction struct {
 // filter is the plausibility filter of one kind of sample: a running
 // minimum and the median of recent accepted samples.
 type filter struct {
-	min     int64
-	hist    [historyLen]int64
-	nhist   int
+	min   int64
+	hist  [historyLen]int64
+	nhist int
 	// sorted holds hist's values (the first min(nhist, historyLen))
 	// in order, kept as samples come and go: every edge asks for the
 	// median, and sorting the history each time was 6 % of the
 	// analyser's time on a capture of many QUIC flows.
-	sorted [historyLen]int64
+	sorted  [historyLen]int64
 	outHigh int
 	outLow  int
 }
