@@ -126,7 +126,7 @@ on_start_sonde() { date +%s%N >"$tmp/sonde-$1.from"; }
 on_end_sonde() { date +%s%N >"$tmp/sonde-$1.to"; }
 run_sonde() {
 	local r=$1 db=$tmp/sonde-$1.db
-	client "${MONITOR:-$SONDE}" monitor run --target "$SRV:8080" --rate 10 --store "$db" --listen off --name "peers-$r" 2>"$tmp/sonde-$r.log" &
+	client "${MONITOR:-$SONDE}" monitor run --target "$SRV:8080" --probe-interval 100ms --store "$db" --listen off --name "peers-$r" 2>"$tmp/sonde-$r.log" &
 	local lp=$!
 	pids+=("$lp")
 	measure sonde "$(tool_pid "$lp" "monitor run")" "$r" || return 1

@@ -88,7 +88,7 @@ run() {
 	shift 2
 	local db=$tmp/$row.db args=()
 	for t in "$@"; do args+=(--target "$t"); done
-	"${MONITOR:-$SONDE}" monitor run "${args[@]}" --rate "$rate" --store "$db" --listen "127.0.0.1:${port[8]}" \
+	"${MONITOR:-$SONDE}" monitor run "${args[@]}" --probe-interval "$((1000 / rate))ms" --store "$db" --listen "127.0.0.1:${port[8]}" \
 		--name "soak-$row" 2>"$tmp/$row.log" & local pid=$!
 	pids+=("$pid")
 	local t0 now c0 s0 c s rss series="" marks="" maxrss=0 first=() last=() split

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +15,6 @@ import (
 	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/emulator/forward"
 	"github.com/sonde-project/sonde/internal/lab"
-	"github.com/sonde-project/sonde/internal/netns"
 	"github.com/sonde-project/sonde/internal/report"
 )
 
@@ -100,29 +98,8 @@ Example:
 	return cmd
 }
 
-// emulateParams builds both directions' configurations from the flags.
-func emulateParams(f emulateFlags) (up, down emulator.Config, err error) {
-	both, err := emulator.ParseParams(f.link, emulator.Params{})
-	if err != nil {
-		return up, down, fmt.Errorf("--link: %w", err)
-	}
-	if up.Params, err = emulator.ParseParams(f.up, both); err != nil {
-		return up, down, fmt.Errorf("--up: %w", err)
-	}
-	if down.Params, err = emulator.ParseParams(f.down, both); err != nil {
-		return up, down, fmt.Errorf("--down: %w", err)
-	}
-	if up.Schedule, err = emulator.ParseSchedule(append(append([]string(nil), f.at...), f.upAt...), up.Params); err != nil {
-		return up, down, fmt.Errorf("up schedule: %w", err)
-	}
-	if down.Schedule, err = emulator.ParseSchedule(append(append([]string(nil), f.at...), f.downAt...), down.Params); err != nil {
-		return up, down, fmt.Errorf("down schedule: %w", err)
-	}
-	return up, down, nil
-}
-
-func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) {
-	up, down, err := emulateParams(f)
+func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) error {
+	up, down, err := emulator.ParseLink(f.link, f.up, f.down, f.at, f.upAt, f.downAt)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -134,10 +111,6 @@ func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) 
 	if err := errors.Join(errA, errB); err != nil {
 		return fmt.Errorf("emulate: %w", err)
 	}
-	benchRange := netip.MustParsePrefix("198.18.0.0/15")
-	if !benchRange.Contains(addrA.Addr()) || !benchRange.Contains(addrB.Addr()) {
-		return errors.New("emulate: addresses must be in 198.18.0.0/15 (RFC 2544 benchmarking range)")
-	}
 	icmpFrom, err := netip.ParseAddr(f.icmpFrom)
 	if err != nil {
 		return fmt.Errorf("emulate: --icmp-from: %w", err)
@@ -146,84 +119,12 @@ func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) (err error) 
 		checkDuration("--spin", f.spin, 0, time.Second), checkOutput("--truth-out", f.truth), checkOutput("--pcap", f.pcap)); err != nil {
 		return err
 	}
-	spin := f.spin
-	if spin == 0 {
-		spin = -1 // the forwarder's "none"; its 0 is the default
-	}
-	if os.Geteuid() != 0 {
-		return errors.New("emulate: TUN devices and network namespaces need root (CAP_NET_ADMIN)")
-	}
-	nsA, err := netns.Attach(f.nsA)
-	if err != nil {
-		return fmt.Errorf("emulate: %w", err)
-	}
-	nsB, err := netns.Attach(f.nsB)
-	if err != nil {
-		return fmt.Errorf("emulate: %w", err)
-	}
-	seed := f.seed
-	if seed == 0 {
-		seed = lab.RandomSeed()
-	}
-	var closers []func() error
-	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			err = errors.Join(err, closers[i]())
-		}
-	}()
-	lk, err := lab.CreateEmuLink(
-		lab.LinkEnd{NS: nsA, Dev: orUnique(f.devA, "ea"), Addr: addrA},
-		lab.LinkEnd{NS: nsB, Dev: orUnique(f.devB, "eb"), Addr: addrB}, f.mtu)
-	closers = append(closers, lk.Close)
-	if err != nil {
-		return fmt.Errorf("emulate: %w", err)
-	}
-	start := time.Now()
-	var truth *emulator.TruthWriter
-	if f.truth != "" {
-		file, err := os.Create(f.truth)
-		if err != nil {
-			return fmt.Errorf("emulate: %w", err)
-		}
-		truth, err = emulator.NewTruthWriter(file, emulator.TruthHeader{
-			StartUnixNs: start.UnixNano(), Seed: seed,
-			Links: []emulator.TruthLink{{Name: "link1", A: f.nsA, B: f.nsB, Up: up.Params, Down: down.Params,
-				UpSchedule: up.Schedule, DownSchedule: down.Schedule}},
+	return lab.Emulate(ctx, out, lab.Emulation{NSA: f.nsA, NSB: f.nsB, DevA: f.devA, DevB: f.devB, AddrA: addrA, AddrB: addrB,
+		MTU: f.mtu, Up: up, Down: down, Seed: f.seed, TruthPath: f.truth, PcapPath: f.pcap, ICMPFrom: icmpFrom,
+		Stats: f.stats, Duration: f.duration, Spin: f.spin, RealTime: f.realTime, AllowCPUIdle: f.cpuIdle},
+		func(u, d forward.Stats) {
+			_ = report.WriteEmulatorStats(out, []report.EmulatorDirection{emuDir("up", u), emuDir("down", d)})
 		})
-		if err != nil {
-			file.Close()
-			return fmt.Errorf("emulate: %w", err)
-		}
-		closers = append(closers, truth.Close)
-	}
-	if err := lk.Start(lab.StartConfig{
-		Up: up, Down: down, Seed: seed, MTU: f.mtu, Start: start, Truth: truth,
-		CapturePath: f.pcap, LabelA: f.nsA, LabelB: f.nsB, ICMPFrom4: icmpFrom,
-		Spin: spin, RealTime: f.realTime, AllowCPUIdle: f.cpuIdle,
-	}); err != nil {
-		return fmt.Errorf("emulate: %w", err)
-	}
-	fmt.Fprintf(out, "emulating %s (%s, %s) ⇄ %s (%s, %s), seed %d\n  up:   %s\n  down: %s\n",
-		f.nsA, lk.A.Name(), addrA, f.nsB, lk.B.Name(), addrB, seed, up.Params, down.Params)
-	printStats := func() {
-		u, d := lk.Stats()
-		_ = report.WriteEmulatorStats(out, []report.EmulatorDirection{emuDir("up", u), emuDir("down", d)})
-	}
-	err = lab.Watch(ctx, []*lab.EmuLink{lk}, f.stats, f.duration, printStats)
-	if err != nil {
-		err = fmt.Errorf("emulate: %w", err)
-	}
-	err = errors.Join(err, lk.Stop())
-	printStats()
-	return err
-}
-
-// orUnique is name, or a unique sonde device name with this tag.
-func orUnique(name, tag string) string {
-	if name == "" {
-		return netns.UniqueName(tag)
-	}
-	return name
 }
 
 // emuDir is a forwarder direction's counters for report.WriteEmulatorStats.

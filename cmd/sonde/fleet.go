@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/fleet"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/web"
@@ -82,7 +82,7 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 			}
 			req := fleet.Request{FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Filter: filter, UpstreamMin: upMin, UpstreamShare: upShare}
 			if profile != "" {
-				if req.Profiles, err = readProfiles(profile); err != nil {
+				if req.Profiles, err = reliability.ReadProfilesFile(profile); err != nil {
 					return usagef("--profiles %s: %w", profile, err)
 				}
 			}
@@ -127,10 +127,10 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 // writeFleetReport writes every output asked for; the text summary goes
 // where outputs say, and to stderr if a file output failed.
 func writeFleetReport(stdout, stderr io.Writer, out *outputs, rep *model.FleetReport) error {
-	return out.write(stdout, stderr, forms{json: rep,
-		html: func(w io.Writer) error { return report.WriteFleetHTML(w, rep) },
-		csv:  func(w io.Writer) error { return report.WriteFleetCSV(w, rep) },
-		text: func(w io.Writer) error { return report.WriteFleetText(w, rep) }})
+	return out.write(stdout, stderr, report.Forms{JSON: rep,
+		HTML: func(w io.Writer) error { return report.WriteFleetHTML(w, rep) },
+		CSV:  func(w io.Writer) error { return report.WriteFleetCSV(w, rep) },
+		Text: func(w io.Writer) error { return report.WriteFleetText(w, rep) }})
 }
 
 func newFleetAggregateCmd() *cobra.Command {
@@ -153,9 +153,9 @@ exact, only slower.`,
 			if storeURL == "" {
 				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
 			}
-			loc, err := store.ParseURL(storeURL)
+			loc, err := parseStore(storeURL)
 			if err != nil {
-				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+				return err
 			}
 			if maxHours < 0 || maxHours > 100_000_000 {
 				return usagef("--max-hours %d: want 0 (all) to 100000000", maxHours)
@@ -200,9 +200,9 @@ a proxy that authenticates (docs/fleet.md, "Fleet view").`,
 			if storeURL == "" {
 				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
 			}
-			loc, err := store.ParseURL(storeURL)
+			loc, err := parseStore(storeURL)
 			if err != nil {
-				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+				return err
 			}
 			if _, _, err := net.SplitHostPort(listen); err != nil {
 				return usagef("--listen %q: want HOST:PORT (e.g. 127.0.0.1:9102)", listen)
@@ -216,19 +216,8 @@ a proxy that authenticates (docs/fleet.md, "Fleet view").`,
 			if err != nil {
 				return fmt.Errorf("--listen: %w", err)
 			}
-			srv := &http.Server{Handler: fleet.Handler(st, web.Assets(), time.Now), ReadHeaderTimeout: 10 * time.Second,
-				ReadTimeout: 30 * time.Second, WriteTimeout: fleet.ReportTimeout + 30*time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
 			fmt.Fprintf(cmd.ErrOrStderr(), "fleet view of %s on http://%s/\n", loc, ln.Addr())
-			done := make(chan error, 1)
-			go func() { done <- srv.Serve(ln) }()
-			select {
-			case err := <-done:
-				return err
-			case <-cmd.Context().Done():
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				return srv.Shutdown(ctx)
-			}
+			return fleet.Serve(cmd.Context(), ln, st, web.Assets())
 		},
 	}
 	f := cmd.Flags()

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -141,13 +139,9 @@ func runLabUp(ctx context.Context, out io.Writer, profile, stateDir string, f la
 // process.
 const detachedChildFlag = "detached-child"
 
-// detachLab starts `sonde lab up` again without --detach, in its own
-// session (no parent-death signal: it outlives this process) with output
-// to a log file, and returns once its state file shows the lab is up.
+// detachLab starts `sonde lab up` again without --detach, in the
+// background (lab.Detach), and returns once the lab is up.
 func detachLab(out io.Writer, stateDir string) error {
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		return fmt.Errorf("lab up: %w", err)
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("lab up: %w", err)
@@ -155,51 +149,12 @@ func detachLab(out io.Writer, stateDir string) error {
 	args := slices.DeleteFunc(slices.Clone(os.Args[1:]), func(a string) bool {
 		return a == "--detach" || a == "-d" || a == "--detach=true"
 	})
-	args = append(args, "--"+detachedChildFlag)
-	// The log gets its final name, the child's pid, once there is a
-	// child: until then lab clean must not take it for a dead lab's.
-	logf, err := lab.NewDetachedLog(stateDir)
+	s, logPath, err := lab.Detach(stateDir, self, append(args, "--"+detachedChildFlag))
 	if err != nil {
-		return fmt.Errorf("lab up: %w", err)
+		return err
 	}
-	defer logf.Close()
-	child := exec.Command(self, args...)
-	child.Stdout, child.Stderr = logf, logf
-	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := child.Start(); err != nil {
-		os.Remove(logf.Name())
-		return fmt.Errorf("lab up: %w", err)
-	}
-	logPath := lab.DetachedLog(stateDir, child.Process.Pid)
-	if err := os.Rename(logf.Name(), logPath); err != nil {
-		_ = child.Process.Kill()
-		_ = child.Wait()
-		os.Remove(logf.Name())
-		return fmt.Errorf("lab up: log: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
-	deadline := time.After(60 * time.Second)
-	for {
-		select {
-		case err := <-exited:
-			// Shown here in full, so the file can go.
-			log, _ := os.ReadFile(logPath)
-			os.Remove(logPath)
-			return fmt.Errorf("lab up: background process ended (%v):\n%s", err, log)
-		case <-deadline:
-			_ = child.Process.Kill()
-			return fmt.Errorf("lab up: lab not up after 60 s (log: %s)", logPath)
-		case <-time.After(100 * time.Millisecond):
-		}
-		states, _ := lab.ListStates(stateDir)
-		for _, s := range states {
-			if s.PID == child.Process.Pid {
-				fmt.Fprintf(out, "lab %s (%s) is up in the background, pid %d, log %s\n", s.ID, s.Profile, s.PID, logPath)
-				return report.WriteLabNodes(out, s.Nodes)
-			}
-		}
-	}
+	fmt.Fprintf(out, "lab %s (%s) is up in the background, pid %d, log %s\n", s.ID, s.Profile, s.PID, logPath)
+	return report.WriteLabNodes(out, s.Nodes)
 }
 
 func newLabExecCmd(stateDir *string) *cobra.Command {
@@ -213,18 +168,7 @@ func newLabExecCmd(stateDir *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ns, err := s.Namespace(args[0])
-			if err != nil {
-				return err
-			}
-			ip, err := exec.LookPath("ip")
-			if err != nil {
-				return fmt.Errorf("lab exec: %w", err)
-			}
-			// Replace this process: the command gets the terminal, the
-			// signals and gives its exit status directly.
-			argv := append([]string{"ip", "netns", "exec", ns}, args[1:]...)
-			return fmt.Errorf("lab exec: %w", syscall.Exec(ip, argv, os.Environ()))
+			return s.Exec(args[0], args[1:])
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "lab id when several are up")

@@ -176,9 +176,9 @@ func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
 	res := mbm.Result(plan)
 	res.Plan = true
 	res.Subpath = o.subpath
-	return o.out.write(stdout, os.Stderr, forms{json: res,
-		html: func(w io.Writer) error { return report.WriteMBMHTML(w, &res) },
-		text: func(w io.Writer) error { return report.WriteMBMPlanText(w, plan) }}) // nothing is lost
+	return o.out.write(stdout, os.Stderr, report.Forms{JSON: res,
+		HTML: func(w io.Writer) error { return report.WriteMBMHTML(w, &res) },
+		Text: func(w io.Writer) error { return report.WriteMBMPlanText(w, plan) }}) // nothing is lost
 }
 
 // runMBM runs the tests against server (internal/mbm/mbmrun) and writes
@@ -221,10 +221,10 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if runErr != nil {
 		runErr = measuredErr(runErr) // tests ran: not a refused run
 	}
-	outErr := o.out.write(stdout, os.Stderr, forms{json: res,
-		html: func(w io.Writer) error { return report.WriteMBMHTML(w, res) },
-		csv:  func(w io.Writer) error { return report.WriteMBMCSV(w, res) },
-		text: func(w io.Writer) error { return report.WriteMBMText(w, res) }})
+	outErr := o.out.write(stdout, os.Stderr, report.Forms{JSON: res,
+		HTML: func(w io.Writer) error { return report.WriteMBMHTML(w, res) },
+		CSV:  func(w io.Writer) error { return report.WriteMBMCSV(w, res) },
+		Text: func(w io.Writer) error { return report.WriteMBMText(w, res) }})
 	if err := errors.Join(runErr, outErr); err != nil {
 		return err
 	}
@@ -269,19 +269,6 @@ sonde mbm summary draws as a Q-Q plot.`,
 	return cmd
 }
 
-// loadMBM reads one saved result (not a composition) with report's one
-// reader of saved MBM files.
-func loadMBM(path string) (model.MBMResult, error) {
-	r, _, err := report.LoadMBM(path)
-	if err != nil {
-		return model.MBMResult{}, err
-	}
-	if r == nil {
-		return model.MBMResult{}, fmt.Errorf("%s: a composition (%s), not a result", path, model.MBMComposeSchemaVersion)
-	}
-	return *r, nil
-}
-
 func runMBMCompose(stdout io.Writer, paths []string, e2ePath, jsonOut string, quiet bool) error {
 	if quiet && jsonOut == "" {
 		return usagef("--quiet without --json would discard the composition")
@@ -289,30 +276,9 @@ func runMBMCompose(stdout io.Writer, paths []string, e2ePath, jsonOut string, qu
 	if err := checkOutput("--json", jsonOut); err != nil {
 		return err
 	}
-	var rs []model.MBMResult
-	for _, p := range paths {
-		r, err := loadMBM(p)
-		if err != nil {
-			return usageErr(err)
-		}
-		if len(rs) > 0 && (r.Target != rs[0].Target || r.Model.PathP0 != rs[0].Model.PathP0) {
-			return usagef("%s: target or path p0 differs from %s: subpaths compose only for one target", p, paths[0])
-		}
-		rs = append(rs, r)
-	}
-	c, err := mbm.ComposeResults(paths, rs)
+	c, err := report.ComposeMBMFiles(paths, e2ePath)
 	if err != nil {
 		return usageErr(err)
-	}
-	if e2ePath != "" {
-		e2e, err := loadMBM(e2ePath)
-		if err != nil {
-			return usagef("--path: %w", err)
-		}
-		if e2e.Target != rs[0].Target || e2e.Model.PathP0 != rs[0].Model.PathP0 {
-			return usagef("--path %s: target or path p0 differs from %s: not the same path's target", e2ePath, paths[0])
-		}
-		mbm.AddMeasured(&c, e2ePath, e2e)
 	}
 	if jsonOut != "" {
 		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return report.WriteJSON(w, c) }); err != nil {

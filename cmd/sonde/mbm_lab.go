@@ -2,7 +2,10 @@
 
 package main
 
-import "github.com/sonde-project/sonde/internal/model"
+import (
+	"github.com/sonde-project/sonde/internal/lab"
+	"github.com/sonde-project/sonde/internal/model"
+)
 
 // `sonde mbm --lab PROFILE` (docs/mbm.md, "In the lab"): the parent builds
 // the lab and re-runs the command in its client namespace with
@@ -16,5 +19,5 @@ func (o *mbmFlags) labTruth() (*model.GroundTruth, error) {
 	if o.truthFile == "" {
 		return nil, nil
 	}
-	return readTruth(o.truthFile)
+	return lab.ReadTruthFile(o.truthFile)
 }

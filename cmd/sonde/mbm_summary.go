@@ -3,20 +3,12 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/report"
 )
-
-// maxSummaryFiles bounds the files one summary reads (each at most
-// report.MaxMBMBytes, read one at a time).
-const maxSummaryFiles = 10000
 
 const mbmSummaryHelp = `Aggregate saved MBM results (sonde mbm --json, schema sonde.mbm/v1) and
 compositions (sonde mbm compose --json, sonde.mbm-compose/v1): give files, or
@@ -57,60 +49,12 @@ func runMBMSummary(stdout, stderr io.Writer, out *outputs, args []string) error 
 	if err := out.check(); err != nil {
 		return err
 	}
-	files, err := summaryFiles(args)
+	s, err := report.SummarizeMBMFiles(args)
 	if err != nil {
 		return usageErr(err)
 	}
-	sum := report.NewMBMSummarizer()
-	for _, f := range files {
-		r, c, err := report.LoadMBM(f)
-		if err != nil {
-			return usageErr(err)
-		}
-		if r != nil {
-			sum.AddResult(r)
-		} else {
-			sum.AddComposition(c)
-		}
-	}
-	s := sum.Summary()
-	return out.write(stdout, stderr, forms{json: s,
-		html: func(w io.Writer) error { return report.WriteMBMSummaryHTML(w, &s) },
-		csv:  func(w io.Writer) error { return report.WriteMBMSummaryCSV(w, &s) },
-		text: func(w io.Writer) error { return report.WriteMBMSummaryText(w, &s) }})
-}
-
-// summaryFiles lists the files of args: files as given, directories'
-// *.json files in name order; at most maxSummaryFiles, counted before any
-// is read.
-func summaryFiles(args []string) ([]string, error) {
-	var files []string
-	for _, a := range args {
-		fi, err := os.Stat(a)
-		if err != nil {
-			return nil, err
-		}
-		if !fi.IsDir() {
-			files = append(files, a)
-		} else {
-			ents, err := os.ReadDir(a) // sorted by name
-			if err != nil {
-				return nil, err
-			}
-			n := 0
-			for _, e := range ents {
-				if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".json") {
-					files = append(files, filepath.Join(a, e.Name()))
-					n++
-				}
-			}
-			if n == 0 {
-				return nil, fmt.Errorf("%s: no .json files", a)
-			}
-		}
-		if len(files) > maxSummaryFiles {
-			return nil, fmt.Errorf("more than %d files: summarize fewer at once", maxSummaryFiles)
-		}
-	}
-	return files, nil
+	return out.write(stdout, stderr, report.Forms{JSON: s,
+		HTML: func(w io.Writer) error { return report.WriteMBMSummaryHTML(w, &s) },
+		CSV:  func(w io.Writer) error { return report.WriteMBMSummaryCSV(w, &s) },
+		Text: func(w io.Writer) error { return report.WriteMBMSummaryText(w, &s) }})
 }

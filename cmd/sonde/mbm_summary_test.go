@@ -144,15 +144,15 @@ func TestMBMSummaryBadInput(t *testing.T) {
 	}
 }
 
-// TestMBMSummaryFileCount: more than maxSummaryFiles is refused before
+// TestMBMSummaryFileCount: more than report.MaxMBMFiles is refused before
 // any is read.
 func TestMBMSummaryFileCount(t *testing.T) {
-	args := make([]string, maxSummaryFiles+1)
+	args := make([]string, report.MaxMBMFiles+1)
 	good := subpathResult(t, t.TempDir(), "g", 0, "PASS", 6000, 0)
 	for i := range args {
 		args[i] = good
 	}
-	if _, err := summaryFiles(args); err == nil || !strings.Contains(err.Error(), "more than 10000 files") {
+	if _, err := report.MBMFiles(args); err == nil || !strings.Contains(err.Error(), "more than 10000 files") {
 		t.Errorf("%d files: %v", len(args), err)
 	}
 }

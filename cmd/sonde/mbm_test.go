@@ -13,6 +13,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/server/servertest"
 )
@@ -149,7 +150,7 @@ func FuzzMBMCompose(f *testing.F) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r, err := loadMBM(path)
+		r, err := report.LoadMBMResult(path)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error %q", err)
@@ -190,7 +191,7 @@ func TestMBMRun(t *testing.T) {
 	if !strings.Contains(out, "8.1.1") || !strings.Contains(out, "PASS") {
 		t.Errorf("text: %s", out)
 	}
-	r, err := loadMBM(js)
+	r, err := report.LoadMBMResult(js)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestMBMRunTCP(t *testing.T) {
 	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1})
 	js := filepath.Join(t.TempDir(), "r.json")
 	_, stderr, code := run(t, "mbm", addr, "--mode", "tcp", "--rate", "4M", "--rtt", "10ms", "--json", js, "-q")
-	r, err := loadMBM(js)
+	r, err := report.LoadMBMResult(js)
 	if err != nil {
 		t.Fatalf("exit %d, %s: %v", code, stderr, err)
 	}
@@ -258,7 +259,7 @@ func TestMBMRunTCPWindowed(t *testing.T) {
 	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1})
 	js := filepath.Join(t.TempDir(), "r.json")
 	_, stderr, code := run(t, "mbm", addr, "--mode", "tcp", "--tests", "8.1.2", "--rate", "4M", "--rtt", "10ms", "--json", js, "-q")
-	r, err := loadMBM(js)
+	r, err := report.LoadMBMResult(js)
 	if err != nil {
 		t.Fatalf("exit %d, %s: %v", code, stderr, err)
 	}
@@ -280,7 +281,7 @@ func TestMBMRunAuto(t *testing.T) {
 	addr := servertest.Start(t, server.Config{PerIPPerMinute: -1})
 	js := filepath.Join(t.TempDir(), "r.json")
 	_, stderr, code := run(t, "mbm", addr, "--mode", "auto", "--tests", "8.1.3,8.1.1", "--rate", "4M", "--rtt", "10ms", "--json", js, "-q")
-	r, err := loadMBM(js)
+	r, err := report.LoadMBMResult(js)
 	if err != nil {
 		t.Fatalf("exit %d, %s: %v", code, stderr, err)
 	}

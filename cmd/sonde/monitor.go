@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/monitor"
 	"github.com/sonde-project/sonde/internal/report"
-	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/units"
 )
 
@@ -40,6 +34,7 @@ func newMonitorRunCmd() *cobra.Command {
 		cfg      monitor.Config
 		cfgFile  string
 		timeout  time.Duration
+		interval time.Duration
 		keepRaw  string
 		keepRoll string
 		labels   []string
@@ -59,73 +54,18 @@ start (the store unreachable or of a newer schema, a sonde server that
 cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as root, else
 ./sonde-monitor.db. --config FILE takes the same settings as JSON
 (contrib/monitor.sample.json); flags override it.`,
-		Example: `  sonde monitor run --target sonde.example.net:8080 --interface eth0 --up 20M --down 100M
+		Example: `  sonde monitor run --target sonde.example.net:8080 --interface eth0 --up-link-rate 20M --down-link-rate 100M
   sonde monitor run --target stamp://192.0.2.1 --target stamp://198.51.100.7:862 --icmp --dscp ef,be
   sonde monitor run --config /etc/sonde/monitor.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
-			c := cfg
-			if cfgFile != "" {
-				fc, err := monitor.LoadConfig(cfgFile)
-				if err != nil {
-					return usageErr(err)
-				}
-				// Flags given override the file.
-				over := func(name string, apply func()) {
-					if f.Changed(name) {
-						apply()
-					}
-				}
-				over("target", func() { fc.Targets = cfg.Targets })
-				over("rate", func() { fc.Rate = cfg.Rate })
-				over("icmp", func() { fc.ICMP = cfg.ICMP })
-				over("tcp", func() { fc.TCPPort = cfg.TCPPort })
-				over("dscp", func() { fc.DSCP = cfg.DSCP })
-				over("interface", func() { fc.Interface = cfg.Interface })
-				over("counters", func() { fc.Counters = cfg.Counters })
-				over("up", func() { fc.Up = cfg.Up })
-				over("down", func() { fc.Down = cfg.Down })
-				over("store", func() { fc.Store = cfg.Store })
-				over("listen", func() { fc.Listen = cfg.Listen })
-				over("name", func() { fc.Name = cfg.Name })
-				over("profiles", func() { fc.Profiles = cfg.Profiles })
-				over("token", func() { fc.Token = cfg.Token })
-				over("ship", func() { fc.Ship = cfg.Ship })
-				over("ship-token", func() { fc.ShipToken = cfg.ShipToken })
-				over("ship-raw", func() { fc.ShipRaw = cfg.ShipRaw })
-				c = fc
-			}
-			for _, kv := range []struct {
-				flag string
-				dst  *units.Duration
-				val  string
-			}{{"keep-raw", &c.KeepRaw, keepRaw}, {"keep-rollups", &c.KeepRoll, keepRoll}} {
-				if f.Changed(kv.flag) {
-					d, err := units.ParseAge(kv.val)
-					if err != nil {
-						return usagef("--%s: %s", kv.flag, err)
-					}
-					*kv.dst = units.Duration(d)
-				}
-			}
-			if f.Changed("label") {
-				l, err := store.ParseLabels(labels)
-				if err != nil {
-					return usagef("--label: %s", err)
-				}
-				c.Labels = l
-			}
-			c.Defaults()
-			// Given after the defaults: a 0 on the command line is a value
-			// to refuse, not an unset field.
-			if f.Changed("timeout") {
-				c.Timeout = units.Duration(timeout)
-			}
-			if f.Changed("rate") {
-				c.Rate = cfg.Rate
-			}
-			plan, err := c.Validate()
+			// A renamed flag's old spelling (deprecatedAlias) sets the
+			// same value: given either way, it overrides the file.
+			oldName := map[string]string{"up-link-rate": "up", "down-link-rate": "down"}
+			changed := func(name string) bool { return f.Changed(name) || oldName[name] != "" && f.Changed(oldName[name]) }
+			plan, err := monitor.Flags{Config: cfg, File: cfgFile, Timeout: timeout, ProbeInterval: interval,
+				KeepRaw: keepRaw, KeepRollup: keepRoll, Labels: labels, Given: changed}.Plan(cmd.ErrOrStderr())
 			if err != nil {
 				return usageErr(err)
 			}
@@ -150,7 +90,9 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 	f := cmd.Flags()
 	f.StringVar(&cfgFile, "config", "", "read the settings from a JSON `FILE` (flags override it)")
 	f.StringArrayVar(&cfg.Targets, "target", nil, "a sonde server (host:port or URL) or stamp://host[:port] reflector to probe (repeat, up to 8)")
-	f.Float64Var(&cfg.Rate, "rate", 10, "probes per second per stream (1-100)")
+	f.DurationVar(&interval, "probe-interval", 100*time.Millisecond, "time between a stream's probes, 10ms to 1s (100 to 1 probes/s)")
+	f.Float64Var(&cfg.Rate, "rate", 0, "probes per second per stream")
+	_ = f.MarkDeprecated("rate", "use --probe-interval instead (an interval: --rate 10 is --probe-interval 100ms; --rate is a bit rate in sonde mbm)")
 	f.DurationVar(&timeout, "timeout", 2*time.Second, "a probe unanswered after this is lost (a later reply is kept as late)")
 	f.BoolVar(&cfg.ICMP, "icmp", false, "also probe each target's host with ICMP echo (needs CAP_NET_RAW or ping_group_range)")
 	f.IntVar(&cfg.TCPPort, "tcp", 0, "also probe each target's host with TCP connects to `PORT`")
@@ -160,8 +102,10 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 		"(v2c; IFACE an ifName, ifDescr or ifIndex), snmp://USER@HOST/IFACE?version=3&auth=SHA&auth-pass=P&priv=AES&priv-pass=Q, "+
 		"or node-exporter://HOST[:9100][/metrics]?device=IFACE; options interval= (between reads, 1s; 100ms-10s), timeout= (per read), "+
 		"side=wan|lan (lan: the interface's transmit counter is the downlink). Secrets belong in the --config file")
-	f.StringVar(&cfg.Up, "up", "", "uplink capacity of --interface, e.g. 20M (default: learnt)")
-	f.StringVar(&cfg.Down, "down", "", "downlink capacity of --interface, e.g. 100M (default: learnt)")
+	f.StringVar(&cfg.Up, "up-link-rate", "", "uplink capacity `RATE` of --interface or --counters in bit/s, e.g. 20M (default: learnt)")
+	f.StringVar(&cfg.Down, "down-link-rate", "", "downlink capacity `RATE` of --interface or --counters in bit/s, e.g. 100M (default: learnt)")
+	deprecatedAlias(f, "up", "up-link-rate")
+	deprecatedAlias(f, "down", "down-link-rate")
 	f.StringVar(&cfg.Store, "store", "", "`URL` of the store: a SQLite path or postgres://… (default /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db)")
 	f.StringVar(&keepRaw, "keep-raw", "30d", "keep raw probes and counters this long (forever: never delete)")
 	f.StringVar(&keepRoll, "keep-rollups", "5y", "keep per-minute rollups this long (events are kept forever)")
@@ -178,40 +122,18 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 	return cmd
 }
 
-// runMonitor opens the store and runs the daemon until ctx ends.
+// runMonitor runs the daemon (monitor.Run) until ctx ends.
 func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan, ro runtimeOpts) error {
 	stop, err := ro.apply(logw)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	loc, _ := store.ParseURL(plan.Store)
-	if loc.Backend == store.SQLite && loc.Path != store.Memory && os.Geteuid() == 0 && plan.Store == monitor.DefaultStore() {
-		// The default state directory (systemd's StateDirectory makes it too).
-		if err := os.MkdirAll(filepath.Dir(loc.Path), 0o750); err != nil {
-			return usagef("--store: %w", err)
-		}
+	err = monitor.Run(ctx, plan, logw, version)
+	if ce := (*monitor.ConfigError)(nil); errors.As(err, &ce) {
+		return usageErr(err)
 	}
-	octx, cancel := context.WithTimeout(ctx, time.Minute)
-	st, err := store.Open(octx, plan.Store, store.Options{CacheKiB: monitor.StoreCacheKiB})
-	cancel()
-	if err != nil {
-		// The store is there but fails (unreachable, a newer schema): a
-		// failure at start, not a usage error (docs/cli.md, exit status).
-		return err
-	}
-	defer st.Close()
-	d, err := monitor.New(ctx, plan, monitor.Options{Store: st, Log: logw, Version: version})
-	if err != nil {
-		if ce := (*monitor.ConfigError)(nil); errors.As(err, &ce) {
-			return usageErr(err)
-		}
-		return err
-	}
-	if a := d.Addr(); a != nil {
-		fmt.Fprintf(logw, "monitor: serving /metrics, /status and /healthz on http://%s\n", a)
-	}
-	return d.Run(ctx)
+	return err
 }
 
 func newMonitorStatusCmd() *cobra.Command {
@@ -245,30 +167,15 @@ store's health and the last events. Exit status 1 when it does not answer.`,
 }
 
 func monitorStatus(ctx context.Context, stdout io.Writer, listen, jsonOut string) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/status", nil)
-	if err != nil {
+	body, st, err := monitor.FetchStatus(ctx, listen)
+	if ce := (*monitor.ConfigError)(nil); errors.As(err, &ce) {
 		return usageErr(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("no monitor answers at %s: %w", listen, errors.Unwrap(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("monitor at %s: %s", listen, resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return fmt.Errorf("monitor at %s: %w", listen, err)
-	}
-	var st monitor.Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return fmt.Errorf("monitor at %s: its status does not parse: %w", listen, err)
+		return err
 	}
 	if jsonOut != "" {
 		return writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { _, err := w.Write(body); return err })
 	}
-	return report.WriteMonitorStatus(stdout, &st)
+	return report.WriteMonitorStatus(stdout, st)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/alert"
-	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
@@ -58,23 +57,8 @@ RFC 3339 times or dates; a range is at most 366 days.`,
 			if toT.Sub(fromT) > time.Duration(alert.MaxReplayNs) {
 				return usagef("a range of %s: at most 366 days", toT.Sub(fromT).Round(time.Hour))
 			}
-			var ac alert.Config
-			var profiles []model.RequirementProfile
-			if cfgFile != "" {
-				c, err := monitor.LoadConfig(cfgFile)
-				if err != nil {
-					return usageErr(err)
-				}
-				if c.Alerts != nil {
-					ac = *c.Alerts
-				}
-				if c.Profiles != "" {
-					if profiles, err = readProfiles(c.Profiles); err != nil {
-						return usagef("%s: profiles %s: %w", cfgFile, c.Profiles, err)
-					}
-				}
-			}
-			if err := ac.Check(profiles); err != nil {
+			ac, err := monitor.LoadAlertRules(cfgFile)
+			if err != nil {
 				return usageErr(err)
 			}
 			if err := checkOutput("--json", jsonOut); err != nil {
@@ -101,12 +85,9 @@ RFC 3339 times or dates; a range is at most 366 days.`,
 // writeReplay prints the changes as text, or as JSON to a file or stdout.
 func writeReplay(stdout io.Writer, jsonOut string, res *alert.ReplayResult) error {
 	if jsonOut != "" {
-		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }); err != nil {
+		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }); err != nil || jsonOut == "-" {
 			return err
 		}
-	}
-	if jsonOut == "-" {
-		return nil
 	}
 	return report.WriteAlertsReplay(stdout, res)
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -51,8 +49,9 @@ midnight UTC); --to defaults to now. A range is at most 10 years.
 001's smart-grid table).
 Loaded episodes get an inferred buffer (B = C × added delay), BDP and
 oversizing from the link capacity the daemon recorded while it ran
-(configured with --up/--down or learnt from --interface); --up and
---down here override it over the whole range (e.g. --up 700k).`,
+(configured with --up-link-rate/--down-link-rate or learnt from
+--interface); --up-link-rate and --down-link-rate here override it over
+the whole range (e.g. --up-link-rate 700k).`,
 		Example: `  sonde monitor report --store /var/lib/sonde/monitor.db --since 24h
   sonde monitor report --store m.db --from 2026-05-16 --to 2026-05-17 --threshold 30ms,100ms,200ms,500ms,1.2s,1.6s
   sonde monitor report --store m.db --since 7d --html week.html --json week.json`,
@@ -64,23 +63,23 @@ oversizing from the link capacity the daemon recorded while it ran
 			}
 			cfg := reliability.Config{}
 			if thresholds != "" {
-				if cfg.ThresholdsNs, err = parseThresholds(thresholds); err != nil {
+				if cfg.ThresholdsNs, err = reliability.ParseThresholds(thresholds); err != nil {
 					return usagef("--threshold: %w", err)
 				}
 			}
 			if profile != "" {
-				if cfg.Profiles, err = readProfiles(profile); err != nil {
+				if cfg.Profiles, err = reliability.ReadProfilesFile(profile); err != nil {
 					return usagef("--profiles %s: %w", profile, err)
 				}
 			}
 			if _, err := reliability.New(cfg, nil); err != nil {
 				return usagef("%w", err)
 			}
-			upBps, err := reportRate("--up", up)
+			upBps, err := reportRate("--up-link-rate", up)
 			if err != nil {
 				return err
 			}
-			downBps, err := reportRate("--down", down)
+			downBps, err := reportRate("--down-link-rate", down)
 			if err != nil {
 				return err
 			}
@@ -103,11 +102,11 @@ oversizing from the link capacity the daemon recorded while it ran
 			if err != nil {
 				return err
 			}
-			return out.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), forms{json: rep,
-				html:   func(w io.Writer) error { return writeMonitorHTML(w, rep) },
-				csv:    func(w io.Writer) error { return report.WriteMonitorCSV(w, rep) },
-				series: func(w io.Writer) error { return report.WriteMonitorSeriesCSV(w, rep) },
-				text:   func(w io.Writer) error { return report.WriteMonitorText(w, rep) }})
+			return out.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), report.Forms{JSON: rep,
+				HTML:   func(w io.Writer) error { return writeMonitorHTML(w, rep) },
+				CSV:    func(w io.Writer) error { return report.WriteMonitorCSV(w, rep) },
+				Series: func(w io.Writer) error { return report.WriteMonitorSeriesCSV(w, rep) },
+				Text:   func(w io.Writer) error { return report.WriteMonitorText(w, rep) }})
 		},
 	}
 	f := cmd.Flags()
@@ -115,8 +114,10 @@ oversizing from the link capacity the daemon recorded while it ran
 	f.StringVar(&thresholds, "threshold", "", "latency requirements L of R(L), a comma-separated `LIST` of durations (default 50ms,100ms,200ms,500ms,1s,5s)")
 	f.StringVar(&profile, "profiles", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table; the file monitor run --profiles takes)")
 	deprecatedAlias(f, "profile", "profiles")
-	f.StringVar(&up, "up", "", "uplink capacity `RATE` for the inferred buffers, e.g. 700k (default: what the monitor recorded)")
-	f.StringVar(&down, "down", "", "downlink capacity `RATE` for the inferred buffers, e.g. 8M (default: what the monitor recorded)")
+	f.StringVar(&up, "up-link-rate", "", "uplink capacity `RATE` in bit/s for the inferred buffers, e.g. 700k (default: what the monitor recorded)")
+	f.StringVar(&down, "down-link-rate", "", "downlink capacity `RATE` in bit/s for the inferred buffers, e.g. 8M (default: what the monitor recorded)")
+	deprecatedAlias(f, "up", "up-link-rate")
+	deprecatedAlias(f, "down", "down-link-rate")
 	f.StringVar(&out.series, "csv-series", "", "write the delay and loss time series as CSV to `FILE`, - for stdout")
 	out.register(cmd, "the report (schema sonde.monitor/v1)", false)
 	f.StringVar(&out.csv, "csv", "", "write R(L) per stream and threshold as CSV to `FILE`, - for stdout (no text summary then)")
@@ -148,40 +149,4 @@ func reportRange(since, from, to string, now time.Time) (time.Time, time.Time, e
 		return start, end, usageErr(err)
 	}
 	return start, end, nil
-}
-
-// parseThresholds reads a comma-separated list of durations; the analysis
-// bounds their number and values.
-func parseThresholds(s string) ([]int64, error) {
-	if len(s) > 1024 {
-		return nil, fmt.Errorf("a list of %d bytes: too long", len(s))
-	}
-	var out []int64
-	for _, f := range strings.Split(s, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(f))
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%q: want positive durations like 100ms,1.2s", strings.TrimSpace(f))
-		}
-		out = append(out, int64(d))
-	}
-	return out, nil
-}
-
-// readProfiles reads a profile file, refusing one over the limit before
-// reading it all.
-func readProfiles(path string) ([]model.RequirementProfile, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, errors.Unwrap(err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, reliability.MaxProfileFile+1))
-	if err != nil {
-		return nil, err
-	}
-	p, err := reliability.ParseProfiles(b)
-	if err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "profiles: "))
-	}
-	return p, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/model"
+	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/units"
@@ -167,10 +168,10 @@ func TestMonitorReportErrors(t *testing.T) {
 		{"--store", db, "--bogus"},
 		{"--store", db, "extra"},
 		{"--store", db, "--up", "fast"},
-		{"--store", db, "--up", "0"},
-		{"--store", db, "--down", "-8M"},
-		{"--store", db, "--down", "20T"},
-		{"--store", db, "--up", "700kB"},
+		{"--store", db, "--up-link-rate", "0"},
+		{"--store", db, "--down-link-rate", "-8M"},
+		{"--store", db, "--down-link-rate", "20T"},
+		{"--store", db, "--up-link-rate", "700kB"},
 	}
 	for _, a := range usage {
 		if _, stderr, code := runMonitorReport(a...); code != exitUsage || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
@@ -211,14 +212,14 @@ func FuzzMonitorReportFlags(f *testing.F) {
 		if tm, err := units.ParseTime(s); err == nil && (tm.Year() < 1970 || tm.Year() > 2200) {
 			t.Fatalf("ParseTime(%q) = %v", s, tm)
 		}
-		if ls, err := parseThresholds(s); err == nil {
+		if ls, err := reliability.ParseThresholds(s); err == nil {
 			for _, l := range ls {
 				if l <= 0 {
-					t.Fatalf("parseThresholds(%q) = %v", s, ls)
+					t.Fatalf("ParseThresholds(%q) = %v", s, ls)
 				}
 			}
 		}
-		if v, err := reportRate("--up", s); err == nil && s != "" && !(v > 0 && v <= store.MaxCapacityBps) {
+		if v, err := reportRate("--up-link-rate", s); err == nil && s != "" && !(v > 0 && v <= store.MaxCapacityBps) {
 			t.Fatalf("reportRate(%q) = %g", s, v)
 		}
 		for _, args := range [][3]string{{s, "", ""}, {"", s, ""}, {"", "2026-01-01", s}} {
@@ -256,7 +257,7 @@ func TestMonitorReportCapacity(t *testing.T) {
 		bits float64
 	}{
 		{nil, 301e3},
-		{[]string{"--up", "1.4M"}, 602e3},
+		{[]string{"--up-link-rate", "1.4M"}, 602e3},
 	} {
 		js := filepath.Join(t.TempDir(), "r.json")
 		args := append([]string{"--store", db, "--from", "2026-01-01", "--to", "2026-01-01T00:05:00Z", "--json", js}, c.args...)

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sonde-project/sonde/internal/apiclient"
+	"github.com/sonde-project/sonde/internal/clidoc"
 	"github.com/sonde-project/sonde/internal/report"
 )
 
@@ -27,16 +26,13 @@ const (
 )
 
 // exitCodes is the documentation of the exit codes, one line each.
-var exitCodes = []struct {
-	code int
-	text string
-}{
-	{0, "success"},
-	{exitFailure, "a measurement ran and failed (network, server, I/O); what was measured is still reported"},
-	{exitUsage, "usage: a bad flag or argument, or an output file that cannot be written; found before anything is measured"},
-	{exitDamaged, "a capture is damaged (sonde analyze, capture): what could be read was analysed and reported"},
-	{exitRefused, "the server refused the test (busy, bad token, a limit): nothing was measured"},
-	{exitVerdict, "a verdict FAIL (sonde mbm: a test FAILed; sonde mbm compose: the path fails its loss budget)"},
+var exitCodes = []clidoc.ExitCode{
+	{Code: 0, Text: "success"},
+	{Code: exitFailure, Text: "a measurement ran and failed (network, server, I/O); what was measured is still reported"},
+	{Code: exitUsage, Text: "usage: a bad flag or argument, or an output file that cannot be written; found before anything is measured"},
+	{Code: exitDamaged, Text: "a capture is damaged (sonde analyze, capture): what could be read was analysed and reported"},
+	{Code: exitRefused, Text: "the server refused the test (busy, bad token, a limit): nothing was measured"},
+	{Code: exitVerdict, Text: "a verdict FAIL (sonde mbm: a test FAILed; sonde mbm compose: the path fails its loss budget)"},
 }
 
 // exitHelp lists the exit codes for help texts.
@@ -44,7 +40,7 @@ func exitHelp() string {
 	var b strings.Builder
 	b.WriteString("Exit status:\n")
 	for _, e := range exitCodes {
-		fmt.Fprintf(&b, "  %d  %s\n", e.code, e.text)
+		fmt.Fprintf(&b, "  %d  %s\n", e.Code, e.Text)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
@@ -93,52 +89,11 @@ func usageErr(err error) error {
 
 func usagef(format string, a ...any) error { return usageErr(fmt.Errorf(format, a...)) }
 
-// checkOutput tells, before anything is measured, whether the file an
-// output flag names can be written: an existing file must open for
-// writing (it is not truncated here), a new one must be creatable (it is
-// created and removed again, so a run that fails leaves nothing behind).
-// "" and "-" (stdout) are always fine. The error is a usage error.
-func checkOutput(flag, path string) error {
-	if path == "" || path == "-" {
-		return nil
-	}
-	if fi, err := os.Stat(path); err == nil {
-		if fi.IsDir() {
-			return usagef("%s %s: is a directory", flag, path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return usagef("%s: %w", flag, err)
-		}
-		return f.Close()
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-	if err != nil {
-		return usagef("%s: %w", flag, err)
-	}
-	f.Close()
-	if err := os.Remove(path); err != nil {
-		return usagef("%s: %w", flag, err)
-	}
-	return nil
-}
+// checkOutput and checkOutputDir check an output flag's path before
+// anything is measured (report.CheckOutput): a usage error.
+func checkOutput(flag, path string) error { return usageErr(report.CheckOutput(flag, path)) }
 
-// checkOutputDir makes dir (an output directory flag) if needed and checks
-// that files can be created in it.
-func checkOutputDir(flag, dir string) error {
-	if dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return usagef("%s: %w", flag, err)
-	}
-	f, err := os.CreateTemp(dir, ".sonde-check-*")
-	if err != nil {
-		return usagef("%s: %w", flag, err)
-	}
-	f.Close()
-	return os.Remove(filepath.Join(dir, filepath.Base(f.Name())))
-}
+func checkOutputDir(flag, dir string) error { return usageErr(report.CheckOutputDir(flag, dir)) }
 
 // checkDuration bounds a duration flag to [lo, hi]; lo = 0 allows 0 (off).
 func checkDuration(flag string, d, lo, hi time.Duration) error {
@@ -185,11 +140,8 @@ func isCobraUsage(err error) bool {
 	return strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag")
 }
 
-// outputs are a command's result outputs: --json, --html and --csv each
-// name a file or "-" for stdout. At most one goes to stdout, so that what a
-// script reads there is one document; the text summary then goes nowhere
-// (it would mix with it) unless an output failed, when it goes to stderr
-// so that nothing measured is lost.
+// outputs are a command's result outputs (report.Outputs, the one writer):
+// --json, --html and --csv each name a file or "-" for stdout.
 type outputs struct {
 	json, html, csv string
 	raw             string // sonde udp's per-probe lines (--raw)
@@ -209,90 +161,28 @@ func (o *outputs) register(cmd *cobra.Command, what string, withCSV bool) {
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no text summary on stdout (with --json, --html or --csv)")
 }
 
-// check validates the outputs before anything is measured.
-func (o *outputs) check() error {
-	stdout := 0
-	for _, p := range []string{o.json, o.html, o.csv, o.raw, o.series} {
-		if p == "-" {
-			stdout++
-		}
-	}
-	if stdout > 1 {
-		return usagef("only one output (--json, --html, --csv, --raw, --csv-series) can go to stdout (-)")
-	}
-	if o.quiet && o.json == "" && o.html == "" && o.csv == "" {
-		return usagef("--quiet without --json, --html or --csv would discard the result")
-	}
-	return errors.Join(checkOutput("--json", o.json), checkOutput("--html", o.html), checkOutput("--csv", o.csv), checkOutput("--raw", o.raw), checkOutput("--csv-series", o.series))
+func (o *outputs) report() report.Outputs {
+	return report.Outputs{JSON: o.json, HTML: o.html, CSV: o.csv, Raw: o.raw, Series: o.series, Quiet: o.quiet}
 }
 
-// toStdout tells whether a machine output goes to stdout.
-func (o *outputs) toStdout() bool {
-	return o.json == "-" || o.html == "-" || o.csv == "-" || o.raw == "-" || o.series == "-"
-}
+// check validates the outputs before anything is measured: a usage error.
+func (o *outputs) check() error { return usageErr(o.report().Check()) }
 
-// textTo is where the text summary goes: stdout, unless --quiet or a
-// machine output is there; if an output failed (failed), stdout or, when a
-// machine output is there, stderr. nil: nowhere.
+func (o *outputs) toStdout() bool { return o.report().ToStdout() }
+
 func (o *outputs) textTo(stdout, stderr io.Writer, failed bool) io.Writer {
-	switch {
-	case o.toStdout() && failed:
-		return stderr
-	case o.toStdout(), o.quiet && !failed:
-		return nil
-	}
-	return stdout
+	return o.report().TextTo(stdout, stderr, failed)
 }
 
-// forms are a result's renderings: the value written as JSON, and the
-// HTML, CSV, time-series CSV and text writers; nil for a form the command
-// has not.
-type forms struct {
-	json                    any
-	html, csv, series, text func(io.Writer) error
+// write writes every output o names, then the text summary
+// (report.Outputs.Write).
+func (o *outputs) write(stdout, stderr io.Writer, f report.Forms) error {
+	return o.report().Write(stdout, stderr, f)
 }
 
-// write is the one output writer of the commands: every output o names
-// (JSON, HTML, CSV), then the text summary where textTo says. An output
-// that fails stops neither the others nor the text, which then goes where
-// it is seen, so that nothing measured is lost.
-func (o *outputs) write(stdout, stderr io.Writer, f forms) error {
-	var errs []error
-	if o.json != "" && f.json != nil {
-		errs = append(errs, writeOutput("--json", o.json, stdout, func(w io.Writer) error { return report.WriteJSON(w, f.json) }))
-	}
-	if o.html != "" && f.html != nil {
-		errs = append(errs, writeOutput("--html", o.html, stdout, f.html))
-	}
-	if o.csv != "" && f.csv != nil {
-		errs = append(errs, writeOutput("--csv", o.csv, stdout, f.csv))
-	}
-	if o.series != "" && f.series != nil {
-		errs = append(errs, writeOutput("--csv-series", o.series, stdout, f.series))
-	}
-	if w := o.textTo(stdout, stderr, errors.Join(errs...) != nil); w != nil && f.text != nil {
-		errs = append(errs, f.text(w))
-	}
-	return errors.Join(errs...)
-}
-
-// write writes one output to name ("-": stdout).
+// writeOutput writes one output to name ("-": stdout).
 func writeOutput(flag, name string, stdout io.Writer, write func(io.Writer) error) error {
-	if name == "-" {
-		return write(stdout)
-	}
-	f, err := os.Create(name)
-	if err != nil {
-		return fmt.Errorf("%s: %w", flag, err)
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("%s %s: %w", flag, name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("%s %s: %w", flag, name, err)
-	}
-	return nil
+	return report.WriteOutput(flag, name, stdout, write)
 }
 
 // errSilent marks an error already reported to the user.

@@ -77,5 +77,5 @@ func runReport(stdout, stderr io.Writer, out *outputs, paths []string) error {
 		write.text = func(w io.Writer) error { return report.WriteCompareText(w, saved) }
 		write.html = func(w io.Writer) error { return report.WriteCompareHTML(w, saved) }
 	}
-	return out.write(stdout, stderr, forms{html: write.html, csv: write.csv, text: write.text})
+	return out.write(stdout, stderr, report.Forms{HTML: write.html, CSV: write.csv, Text: write.text})
 }

@@ -34,7 +34,7 @@ func TestReportReRendersRuns(t *testing.T) {
 		args []string
 	}{
 		{"test", []string{"test", "-t", "1s"}},
-		{"udp", []string{"udp", "-t", "300ms", "--interval", "10ms", "--timeout", "1s"}},
+		{"udp", []string{"udp", "-t", "300ms", "--probe-interval", "10ms", "--timeout", "1s"}},
 	} {
 		js, page := filepath.Join(dir, tc.name+".json"), filepath.Join(dir, tc.name+".html")
 		printed := mustSonde(t, append(tc.args, "--json", js, "--html", page)...)

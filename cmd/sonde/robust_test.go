@@ -115,8 +115,8 @@ func TestUsageErrors(t *testing.T) {
 // the text summary is not mixed in.
 func TestStdoutOneDocument(t *testing.T) {
 	for _, args := range [][]string{
-		{"udp", "-t", "200ms", "--interval", "20ms", "--json", "-"},
-		{"udp", "-t", "200ms", "--interval", "20ms", "--html", "-"},
+		{"udp", "-t", "200ms", "--probe-interval", "20ms", "--json", "-"},
+		{"udp", "-t", "200ms", "--probe-interval", "20ms", "--html", "-"},
 	} {
 		out, stderr, code := run(t, args...)
 		if code != 0 {
@@ -148,7 +148,7 @@ func TestOutputWriteFailureKeepsSummary(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}
-	out, stderr, code := run(t, "udp", "-t", "200ms", "--interval", "10ms", "--json", "/dev/full", "-q")
+	out, stderr, code := run(t, "udp", "-t", "200ms", "--probe-interval", "10ms", "--json", "/dev/full", "-q")
 	if code != exitFailure || !strings.Contains(out, "flow probe") || !strings.Contains(stderr, "/dev/full") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
 	}

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/rpm"
@@ -19,10 +19,10 @@ import (
 
 func newRPMCmd() *cobra.Command {
 	var (
-		opt       rpm.ClientOptions
-		out       outputs
-		only, lab string
-		truthFile string
+		opt              rpm.ClientOptions
+		out              outputs
+		only, labProfile string
+		truthFile        string
 	)
 	cmd := &cobra.Command{
 		Use:   "rpm URL",
@@ -45,11 +45,11 @@ Low < 200 ≤ Medium < 1000 ≤ High (networkQuality's labels; undocumented, fit
 its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if lab != "" {
+			if labProfile != "" {
 				if err := out.check(); err != nil {
 					return err
 				}
-				return runRPMLab(cmd.Context(), lab, args)
+				return runRPMLab(cmd.Context(), labProfile, args)
 			}
 			if len(args) != 1 {
 				return usagef("give the server's URL, or --lab PROFILE")
@@ -78,7 +78,7 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 			var truth *model.GroundTruth
 			if truthFile != "" {
 				var err error
-				if truth, err = readTruth(truthFile); err != nil {
+				if truth, err = lab.ReadTruthFile(truthFile); err != nil {
 					return usageErr(err)
 				}
 			}
@@ -92,7 +92,7 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 	f.DurationVar(&opt.ProbeInterval, "probe-interval", rpm.DefaultProbeInterval, "time between probe pairs (a foreign and a self probe; the draft allows 100 pairs a second)")
 	f.StringVar(&only, "direction", "", "run only download or upload (default both, download first)")
 	f.BoolVarP(&opt.Insecure, "insecure", "k", false, "accept any TLS certificate (sonde serve --tls self-signed: compare its printed fingerprint)")
-	f.StringVar(&lab, "lab", "", "run across an emulated path: build lab profile `PROFILE` (sonde lab profiles), serve with a self-signed certificate in its server namespace, run from its client namespace, and record the configured path in the result; needs root; no URL")
+	f.StringVar(&labProfile, "lab", "", "run across an emulated path: build lab profile `PROFILE` (sonde lab profiles), serve with a self-signed certificate in its server namespace, run from its client namespace, and record the configured path in the result; needs root; no URL")
 	f.StringVar(&truthFile, "ground-truth", "", "JSON file with the path's configured properties (set by --lab)")
 	_ = f.MarkHidden("ground-truth")
 	out.register(cmd, "the result (schema sonde.rpm/v1)", false)
@@ -106,22 +106,11 @@ func runRPM(cmd *cobra.Command, opt rpm.ClientOptions, out *outputs, truth *mode
 		return runErr
 	}
 	res.GroundTruth = truth
-	var errs []error
-	if o := out.json; o != "" {
-		errs = append(errs, writeOutput("--json", o, stdout, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
-		}))
-	}
-	if o := out.html; o != "" {
-		errs = append(errs, writeOutput("--html", o, stdout, func(w io.Writer) error { return report.WriteRPMHTML(w, res) }))
-	}
-	if w := out.textTo(stdout, os.Stderr, errors.Join(errs...) != nil); w != nil {
-		errs = append(errs, report.WriteRPMText(w, res))
-	}
+	outErr := out.write(stdout, os.Stderr, report.Forms{JSON: res,
+		HTML: func(w io.Writer) error { return report.WriteRPMHTML(w, res) },
+		Text: func(w io.Writer) error { return report.WriteRPMText(w, res) }})
 	if len(res.Directions) == 0 && len(res.Errors) > 0 {
 		runErr = errors.Join(runErr, fmt.Errorf("%s", res.Errors[0]))
 	}
-	return errors.Join(runErr, errors.Join(errs...))
+	return errors.Join(runErr, outErr)
 }

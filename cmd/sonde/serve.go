@@ -3,22 +3,14 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-project/sonde/internal/librespeed"
 	"github.com/sonde-project/sonde/internal/server"
 	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/units"
@@ -71,11 +63,11 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 			if err := checkServeLimits(cmd, cfg); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			if err := parseServeLimits(&cfg, maxBytes, perIPRate, udpBitrate, webrtcPort); err != nil {
+			if err := server.ParseLimits(&cfg, maxBytes, perIPRate, udpBitrate, webrtcPort); err != nil {
 				return usageErr(err)
 			}
 			if serversFile != "" {
-				list, err := readServerList(serversFile)
+				list, err := server.ReadServerList(serversFile)
 				if err != nil {
 					return usageErr(err)
 				}
@@ -108,68 +100,21 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 				}
 				cfg.HistoryDB = storeURL
 			default:
-				if cfg.HistoryDB, err = historyPath(); err != nil {
+				if cfg.HistoryDB, err = server.DefaultHistoryPath(os.Stderr); err != nil {
 					return err
 				}
 			}
 			if err := selfSignedTLS(&cfg, tlsMode, tlsDir, cmd.Flags().Changed("tls-dir")); err != nil {
 				return err
 			}
-			if cfg.Iperf3Addr, err = iperf3Addr(cfg.Addr, iperf3Port); err != nil {
-				return err
+			if cfg.Iperf3Addr, err = server.Iperf3Addr(cfg.Addr, iperf3Port); err != nil {
+				return usageErr(err)
 			}
 			srv, err := server.New(cfg)
 			if err != nil {
 				return err
 			}
-			// The UDP sockets open once the TCP listeners are up, so their
-			// errors (address, certificate) come first and alone.
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			var udpErr error
-			err = srv.ListenAndServe(ctx, func(addrs []net.Addr) {
-				if cfg.UDPAddr != "off" {
-					ua, err := srv.StartUDP()
-					if err != nil {
-						udpErr = fmt.Errorf("STAMP reflector: %w (choose another --udp-addr, or off)", err)
-						cancel()
-						return
-					}
-					fmt.Fprintf(os.Stderr, "sonde: STAMP reflector on udp %s\n", ua)
-				}
-				if cfg.Iperf3Addr != "off" {
-					ia, err := srv.StartIperf3()
-					switch {
-					case err != nil && !cmd.Flags().Changed("iperf3-port") && portTaken(err):
-						// The default port is often an iperf3 -s's already:
-						// the rest of the server is still worth serving.
-						fmt.Fprintf(os.Stderr, "sonde: iperf3 server off: %v (an iperf3 -s there? choose another --iperf3-port)\n", err)
-					case err != nil:
-						udpErr = fmt.Errorf("iperf3 server: %w (choose another --iperf3-port, or off)", err)
-						cancel()
-						return
-					default:
-						fmt.Fprintf(os.Stderr, "sonde: iperf3 server on tcp and udp %s\n", ia)
-					}
-				}
-				if cfg.MBMAddr != "off" {
-					ma, err := srv.StartMBM()
-					if err != nil {
-						udpErr = fmt.Errorf("MBM sink: %w (choose another --mbm-addr, or off)", err)
-						cancel()
-						return
-					}
-					fmt.Fprintf(os.Stderr, "sonde: MBM sink on udp %s\n", ma)
-				}
-				scheme := "http"
-				if cfg.CertFile != "" {
-					scheme = "https"
-				}
-				for _, a := range addrs {
-					fmt.Fprintf(os.Stderr, "sonde: serving %s on %s\n", scheme, a)
-				}
-			})
-			return errors.Join(udpErr, err)
+			return srv.Run(cmd.Context(), os.Stderr, !cmd.Flags().Changed("iperf3-port"))
 		},
 	}
 	f := cmd.Flags()
@@ -228,51 +173,10 @@ func selfSignedTLS(cfg *server.Config, mode, dir string, dirGiven bool) error {
 	if cfg.CertFile != "" || cfg.KeyFile != "" {
 		return usagef("--tls self-signed and --cert/--key both name a certificate: give one")
 	}
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return usagef("--tls self-signed: no user cache directory (%v): give --tls-dir", err)
-		}
-		dir = filepath.Join(cache, "sonde", "tls")
+	if _, err := os.UserCacheDir(); dir == "" && err != nil {
+		return usagef("--tls self-signed: no user cache directory (%v): give --tls-dir", err)
 	}
-	cert, key, fp, err := server.SelfSigned(dir)
-	if err != nil {
-		return err
-	}
-	cfg.CertFile, cfg.KeyFile = cert, key
-	fmt.Fprintf(os.Stderr, "sonde: self-signed certificate %s\nsonde: SHA-256 fingerprint %s\n", cert, fp)
-	return nil
-}
-
-// parseServeLimits reads the limit flags that take units or "off" into
-// cfg: one convention (units), a negative value is an error.
-func parseServeLimits(cfg *server.Config, maxBytes, perIPRate, udpBitrate, webrtcPort string) error {
-	var err error
-	if cfg.MaxBytes, err = units.ParseBytesLimit(maxBytes); err != nil {
-		return fmt.Errorf("--max-bytes: %w", err)
-	}
-	n, err := units.ParseCountLimit(perIPRate, 1e6)
-	if err != nil {
-		return fmt.Errorf("--per-ip-rate: %w", err)
-	}
-	cfg.PerIPPerMinute = int(n)
-	if n == 0 {
-		cfg.PerIPPerMinute = -1 // the server's "none"; its 0 is the default
-	}
-	if cfg.UDPMaxBitrate, err = units.ParseRate(udpBitrate); err != nil || cfg.UDPMaxBitrate == 0 {
-		return fmt.Errorf("--udp-max-bitrate: want a rate above 0, e.g. 200M (%v)", err)
-	}
-	switch webrtcPort {
-	case units.Off:
-		cfg.WebRTCPort = -1
-	default:
-		p, err := strconv.Atoi(webrtcPort)
-		if err != nil || p < 0 || p > 65535 {
-			return fmt.Errorf("--webrtc-port: want 0 (ephemeral), a port 1-65535 or off, got %q", webrtcPort)
-		}
-		cfg.WebRTCPort = p
-	}
-	return nil
+	return server.UseSelfSigned(cfg, dir, os.Stderr)
 }
 
 // checkServeLimits rejects a zero or negative value given for a flag whose
@@ -298,62 +202,4 @@ func checkServeLimits(cmd *cobra.Command, cfg server.Config) error {
 		return fmt.Errorf("--token-fail-rate must be a positive number of attempts per second, got %v", r)
 	}
 	return nil
-}
-
-// historyPath is where past results go without --store: sonde/results.db
-// in the user cache directory, which is created, or memory when there is
-// none.
-func historyPath() (string, error) {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "sonde: no user cache directory (%v); past results stay in memory\n", err)
-		return store.Memory, nil
-	}
-	dir = filepath.Join(dir, "sonde")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("--store: default directory: %w", err)
-	}
-	return filepath.Join(dir, "results.db"), nil
-}
-
-// portTaken tells whether a listen failed because the port is in use or
-// reserved (not ours to take), as against a bad address.
-func portTaken(err error) bool {
-	return errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EACCES)
-}
-
-// iperf3Addr is the iperf3 server's address: port on listen's host ("off":
-// none).
-func iperf3Addr(listen, port string) (string, error) {
-	if port == "off" {
-		return "off", nil
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 0 || n > 65535 {
-		return "", usagef("--iperf3-port: want a port number 0–65535 or off, got %q", port)
-	}
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", usagef("--addr: %v", err)
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
-// readServerList reads --servers: a file in LibreSpeed's server-list
-// format, bounded before it is read whole.
-func readServerList(name string) ([]librespeed.Server, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("--servers: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, librespeed.MaxServerListBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("--servers: %w", err)
-	}
-	list, err := librespeed.ParseServerList(b)
-	if err != nil {
-		return nil, fmt.Errorf("--servers %s: %w", name, err)
-	}
-	return list, nil
 }

@@ -42,35 +42,28 @@ func (sf *storeFlags) register(cmd *cobra.Command) {
 }
 
 // open checks the flags (usage errors), then opens and migrates the store
-// and runs fn within the timeout.
+// and runs fn within the deadline (store.Within).
 func (sf *storeFlags) open(ctx context.Context, fn func(context.Context, store.Store) error) error {
 	if sf.url == "" {
 		return usagef("--store: give the fleet store's URL (postgres://…)")
 	}
-	loc, err := store.ParseURL(sf.url)
+	loc, err := parseStore(sf.url)
 	if err != nil {
-		return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+		return err
 	}
 	if err := checkDuration("--deadline", sf.timeout, time.Second, time.Hour); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, sf.timeout)
-	defer cancel()
-	st, err := store.OpenLocation(ctx, loc, store.Options{})
+	return store.Within(ctx, loc, false, sf.timeout, "the command", fn)
+}
+
+// parseStore reads a --store URL: a usage error.
+func parseStore(url string) (store.Location, error) {
+	loc, err := store.ParseURL(url)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: no answer within --deadline %s", loc, sf.timeout)
-		}
-		return err
+		return loc, usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
 	}
-	defer st.Close()
-	if err := fn(ctx, st); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: no answer within --deadline %s", loc, sf.timeout)
-		}
-		return fmt.Errorf("%s: %w", loc, err)
-	}
-	return nil
+	return loc, nil
 }
 
 // monitorName checks a NAME argument (usage error) by the store's rule.
@@ -223,9 +216,9 @@ postgres:// (postgresql://) URL.`,
 			if url == "" {
 				return usagef("--store: give the store's URL (a SQLite path or postgres://…)")
 			}
-			loc, err := store.ParseURL(url)
+			loc, err := parseStore(url)
 			if err != nil {
-				return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+				return err
 			}
 			if timeout <= 0 {
 				return usagef("--deadline: want a positive duration, got %s", timeout)
@@ -281,9 +274,9 @@ func (r *storeRange) resolve(now time.Time) (store.Location, time.Time, time.Tim
 	if url == "" {
 		url = monitor.DefaultStore() // where `monitor run` writes by default
 	}
-	loc, err := store.ParseURL(url)
+	loc, err := parseStore(url)
 	if err != nil {
-		return loc, time.Time{}, time.Time{}, usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+		return loc, time.Time{}, time.Time{}, err
 	}
 	since := r.since
 	if since == "" && r.from == "" {
@@ -296,22 +289,9 @@ func (r *storeRange) resolve(now time.Time) (store.Location, time.Time, time.Tim
 	return loc, from, to, checkDuration("--deadline", r.timeout, time.Second, time.Hour)
 }
 
-// read opens the existing store at loc and runs fn within the timeout;
-// fn's errors are prefixed with the store's location, and what names the
-// work in the timeout's message ("the report").
+// read opens the existing store at loc and runs fn within the timeout
+// (store.Within); what names the work in the timeout's message ("the
+// report").
 func (r *storeRange) read(ctx context.Context, loc store.Location, what string, fn func(context.Context, store.Store) error) error {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	st, err := store.OpenExisting(ctx, loc)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	switch err = fn(ctx, st); {
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%s: %s took longer than --deadline %s", loc, what, r.timeout)
-	case err != nil:
-		return fmt.Errorf("%s: %w", loc, err)
-	}
-	return nil
+	return store.Within(ctx, loc, true, r.timeout, what, fn)
 }

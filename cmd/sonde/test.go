@@ -4,11 +4,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/iperf3"
+	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/server"
@@ -129,24 +128,10 @@ func (tf *testFlags) build() error {
 	if err := checkCount("--baseline-samples", c.BaselineSamples, 20, 10000); err != nil {
 		return err
 	}
-	switch tf.direction {
-	case "both":
-		// Deprecated: "both" read as "at once" to some; the phases
-		// are now named so that no word means two things.
+	if deprecated, err := c.SetDirection(tf.direction); err != nil {
+		return err
+	} else if deprecated {
 		fmt.Fprintln(os.Stderr, "sonde: --direction both is deprecated: use sequential (download, then upload); bidir runs them at once")
-		c.Download, c.Upload = true, true
-	case "sequential":
-		c.Download, c.Upload = true, true
-	case "download":
-		c.Download = true
-	case "upload":
-		c.Upload = true
-	case "bidir":
-		c.Bidir = true
-	case "all":
-		c.Download, c.Upload, c.Bidir = true, true, true
-	default:
-		return fmt.Errorf("--direction: want sequential, download, upload, bidir or all, got %q", tf.direction)
 	}
 	if tf.dscp != "" {
 		v, err := dscp.Parse(tf.dscp)
@@ -188,7 +173,7 @@ func (tf *testFlags) build() error {
 		return err
 	}
 	if tf.truthFile != "" {
-		t, err := readTruth(tf.truthFile)
+		t, err := lab.ReadTruthFile(tf.truthFile)
 		if err != nil {
 			return err
 		}
@@ -241,30 +226,15 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 // cannot be written, the text summary is written even with --quiet (to
 // stderr when stdout has a machine output), so the measurement is not lost.
 func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
-	return tf.out.write(stdout, os.Stderr, forms{json: res,
-		html: func(w io.Writer) error { return report.WriteHTML(w, res) },
-		text: func(w io.Writer) error { return report.WriteText(w, res) }})
+	return tf.out.write(stdout, os.Stderr, report.Forms{JSON: res,
+		HTML: func(w io.Writer) error { return report.WriteHTML(w, res) },
+		Text: func(w io.Writer) error { return report.WriteText(w, res) }})
 }
 
-// startEmbedded runs a server, with its STAMP reflector, on loopback ports
-// for this process (sonde test and sonde udp without SERVER).
+// startEmbedded runs a server on loopback for this process (sonde test
+// and sonde udp without SERVER).
 func startEmbedded(ctx context.Context) (addr string, stop func(), err error) {
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", UDPAddr: "127.0.0.1:0", PerIPPerMinute: -1,
-		Software: "sonde/" + version + " (embedded)"})
-	if err != nil {
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, fmt.Errorf("embedded server: %w", err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(sctx, []net.Listener{ln}, nil)
-	}()
-	return ln.Addr().String(), func() { cancel(); <-done }, nil
+	return server.StartEmbedded(ctx, "sonde/"+version+" (embedded)")
 }
 
 // progressLine redraws one status line: phase, elapsed, rate, RTT.
@@ -277,40 +247,6 @@ func progressLine(w io.Writer) func(tcptest.Progress) {
 		fmt.Fprintf(w, "\r\033[K%-8s %4.1f/%.0fs  %14s  rtt %9s  streams %d",
 			p.Phase, p.Elapsed.Seconds(), p.Duration.Seconds(), units.FormatRate(p.RateBps), rtt, p.Streams)
 	}
-}
-
-// maxTruthFile bounds a ground-truth file: its JSON takes a few hundred
-// bytes.
-const maxTruthFile = 64 << 10
-
-// readTruth reads the ground truth a lab parent passes to its client.
-func readTruth(name string) (*model.GroundTruth, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("--ground-truth: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxTruthFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("--ground-truth: %w", err)
-	}
-	t, err := parseTruth(b)
-	if err != nil {
-		return nil, fmt.Errorf("--ground-truth %s: %w", name, err)
-	}
-	return t, nil
-}
-
-// parseTruth reads a ground truth's JSON, bounded in size.
-func parseTruth(b []byte) (*model.GroundTruth, error) {
-	if len(b) > maxTruthFile {
-		return nil, fmt.Errorf("larger than %d KiB", maxTruthFile>>10)
-	}
-	var t model.GroundTruth
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
 }
 
 // runIperf3Test runs sonde's TCP suite against an iperf3 server

@@ -3,34 +3,24 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/model"
-	"github.com/sonde-project/sonde/internal/netns"
 )
 
-// labPort is the server's port inside the lab.
-const labPort = "8080"
-
 // labRun is a command run across a lab (`sonde test --lab`, `sonde mbm
-// --lab`): what differs between the commands is only the lab server's
-// flags and the client's arguments.
+// --lab`, `sonde rpm --lab`: lab.Rerun): what differs between the
+// commands is only the lab server's flags and the client's arguments.
 type labRun struct {
 	// profile is --lab's value, server a SERVER given beside it (refused).
 	profile, server string
@@ -44,14 +34,9 @@ type labRun struct {
 	clientArgs func(truth model.GroundTruth) []string
 }
 
-// run builds the lab, starts a server in the server namespace, and re-runs
-// this command in the client namespace against it (sockets belong to the
-// namespace of the process that makes them), with the lab's ground truth
-// passed along (--ground-truth) for the result. Both children get SIGKILL
-// as parent-death signal, so that killing this process, even with
-// SIGKILL, ends them too: without this process the lab forwards nothing,
-// so whatever the client went on to measure would be the dead lab, not the
-// profile.
+// run checks the flags (usage errors), then builds the lab and re-runs
+// this command in it (lab.Rerun); a client that failed has printed its
+// error line, and its exit code is this command's.
 func (r labRun) run(ctx context.Context) error {
 	if r.server != "" {
 		return usagef("--lab runs its own server in the lab: give no SERVER with it")
@@ -73,54 +58,12 @@ func (r labRun) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--lab: find this program: %w", err)
 	}
-	l, err := lab.UpProfile(ctx, p, lab.Options{})
-	if err != nil {
-		return err
+	err = lab.Rerun{Profile: p, Self: self, ServeArgs: r.serveArgs, Args: withoutLab(os.Args[1:]),
+		ClientArgs: r.clientArgs, Log: os.Stderr}.Run(ctx)
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		return &exitError{code: ee.ExitCode(), err: errSilent}
 	}
-	defer l.Down()
-	truth := l.Truth()
-	fmt.Fprintf(os.Stderr, "sonde: lab %s up: client %s, server %s\n", truth.Profile, l.ClientAddr(), l.ServerAddr())
-
-	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopSrv()
-	addr := net.JoinHostPort(l.ServerAddr(), labPort)
-	srv := l.Command(srvCtx, lab.Server, self, append([]string{"serve", "--addr", addr, "--per-ip-rate", "off"}, r.serveArgs...)...)
-	srvDone, err := startAndWait(srv, "sonde: serving", 10*time.Second)
-	if err != nil {
-		stopSrv()
-		<-srvDone
-		return fmt.Errorf("lab server: %w", err)
-	}
-	defer func() { stopSrv(); <-srvDone }()
-
-	truthFile, err := writeTruth(truth)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(truthFile)
-	args := append(withoutLab(os.Args[1:]), addr, "--ground-truth", truthFile)
-	if r.clientArgs != nil {
-		args = append(args, r.clientArgs(truth)...)
-	}
-	child := l.Command(ctx, lab.Client, self, args...)
-	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	// On Ctrl-C the child gets the signal from the terminal too; give it
-	// time to write what it measured rather than killing it.
-	child.Cancel = func() error { return child.Process.Signal(os.Interrupt) }
-	child.WaitDelay = 15 * time.Second
-	c, err := netns.StartChild(child, syscall.SIGKILL)
-	if err != nil {
-		return fmt.Errorf("lab client: %w", err)
-	}
-	if err := c.Wait(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			// The child already printed its error line.
-			return &exitError{code: ee.ExitCode(), err: errSilent}
-		}
-		return fmt.Errorf("lab client: %w", err)
-	}
-	return nil
+	return err
 }
 
 // runLab runs `sonde test --lab PROFILE`.
@@ -161,53 +104,3 @@ func testLabArgs(truth model.GroundTruth, flags *pflag.FlagSet) []string {
 }
 
 func isRate(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
-
-func writeTruth(t model.GroundTruth) (string, error) {
-	f, err := os.CreateTemp("", "sonde-truth-*.json")
-	if err != nil {
-		return "", fmt.Errorf("--lab: %w", err)
-	}
-	if err := json.NewEncoder(f).Encode(t); err != nil {
-		f.Close()
-		return "", fmt.Errorf("--lab: %w", err)
-	}
-	return f.Name(), f.Close()
-}
-
-// startAndWait starts cmd, to be killed when this process dies, and waits
-// until its stderr shows a line starting with ready; later stderr is
-// passed through. done is closed when cmd has exited (and was waited for).
-func startAndWait(cmd *exec.Cmd, ready string, timeout time.Duration) (done <-chan struct{}, err error) {
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	c, err := netns.StartChild(cmd, syscall.SIGKILL)
-	if err != nil {
-		closed := make(chan struct{})
-		close(closed)
-		return closed, err
-	}
-	found := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		signalled := false
-		for sc.Scan() {
-			line := sc.Text()
-			if !signalled && strings.HasPrefix(line, ready) {
-				signalled = true
-				found <- nil
-				continue
-			}
-			fmt.Fprintln(os.Stderr, line)
-		}
-		if !signalled {
-			found <- errors.New("exited before it was ready")
-		}
-	}()
-	go func() { <-c.Done(); pw.Close() }()
-	select {
-	case err := <-found:
-		return c.Done(), err
-	case <-time.After(timeout):
-		return c.Done(), fmt.Errorf("not ready after %v", timeout)
-	}
-}

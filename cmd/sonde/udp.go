@@ -60,7 +60,8 @@ E-model MOS estimate. --classes runs one flow per class at the same time.`,
 	}
 	f := cmd.Flags()
 	f.DurationVarP(&uf.opts.Duration, "duration", "t", 10*time.Second, "how long to send probes")
-	f.DurationVar(&uf.opts.Interval, "interval", 20*time.Millisecond, "probe interval, at least 100µs (absolute deadlines on the monotonic clock)")
+	f.DurationVar(&uf.opts.Interval, "probe-interval", 20*time.Millisecond, "time between probes, at least 100µs (absolute deadlines on the monotonic clock)")
+	deprecatedAlias(f, "interval", "probe-interval")
 	f.IntVarP(&uf.opts.PacketBytes, "size", "s", 64, "UDP payload of each probe in bytes (52, or 56-1452)")
 	f.StringVar(&uf.dscp, "dscp", "0", "DSCP of the probes, 0-63 or a name (ef, af41, cs1...); replies carry it too")
 	f.StringVar(&uf.ecn, "ecn", "0", "ECN codepoint of the probes: 0-3 or not-ect, ect1, ect0, ce")
@@ -86,7 +87,7 @@ func (uf *udpFlags) build(changed func(string) bool) error {
 	case "voice":
 		keep := *o
 		o.VoiceProfile()
-		if changed("interval") {
+		if changed("probe-interval") || changed("interval") {
 			o.Interval = keep.Interval
 		}
 		if changed("size") {
@@ -117,6 +118,9 @@ func (uf *udpFlags) build(changed func(string) bool) error {
 	if err := checkDuration("--duration", o.Duration, time.Millisecond, 24*time.Hour); err != nil {
 		return err
 	}
+	if err := checkDuration("--probe-interval", o.Interval, 100*time.Microsecond, 24*time.Hour); err != nil {
+		return err
+	}
 	if err := checkDuration("--timeout", o.Timeout, time.Millisecond, time.Minute); err != nil {
 		return err
 	}
@@ -144,7 +148,7 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 		fmt.Fprintf(os.Stderr, "sonde: no server given: testing against an embedded reflector on %s (loopback: this measures the host, not a network)\n", addr)
 	}
 	if uf.out.raw != "" {
-		w, closeRaw, err := openOutput(uf.out.raw, stdout)
+		w, closeRaw, err := report.OpenOutput(uf.out.raw, stdout)
 		if err != nil {
 			return err
 		}
@@ -157,18 +161,7 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 	}
 	// An output that could not be written: the summary is written even
 	// with --quiet, so the measurement is not lost.
-	return errors.Join(runErr, uf.out.write(stdout, os.Stderr, forms{json: res,
-		html: func(w io.Writer) error { return report.WriteUDPHTML(w, res) },
-		text: func(w io.Writer) error { return report.WriteUDPText(w, res) }}))
-}
-
-func openOutput(name string, stdout io.Writer) (io.Writer, func(), error) {
-	if name == "-" {
-		return stdout, func() {}, nil
-	}
-	f, err := os.Create(name)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open %s: %w", name, err)
-	}
-	return f, func() { f.Close() }, nil
+	return errors.Join(runErr, uf.out.write(stdout, os.Stderr, report.Forms{JSON: res,
+		HTML: func(w io.Writer) error { return report.WriteUDPHTML(w, res) },
+		Text: func(w io.Writer) error { return report.WriteUDPText(w, res) }}))
 }

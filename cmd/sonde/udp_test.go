@@ -20,7 +20,7 @@ func TestUDPCommandEmbedded(t *testing.T) {
 	cmd := newUDPCmd()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"-t", "300ms", "--interval", "5ms", "--preset", "voice", "--timeout", "1s",
+	cmd.SetArgs([]string{"-t", "300ms", "--probe-interval", "5ms", "--preset", "voice", "--timeout", "1s",
 		"--json", jsonFile, "--html", htmlFile, "--raw", rawFile})
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestUDPCommandEmbedded(t *testing.T) {
 
 func TestUDPCommandBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"--interval", "50us"}, {"--ecn", "9"}, {"--dscp", "99"}, {"--preset", "video"}, {"-s", "46"}, {"-q"},
+		{"--probe-interval", "50us"}, {"--ecn", "9"}, {"--dscp", "99"}, {"--preset", "video"}, {"-s", "46"}, {"-q"},
 	} {
 		cmd := newUDPCmd()
 		cmd.SetOut(&bytes.Buffer{})

@@ -260,3 +260,28 @@ func ParseSchedule(steps []string, base Params) ([]Step, error) {
 func rateSpec(bps float64) string {
 	return strings.ReplaceAll(units.FormatRateLimit(bps), " ", "")
 }
+
+// ParseLink builds a link's two directions from sonde emulate's flags:
+// both is the specification for both directions (--link), up and down
+// each direction's on top of it (--up: A→B, --down: B→A), at the schedule
+// steps of both (--at), upAt and downAt each direction's. Errors name the
+// flag.
+func ParseLink(both, up, down string, at, upAt, downAt []string) (upCfg, downCfg Config, err error) {
+	base, err := ParseParams(both, Params{})
+	if err != nil {
+		return upCfg, downCfg, fmt.Errorf("--link: %w", err)
+	}
+	if upCfg.Params, err = ParseParams(up, base); err != nil {
+		return upCfg, downCfg, fmt.Errorf("--up: %w", err)
+	}
+	if downCfg.Params, err = ParseParams(down, base); err != nil {
+		return upCfg, downCfg, fmt.Errorf("--down: %w", err)
+	}
+	if upCfg.Schedule, err = ParseSchedule(append(append([]string(nil), at...), upAt...), upCfg.Params); err != nil {
+		return upCfg, downCfg, fmt.Errorf("up schedule: %w", err)
+	}
+	if downCfg.Schedule, err = ParseSchedule(append(append([]string(nil), at...), downAt...), downCfg.Params); err != nil {
+		return upCfg, downCfg, fmt.Errorf("down schedule: %w", err)
+	}
+	return upCfg, downCfg, nil
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -224,4 +225,22 @@ func secure(h http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// Serve serves the fleet view (Handler) on ln until ctx ends, then shuts
+// down within 5 s. A slow client meets the header, read and idle
+// timeouts; a reply may take as long as a report (ReportTimeout).
+func Serve(ctx context.Context, ln net.Listener, st ViewStore, assets fs.FS) error {
+	srv := &http.Server{Handler: Handler(st, assets, time.Now), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: ReportTimeout + 30*time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	}
 }

@@ -480,3 +480,19 @@ func NewDetachedLog(dir string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// Exec replaces this process with args run in node's namespace (ip netns
+// exec): the command gets the terminal and the signals, and its exit
+// status is this process's. It returns only on failure.
+func (s State) Exec(node string, args []string) error {
+	ns, err := s.Namespace(node)
+	if err != nil {
+		return err
+	}
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		return fmt.Errorf("lab exec: %w", err)
+	}
+	argv := append([]string{"ip", "netns", "exec", ns}, args...)
+	return fmt.Errorf("lab exec: %w", syscall.Exec(ip, argv, os.Environ()))
+}

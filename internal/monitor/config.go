@@ -35,28 +35,89 @@ const (
 // and the JSON of --config FILE (same names, snake_case; flags override
 // the file). Durations are strings: "2s", "30d", "5y".
 type Config struct {
-	Targets   []string          `json:"targets"`      // sonde servers (host:port or URL) or stamp://host[:port] reflectors
-	Rate      float64           `json:"rate"`         // probes/s per stream, 1-100 (default 10)
-	Timeout   units.Duration    `json:"timeout"`      // a probe unanswered after it is lost (default 2s)
-	ICMP      bool              `json:"icmp"`         // also ICMP echo to each target's host
-	TCPPort   int               `json:"tcp_port"`     // also TCP connect to each target's host on this port (0: none)
-	DSCP      []string          `json:"dscp"`         // classes probed side by side (default: be only)
-	Interface string            `json:"interface"`    // access interface whose counters label the load state
-	Counters  string            `json:"counters"`     // or the access link's counters on another box: snmp://… or node-exporter://… (internal/counters)
-	Up        string            `json:"up"`           // uplink capacity (e.g. "20M"; empty: learnt)
-	Down      string            `json:"down"`         // downlink capacity
-	Store     string            `json:"store"`        // store URL (default DefaultStore())
-	KeepRaw   units.Duration    `json:"keep_raw"`     // raw probes and counters (default 30d; "forever")
-	KeepRoll  units.Duration    `json:"keep_rollups"` // per-minute rollups (default 5y; "forever")
-	Listen    string            `json:"listen"`       // HTTP endpoints (default 127.0.0.1:9851; "off": none)
-	Name      string            `json:"name"`         // the monitor's identity in the store (default the host name)
-	Labels    map[string]string `json:"labels"`       // e.g. isp, access
-	Profiles  string            `json:"profiles"`     // requirement profile file (default the smart-grid table)
-	Token     string            `json:"token"`        // bearer token for private sonde servers
-	Alerts    *alert.Config     `json:"alerts"`       // alert rules and webhook (absent: DefaultRules, log only)
-	Ship      string            `json:"ship"`         // fleet store URL the shipper sends to (empty: none; docs/fleet.md)
-	ShipToken string            `json:"ship_token"`   // the monitor's token in the fleet store
-	ShipRaw   bool              `json:"ship_raw"`     // also ship raw probe samples and counters
+	Targets []string `json:"targets"` // sonde servers (host:port or URL) or stamp://host[:port] reflectors
+	// ProbeInterval is the time between a stream's probes, 10ms to 1s
+	// (default 100ms: 10 probes/s), the --probe-interval of sonde test and
+	// sonde udp.
+	ProbeInterval units.Duration `json:"probe_interval"`
+	// Rate is probes/s per stream, which the probers take: Validate sets
+	// the plan's from ProbeInterval. Given (the deprecated --rate and
+	// config key "rate") without ProbeInterval, it sets the interval.
+	Rate      float64           `json:"rate,omitempty"`
+	Timeout   units.Duration    `json:"timeout"`        // a probe unanswered after it is lost (default 2s)
+	ICMP      bool              `json:"icmp"`           // also ICMP echo to each target's host
+	TCPPort   int               `json:"tcp_port"`       // also TCP connect to each target's host on this port (0: none)
+	DSCP      []string          `json:"dscp"`           // classes probed side by side (default: be only)
+	Interface string            `json:"interface"`      // access interface whose counters label the load state
+	Counters  string            `json:"counters"`       // or the access link's counters on another box: snmp://… or node-exporter://… (internal/counters)
+	Up        string            `json:"up_link_rate"`   // uplink capacity (e.g. "20M"; empty: learnt), --up-link-rate as in sonde test
+	Down      string            `json:"down_link_rate"` // downlink capacity, --down-link-rate
+	Store     string            `json:"store"`          // store URL (default DefaultStore())
+	KeepRaw   units.Duration    `json:"keep_raw"`       // raw probes and counters (default 30d; "forever")
+	KeepRoll  units.Duration    `json:"keep_rollups"`   // per-minute rollups (default 5y; "forever")
+	Listen    string            `json:"listen"`         // HTTP endpoints (default 127.0.0.1:9851; "off": none)
+	Name      string            `json:"name"`           // the monitor's identity in the store (default the host name)
+	Labels    map[string]string `json:"labels"`         // e.g. isp, access
+	Profiles  string            `json:"profiles"`       // requirement profile file (default the smart-grid table)
+	Token     string            `json:"token"`          // bearer token for private sonde servers
+	Alerts    *alert.Config     `json:"alerts"`         // alert rules and webhook (absent: DefaultRules, log only)
+	Ship      string            `json:"ship"`           // fleet store URL the shipper sends to (empty: none; docs/fleet.md)
+	ShipToken string            `json:"ship_token"`     // the monitor's token in the fleet store
+	ShipRaw   bool              `json:"ship_raw"`       // also ship raw probe samples and counters
+
+	// The deprecated keys, read for one release (ParseConfig moves them
+	// to their replacements and says so in Deprecated).
+	OldUp   string `json:"up,omitempty"`
+	OldDown string `json:"down,omitempty"`
+	// Deprecated lists, one line each, the deprecated keys a config file
+	// used and what replaces them, for the daemon to print.
+	Deprecated []string `json:"-"`
+}
+
+// renamedKeys are the config keys renamed with the flags (one name, one
+// meaning: --rate is a bit rate elsewhere, --up and --down are link
+// specifications in sonde emulate): old key, new key, and where the old
+// and new values are.
+func (c *Config) renamedKeys() []struct {
+	old, new string
+	from, to *string
+} {
+	return []struct {
+		old, new string
+		from, to *string
+	}{{"up", "up_link_rate", &c.OldUp, &c.Up}, {"down", "down_link_rate", &c.OldDown, &c.Down}}
+}
+
+// moveDeprecated moves the deprecated keys' values to their replacements,
+// noting each in c.Deprecated; a key given in both spellings is an error.
+func (c *Config) moveDeprecated() error {
+	for _, k := range c.renamedKeys() {
+		if *k.from == "" {
+			continue
+		}
+		if *k.to != "" {
+			return fmt.Errorf("config: %q and %q both given: %q is the deprecated spelling, keep %q", k.old, k.new, k.old, k.new)
+		}
+		*k.to, *k.from = *k.from, ""
+		c.Deprecated = append(c.Deprecated, fmt.Sprintf("config key %q is deprecated, use %q", k.old, k.new))
+	}
+	if c.Rate != 0 {
+		if c.ProbeInterval != 0 {
+			return errors.New(`config: "rate" and "probe_interval" both given: "rate" (probes/s) is the deprecated spelling, keep "probe_interval"`)
+		}
+		c.Deprecated = append(c.Deprecated, fmt.Sprintf(`config key "rate" is deprecated, use "probe_interval" (a duration: "rate": %g is "probe_interval": %q)`,
+			c.Rate, rateInterval(c.Rate).String()))
+	}
+	return nil
+}
+
+// rateInterval is the interval of rate probes/s (-1 for a rate that is
+// not positive, which Validate refuses).
+func rateInterval(rate float64) time.Duration {
+	if !(rate > 0) {
+		return -1
+	}
+	return time.Duration(float64(time.Second) / rate)
 }
 
 // ParseConfig reads a config file's content strictly: at most
@@ -87,7 +148,7 @@ func ParseConfig(r io.Reader) (Config, error) {
 	if dec.More() {
 		return c, errors.New("config: trailing data after the JSON object")
 	}
-	return c, nil
+	return c, c.moveDeprecated()
 }
 
 // LoadConfig reads a config file (ParseConfig).
@@ -116,8 +177,8 @@ func DefaultStore() string {
 
 // Defaults fills the unset fields.
 func (c *Config) Defaults() {
-	if c.Rate == 0 {
-		c.Rate = probe.DefaultRate
+	if c.ProbeInterval == 0 && c.Rate == 0 {
+		c.ProbeInterval = units.Duration(rateInterval(probe.DefaultRate))
 	}
 	if c.Timeout == 0 {
 		c.Timeout = units.Duration(probe.DefaultTimeout)
@@ -179,9 +240,15 @@ func (c Config) Validate() (*Plan, error) {
 	if len(c.Targets) > MaxTargets {
 		return nil, fmt.Errorf("--target: %d targets, at most %d", len(c.Targets), MaxTargets)
 	}
-	if c.Rate < probe.MinRate || c.Rate > probe.MaxRate || c.Rate != c.Rate {
-		return nil, fmt.Errorf("--rate: want %g to %g probes/s, got %g", probe.MinRate, probe.MaxRate, c.Rate)
+	iv, given := time.Duration(c.ProbeInterval), time.Duration(c.ProbeInterval).String()
+	if c.ProbeInterval == 0 && c.Rate != 0 { // the deprecated rate
+		iv, given = rateInterval(c.Rate), fmt.Sprintf("%g probes/s", c.Rate)
 	}
+	if minIv, maxIv := rateInterval(probe.MaxRate), rateInterval(probe.MinRate); iv < minIv || iv > maxIv {
+		return nil, fmt.Errorf("--probe-interval: want %s to %s (%g to %g probes/s per stream), got %s", minIv, maxIv, probe.MaxRate, probe.MinRate, given)
+	}
+	c.ProbeInterval, c.Rate = units.Duration(iv), float64(time.Second)/float64(iv)
+	p.Config = c
 	if t := time.Duration(c.Timeout); t < time.Millisecond || t > probe.MaxTimeout {
 		return nil, fmt.Errorf("--timeout: want 1ms to %s, got %s", probe.MaxTimeout, t)
 	}
@@ -206,7 +273,7 @@ func (c Config) Validate() (*Plan, error) {
 	}
 	if c.Up != "" || c.Down != "" {
 		if c.Interface == "" && c.Counters == "" {
-			return nil, errors.New("--up/--down: they are the capacities of --interface or --counters, neither of which is given")
+			return nil, errors.New("--up-link-rate/--down-link-rate: they are the capacities of --interface or --counters, neither of which is given")
 		}
 	}
 	if c.Counters != "" {
@@ -222,12 +289,12 @@ func (c Config) Validate() (*Plan, error) {
 	var err error
 	if c.Up != "" {
 		if p.UpBps, err = units.ParseRate(c.Up); err != nil || p.UpBps <= 0 {
-			return nil, fmt.Errorf("--up: invalid rate %q: want e.g. 20M", c.Up)
+			return nil, fmt.Errorf("--up-link-rate: invalid rate %q: want e.g. 20M", c.Up)
 		}
 	}
 	if c.Down != "" {
 		if p.DownBps, err = units.ParseRate(c.Down); err != nil || p.DownBps <= 0 {
-			return nil, fmt.Errorf("--down: invalid rate %q: want e.g. 100M", c.Down)
+			return nil, fmt.Errorf("--down-link-rate: invalid rate %q: want e.g. 100M", c.Down)
 		}
 	}
 	if c.Interface != "" && (len(c.Interface) > 15 || strings.ContainsAny(c.Interface, "/ \x00") || c.Interface == "." || c.Interface == "..") {

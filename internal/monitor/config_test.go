@@ -15,6 +15,9 @@ func TestSampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(c.Deprecated) > 0 {
+		t.Errorf("the sample uses deprecated keys: %q", c.Deprecated)
+	}
 	c.Defaults()
 	p, err := c.Validate()
 	if err != nil {
@@ -65,12 +68,13 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"no target", func(c *Config) { c.Targets = nil }, "--target"},
 		{"nine targets", func(c *Config) { c.Targets = strings.Split("a,b,c,d,e,f,g,h,i", ",") }, "at most 8"},
-		{"rate", func(c *Config) { c.Rate = 101 }, "--rate"},
+		{"probe interval", func(c *Config) { c.ProbeInterval = units.Duration(5 * time.Millisecond) }, "--probe-interval"},
+		{"deprecated rate", func(c *Config) { c.ProbeInterval, c.Rate = 0, 101 }, "--probe-interval: want 10ms to 1s (100 to 1 probes/s per stream), got 101 probes/s"},
 		{"timeout", func(c *Config) { c.Timeout = units.Duration(time.Hour) }, "--timeout"},
 		{"dscp", func(c *Config) { c.DSCP = []string{"ef", "nope"} }, "--dscp"},
 		{"dscp twice", func(c *Config) { c.DSCP = []string{"ef", "46"} }, "twice"},
-		{"up without interface", func(c *Config) { c.Up = "10M" }, "--up"},
-		{"bad up", func(c *Config) { c.Interface, c.Up = "eth0", "fast" }, "--up"},
+		{"up without interface", func(c *Config) { c.Up = "10M" }, "--up-link-rate"},
+		{"bad up", func(c *Config) { c.Interface, c.Up = "eth0", "fast" }, "--up-link-rate"},
 		{"bad interface", func(c *Config) { c.Interface = "../etc" }, "--interface"},
 		{"bad store", func(c *Config) { c.Store = "mysql://x" }, "--store"},
 		{"short keep", func(c *Config) { c.KeepRaw = units.Duration(time.Minute) }, "--keep-raw"},
@@ -130,6 +134,7 @@ func TestParseConfigStrict(t *testing.T) {
 
 func FuzzParseConfig(f *testing.F) {
 	f.Add(`{"targets": ["stamp://127.0.0.1"], "rate": 10, "dscp": ["ef"], "keep_raw": "30d"}`)
+	f.Add(`{"targets": ["stamp://127.0.0.1"], "probe_interval": "20ms", "up_link_rate": "20M", "down": "100M"}`)
 	f.Add(`{"targets": ["http://[::1]:8080"], "labels": {"isp": "x"}, "tcp_port": 443, "icmp": true}`)
 	f.Add(`{"timeout": "1y"}`)
 	f.Fuzz(func(t *testing.T, s string) {
@@ -146,4 +151,35 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("%d streams", len(p.Streams))
 		}
 	})
+}
+
+// TestConfigRenamedKeys: the keys renamed with the flags (rate, up, down)
+// are still read, moved to probe_interval, up_link_rate and
+// down_link_rate with a note each; both spellings of one is an error.
+func TestConfigRenamedKeys(t *testing.T) {
+	c, err := ParseConfig(strings.NewReader(`{"targets": ["stamp://198.18.0.1"], "rate": 20, "up": "20M", "down": "100M"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Up != "20M" || c.Down != "100M" || c.OldUp != "" || c.OldDown != "" || len(c.Deprecated) != 3 {
+		t.Fatalf("%+v", c)
+	}
+	if !strings.Contains(strings.Join(c.Deprecated, "\n"), `"probe_interval": "50ms"`) {
+		t.Errorf("notes %q do not give the interval", c.Deprecated)
+	}
+	c.Store, c.Name, c.Interface = ":memory:", "m", "eth0"
+	c.Defaults()
+	p, err := c.Validate()
+	if err != nil || p.ProbeInterval != units.Duration(50*time.Millisecond) || p.Rate != 20 || p.UpBps != 20e6 || p.DownBps != 100e6 {
+		t.Fatalf("%+v, %v", p, err)
+	}
+	c, err = ParseConfig(strings.NewReader(`{"targets": ["a"], "probe_interval": "100ms", "up_link_rate": "1M"}`))
+	if err != nil || len(c.Deprecated) != 0 || c.ProbeInterval != units.Duration(100*time.Millisecond) || c.Up != "1M" {
+		t.Fatalf("%+v, %v", c, err)
+	}
+	for _, js := range []string{`{"rate": 10, "probe_interval": "100ms"}`, `{"up": "1M", "up_link_rate": "2M"}`, `{"down": "1M", "down_link_rate": "2M"}`} {
+		if _, err := ParseConfig(strings.NewReader(js)); err == nil || !strings.Contains(err.Error(), "deprecated spelling") {
+			t.Errorf("%s: %v", js, err)
+		}
+	}
 }

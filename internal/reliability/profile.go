@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"strings"
 	"time"
 	"unicode"
 
@@ -110,4 +112,42 @@ func checkProfile(p model.RequirementProfile) error {
 		return fmt.Errorf("profile %q: reliability %g: want a fraction strictly between 0 and 1 (0.99 for 99%%)", p.Name, p.Reliability)
 	}
 	return nil
+}
+
+// ReadProfilesFile reads a requirement profile file (ParseProfiles),
+// refusing one over MaxProfileFile before reading it all. Errors carry no
+// "profiles:" prefix: the caller names the file.
+func ReadProfilesFile(path string) ([]model.RequirementProfile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errors.Unwrap(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxProfileFile+1))
+	if err != nil {
+		return nil, err
+	}
+	p, err := ParseProfiles(b)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "profiles: "))
+	}
+	return p, nil
+}
+
+// ParseThresholds reads the latency requirements L of R(L), a
+// comma-separated list of positive durations (100ms,1.2s); the analysis
+// bounds their number and values.
+func ParseThresholds(s string) ([]int64, error) {
+	if len(s) > 1024 {
+		return nil, fmt.Errorf("a list of %d bytes: too long", len(s))
+	}
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%q: want positive durations like 100ms,1.2s", strings.TrimSpace(f))
+		}
+		out = append(out, int64(d))
+	}
+	return out, nil
 }

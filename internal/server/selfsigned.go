@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -138,5 +139,25 @@ func writePEM(path, kind string, der []byte, mode os.FileMode) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("self-signed certificate: %w", err)
 	}
+	return nil
+}
+
+// UseSelfSigned makes the certificate kept in dir (SelfSigned; "": sonde/tls
+// in the user cache directory) cfg's, and tells its fingerprint on log
+// for clients to check (serve --tls self-signed).
+func UseSelfSigned(cfg *Config, dir string, log io.Writer) error {
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return fmt.Errorf("--tls self-signed: no user cache directory (%v): give --tls-dir", err)
+		}
+		dir = filepath.Join(cache, "sonde", "tls")
+	}
+	cert, key, fp, err := SelfSigned(dir)
+	if err != nil {
+		return err
+	}
+	cfg.CertFile, cfg.KeyFile = cert, key
+	fmt.Fprintf(log, "sonde: self-signed certificate %s\nsonde: SHA-256 fingerprint %s\n", cert, fp)
 	return nil
 }

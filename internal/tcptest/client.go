@@ -366,3 +366,26 @@ func localAddr(c net.Conn) string {
 	}
 	return c.LocalAddr().String()
 }
+
+// SetDirection selects the load phases by --direction's name: sequential
+// (download, then upload), download, upload, bidir (both at once) or all
+// (download, upload, then bidir). "both" is sequential's deprecated name
+// (it read as "at once" to some): deprecated tells.
+func (c *Config) SetDirection(name string) (deprecated bool, err error) {
+	c.Download, c.Upload, c.Bidir = false, false, false
+	switch name {
+	case "both", "sequential":
+		c.Download, c.Upload = true, true
+	case "download":
+		c.Download = true
+	case "upload":
+		c.Upload = true
+	case "bidir":
+		c.Bidir = true
+	case "all":
+		c.Download, c.Upload, c.Bidir = true, true, true
+	default:
+		return false, fmt.Errorf("--direction: want sequential, download, upload, bidir or all, got %q", name)
+	}
+	return name == "both", nil
+}

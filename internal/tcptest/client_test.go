@@ -95,3 +95,20 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestSetDirection: each --direction name selects its phases; both is
+// sequential, deprecated; anything else is refused naming the flag.
+func TestSetDirection(t *testing.T) {
+	for name, want := range map[string][3]bool{"sequential": {true, true, false}, "both": {true, true, false},
+		"download": {true, false, false}, "upload": {false, true, false}, "bidir": {false, false, true}, "all": {true, true, true}} {
+		var c Config
+		dep, err := c.SetDirection(name)
+		if err != nil || [3]bool{c.Download, c.Upload, c.Bidir} != want || dep != (name == "both") {
+			t.Errorf("%s: %+v %v %v", name, c, dep, err)
+		}
+	}
+	var c Config
+	if _, err := c.SetDirection("sideways"); err == nil || !strings.HasPrefix(err.Error(), "--direction: ") {
+		t.Errorf("%v", err)
+	}
+}

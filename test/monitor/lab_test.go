@@ -83,8 +83,8 @@ func startRig(t *testing.T, p lab.Profile) *rig {
 		"--target", fmt.Sprintf("%s:%d", l.ServerAddr(), sondePort),
 		"--rate", strconv.Itoa(probeRate),
 		"--interface", r.iface,
-		"--up", strconv.FormatFloat(r.truth.UpRateBps, 'f', -1, 64),
-		"--down", strconv.FormatFloat(r.truth.DownRateBps, 'f', -1, 64),
+		"--up-link-rate", strconv.FormatFloat(r.truth.UpRateBps, 'f', -1, 64),
+		"--down-link-rate", strconv.FormatFloat(r.truth.DownRateBps, 'f', -1, 64),
 		"--store", r.store, "--listen", "off", "--name", "lab")
 	return r
 }

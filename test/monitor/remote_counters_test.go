@@ -76,8 +76,8 @@ func TestRemoteCounters(t *testing.T) {
 		c.listen = fmt.Sprintf("%s:%d", l.ClientAddr(), 9851+i)
 		listens = append(listens, c.listen)
 		r.background(lab.Client, "sonde monitor run ("+c.name+")", sondeBin, "monitor", "run",
-			"--target", fmt.Sprintf("%s:%d", l.ServerAddr(), sondePort), "--rate", "5",
-			"--counters", c.spec, "--up", strconv.FormatFloat(upBps, 'f', -1, 64), "--down", strconv.FormatFloat(downBps, 'f', -1, 64),
+			"--target", fmt.Sprintf("%s:%d", l.ServerAddr(), sondePort), "--probe-interval", "200ms",
+			"--counters", c.spec, "--up-link-rate", strconv.FormatFloat(upBps, 'f', -1, 64), "--down-link-rate", strconv.FormatFloat(downBps, 'f', -1, 64),
 			"--store", filepath.Join(r.dir, fmt.Sprintf("m%d.db", i)), "--listen", c.listen, "--name", "gw")
 	}
 	// A warm-up load lets the tracker find the source's effective

@@ -79,7 +79,7 @@ func TestMonitorBuildUnderQEMU(t *testing.T) {
 			db := filepath.Join(dir, "m.db")
 			name := "qemu-" + c.arch
 			from := time.Now()
-			mon := start(t, emu, bin, "monitor", "run", "--target", addr, "--rate", "10", "--store", db, "--listen", "off", "--name", name)
+			mon := start(t, emu, bin, "monitor", "run", "--target", addr, "--probe-interval", "100ms", "--store", db, "--listen", "off", "--name", name)
 			time.Sleep(runFor)
 			stop(mon)
 			to := time.Now()

@@ -1,6 +1,4 @@
-//go:build !monitoronly
-
-package main
+package clidoc
 
 import (
 	"fmt"
@@ -11,13 +9,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// writeManPage writes sonde(1) (docs/sonde.1, installed by make deb) in
-// roff from the command tree, as writeCLIDoc writes docs/cli.md: every
-// command with its usage, help and flags, and the exit codes. TestManPage
-// fails when the committed page differs; `go generate ./cmd/sonde`
-// rewrites it. Written by hand rather than by cobra/doc, which needs
-// go-md2man, another module, for this.
-func writeManPage(w io.Writer, root *cobra.Command) error {
+// Man writes sonde(1) (docs/sonde.1, installed by make deb) in roff from
+// the command tree, as Markdown writes docs/cli.md: every command with its
+// usage, help and flags, and the exit codes.
+func Man(w io.Writer, root *cobra.Command, exits []ExitCode) error {
 	var b strings.Builder
 	b.WriteString(`.\" Generated from the commands by go generate ./cmd/sonde; do not edit.` + "\n")
 	b.WriteString(".TH SONDE 1 \"\" \"sonde\" \"User Commands\"\n")
@@ -29,8 +24,8 @@ func writeManPage(w io.Writer, root *cobra.Command) error {
 	b.WriteString(".SH COMMANDS\n")
 	manCommands(&b, root)
 	b.WriteString(".SH \"EXIT STATUS\"\n")
-	for _, e := range exitCodes {
-		fmt.Fprintf(&b, ".TP\n.B %d\n%s\n", e.code, roff(e.text))
+	for _, e := range exits {
+		fmt.Fprintf(&b, ".TP\n.B %d\n%s\n", e.Code, roff(e.Text))
 	}
 	b.WriteString(".SH FILES\n.TP\n.I /etc/sonde/monitor.json\nthe configuration of the sonde\\-monitor unit (sonde monitor run \\-\\-config)\n" +
 		".TP\n.I /etc/default/sonde\nthe arguments of the sonde unit (sonde serve)\n" +
