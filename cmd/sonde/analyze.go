@@ -69,8 +69,7 @@ const (
 // and stderr.
 func (af *analyzeFlags) job(stdout, stderr io.Writer) (*job.Job, error) {
 	j := &job.Job{Config: passive.Config{Interval: af.interval, IdleTimeout: af.idle, Interface: af.iface, QUICPorts: []uint16{}, Workers: af.workers},
-		Out: job.Outputs{JSON: af.out.json, CSV: af.out.csv, HTML: af.out.html, NDJSON: af.ndjson, Samples: af.samples, Stdout: stdout, Stderr: stderr,
-			Write: writeOutput, TextTo: af.out.textTo}}
+		Out: job.Outputs{Outputs: af.out.report(), NDJSON: af.ndjson, Samples: af.samples, Stdout: stdout, Stderr: stderr}}
 	err := cmp.Or(checkDuration("--interval", af.interval, minAnalyzeInterval, maxAnalyzeInterval),
 		checkDuration("--idle-timeout", af.idle, time.Second, 24*time.Hour), checkCount("--if-index", af.iface, -1, 1<<16-1),
 		checkCount("--workers", af.workers, 0, maxAnalyzeWorkers), af.out.check(), checkOutput("--ndjson", af.ndjson), checkOutput("--samples", af.samples), j.Out.Check())

@@ -21,7 +21,7 @@ func BenchmarkJobFile(b *testing.B) {
 	workers, _ := strconv.Atoi(os.Getenv("SONDE_BENCH_WORKERS"))
 	for range b.N {
 		var stdout, stderr bytes.Buffer
-		j := &Job{Out: outputs(&stdout, &stderr)}
+		j := &Job{Out: Outputs{Stdout: &stdout, Stderr: &stderr}}
 		j.Config.Interface, j.Config.Workers = -1, max(workers, 1)
 		res, err := j.Files([]string{path})
 		if err != nil {

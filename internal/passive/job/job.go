@@ -31,28 +31,23 @@ type Job struct {
 	Out    Outputs
 }
 
-// Outputs are where a job writes. A path is "" (not asked for), "-"
-// (Stdout) or a file, checked by the command before the job runs.
+// Outputs are where a job writes: the command's result outputs (--json,
+// --html, --csv, --quiet), and the lines streamed as the analysis goes
+// (--ndjson: one per finished flow; --samples: one per RTT sample). A
+// path is "" (not asked for), "-" (Stdout) or a file, checked by the
+// command before the job runs.
 type Outputs struct {
-	JSON, CSV, HTML string
-	// NDJSON streams one line per finished flow, Samples one per RTT
-	// sample.
+	report.Outputs
 	NDJSON, Samples string
 	Stdout, Stderr  io.Writer
-	// Write writes one output (flag names it in errors; path "-":
-	// stdout); TextTo says where the text summary goes (nil: nowhere),
-	// given whether an output failed. Both are the command's: one output
-	// writer for all commands.
-	Write  func(flag, path string, stdout io.Writer, fn func(io.Writer) error) error
-	TextTo func(stdout, stderr io.Writer, failed bool) io.Writer
 }
 
 // Check tells whether more than one output goes to stdout: what a
 // script reads there must be one document.
 func (o *Outputs) Check() error {
 	n := 0
-	for _, p := range []string{o.JSON, o.CSV, o.HTML, o.NDJSON, o.Samples} {
-		if p == "-" {
+	for _, to := range []bool{o.NDJSON == "-", o.Samples == "-", o.ToStdout()} {
+		if to {
 			n++
 		}
 	}
@@ -223,15 +218,15 @@ func (j *Job) write(stdout io.Writer, a *passive.Analyzer, res *model.Analysis) 
 	o := &j.Out
 	var errs []error
 	if o.HTML != "" {
-		errs = append(errs, o.Write("--html", o.HTML, stdout, func(w io.Writer) error {
+		errs = append(errs, report.WriteOutput("--html", o.HTML, stdout, func(w io.Writer) error {
 			return report.WriteAnalyzeHTML(w, res, a.Samples(j.Truth), report.AnalyzeOptions{})
 		}))
 	}
 	if o.CSV != "" {
-		errs = append(errs, o.Write("--csv", o.CSV, stdout, func(w io.Writer) error { return report.WriteSamplesCSV(w, a.Samples(j.Truth)) }))
+		errs = append(errs, report.WriteOutput("--csv", o.CSV, stdout, func(w io.Writer) error { return report.WriteSamplesCSV(w, a.Samples(j.Truth)) }))
 	}
 	if o.JSON != "" {
-		errs = append(errs, o.Write("--json", o.JSON, stdout, func(w io.Writer) error { return report.WriteAnalysisJSON(w, res) }))
+		errs = append(errs, report.WriteOutput("--json", o.JSON, stdout, func(w io.Writer) error { return report.WriteAnalysisJSON(w, res) }))
 	}
 	if w := o.TextTo(stdout, o.Stderr, errors.Join(errs...) != nil); w != nil {
 		errs = append(errs, report.WriteAnalyzeText(w, res))

@@ -3,7 +3,6 @@ package job
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,35 +12,17 @@ import (
 	"github.com/sonde-project/sonde/internal/pcap/pcaptest"
 )
 
-// outputs writes to buffers: "-" to stdout, a path to a file, the text
-// summary to stderr.
-func outputs(stdout, stderr *bytes.Buffer) Outputs {
-	return Outputs{Stdout: stdout, Stderr: stderr,
-		Write: func(flag, path string, stdout io.Writer, fn func(io.Writer) error) error {
-			if path == "-" {
-				return fn(stdout)
-			}
-			var b bytes.Buffer
-			if err := fn(&b); err != nil {
-				return err
-			}
-			return os.WriteFile(path, b.Bytes(), 0o644)
-		},
-		TextTo: func(_, stderr io.Writer, _ bool) io.Writer { return stderr },
-	}
-}
-
 // TestFiles: a job over a capture file is configured to spill the
 // records for the JSON output (memory follows the live flows), streams one NDJSON line per
-// connection, writes the JSON and the text summary, and configures the
+// connection, writes the JSON (and no text beside it on stdout), and configures the
 // analyser from the outputs asked for.
 func TestFiles(t *testing.T) {
 	const conns = 300
 	path := pcaptest.SYNs(t, conns)
 	var stdout, stderr bytes.Buffer
 	nd := filepath.Join(t.TempDir(), "records.ndjson")
-	j := &Job{Out: outputs(&stdout, &stderr)}
-	j.Out.JSON, j.Out.NDJSON = "-", nd
+	j := &Job{Out: Outputs{Stdout: &stdout, Stderr: &stderr, NDJSON: nd}}
+	j.Out.JSON = "-"
 	j.Config.Interface = -1
 	res, err := j.Files([]string{path})
 	if err != nil {
@@ -57,8 +38,15 @@ func TestFiles(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &a); err != nil || len(a.TCP) != conns {
 		t.Fatalf("--json: %d connections, %v", len(a.TCP), err)
 	}
-	if !strings.Contains(stderr.String(), "300") {
-		t.Errorf("text summary %q: no connection count", stderr.String())
+	// The JSON to a file: the text summary to stdout.
+	stdout.Reset()
+	j = &Job{Out: Outputs{Stdout: &stdout, Stderr: &stderr}}
+	j.Out.JSON, j.Config.Interface = filepath.Join(t.TempDir(), "a.json"), -1
+	if _, err := j.Files([]string{path}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(j.Out.JSON); err != nil || fi.Size() == 0 || !strings.Contains(stdout.String(), "TCP connections") {
+		t.Errorf("--json FILE: %v; text summary %q", err, stdout.String())
 	}
 	b, err := os.ReadFile(nd)
 	if err != nil || strings.Count(string(b), "\n") != conns {
@@ -68,10 +56,12 @@ func TestFiles(t *testing.T) {
 
 // TestOutputsCheck: one output at most goes to stdout.
 func TestOutputsCheck(t *testing.T) {
-	if err := (&Outputs{JSON: "-", NDJSON: "x"}).Check(); err != nil {
+	o := Outputs{NDJSON: "x"}
+	o.JSON = "-"
+	if err := o.Check(); err != nil {
 		t.Error(err)
 	}
-	if err := (&Outputs{JSON: "-", Samples: "-"}).Check(); err == nil {
+	if o.Samples = "-"; o.Check() == nil {
 		t.Error("--json - and --samples -: no error")
 	}
 }
