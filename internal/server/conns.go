@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/tls"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -207,53 +205,21 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // send buffer takes the few bytes at once; the client's request is drained
 // before the close so the kernel sends FIN, not a RST that could discard
 // the answer before the client reads it.
-//
-// A TLS client that negotiated HTTP/2 (an RPM client's load and probe
-// connections) is refused in HTTP/2: the server's SETTINGS and a GOAWAY
-// that processed no stream, ENHANCE_YOUR_CALM ("excessive load"), with the
-// reason as its debug data, which clients show ("server sent GOAWAY …
-// debug=…") and do not retry on the same connection. An HTTP/1.1 answer
-// there reads to the client as a broken frame ("frame too large, note that
-// the frame header looked like an HTTP/1.1 header").
 func refuseConn(c net.Conn, reason string) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	var msg []byte
-	if tc, ok := c.(*tls.Conn); ok && tc.Handshake() == nil && tc.ConnectionState().NegotiatedProtocol == "h2" {
-		msg = h2Refusal(reason)
-	} else {
-		body, _ := json.Marshal(protocol.ErrorReply{Error: reason})
-		body = append(body, '\n')
-		msg = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nRetry-After: " +
-			strconv.Itoa(int(capRetry/time.Second)) + "\r\nConnection: close\r\nContent-Length: " +
-			strconv.Itoa(len(body)) + "\r\n\r\n" + string(body))
-	}
-	if _, err := c.Write(msg); err != nil {
+	body, _ := json.Marshal(protocol.ErrorReply{Error: reason})
+	body = append(body, '\n')
+	msg := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nRetry-After: " +
+		strconv.Itoa(int(capRetry/time.Second)) + "\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + string(body)
+	if _, err := io.WriteString(c, msg); err != nil {
 		return
 	}
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}
 	_, _ = io.CopyN(io.Discard, c, 8<<10)
-}
-
-// h2Refusal is an HTTP/2 server's whole answer to a refused connection
-// (RFC 9113 §3.4, §6.8): an empty SETTINGS frame (the server's preface),
-// then GOAWAY with last stream 0, ENHANCE_YOUR_CALM and reason.
-func h2Refusal(reason string) []byte {
-	const (
-		typeSettings       = 0x4
-		typeGoAway         = 0x7
-		codeEnhanceYouCalm = 0xb
-	)
-	frame := func(b []byte, typ byte, payload []byte) []byte {
-		n := len(payload)
-		b = append(b, byte(n>>16), byte(n>>8), byte(n), typ, 0, 0, 0, 0, 0)
-		return append(b, payload...)
-	}
-	goAway := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 0), codeEnhanceYouCalm)
-	goAway = append(goAway, reason...)
-	return frame(frame(nil, typeSettings, nil), typeGoAway, goAway)
 }
 
 // counts returns the connections held, from ip and in all.
