@@ -29,6 +29,7 @@ type source struct {
 	damage *pcap.DamageError
 	err    error // a read error other than damage
 	done   bool
+	comp   pcap.Compression
 }
 
 func newSource(r io.Reader, closer io.Closer, cf model.CaptureFile) (*source, error) {
@@ -119,6 +120,11 @@ const maxOpenSources = 256
 func (a *Analyzer) ReadFiles(paths []string) ([]model.CaptureFile, []error) {
 	start := time.Now()
 	defer func() { a.wall += time.Since(start) }()
+	if a.shards != nil && len(paths) == 1 {
+		if cf, ok, err := a.readEach(paths[0]); ok {
+			return []model.CaptureFile{cf}, []error{err}
+		}
+	}
 	cfs := make([]model.CaptureFile, len(paths))
 	errs := make([]error, len(paths))
 	type pending struct {
@@ -196,7 +202,7 @@ func openSource(path string, idx int) (*source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	s.idx = idx
+	s.idx, s.comp = idx, comp
 	if comp != pcap.Uncompressed {
 		s.cf.Format += "+" + comp.String()
 	}
