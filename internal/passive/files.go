@@ -45,6 +45,18 @@ func newSource(r io.Reader, closer io.Closer, cf model.CaptureFile) (*source, er
 	return &source{rd: rd, closer: closer, cf: cf, seen: -1, t0: -1}, nil
 }
 
+// newSourceBytes is newSource for a capture held whole in b (a mapped
+// file): no copy.
+func newSourceBytes(b []byte, cf model.CaptureFile) (*source, error) {
+	cf.DamageOffset = -1
+	rd, err := pcap.NewReaderBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	cf.Format = rd.Format().String()
+	return &source{rd: rd, cf: cf, seen: -1, t0: -1}, nil
+}
+
 // next reads the next packet into s.p; false at the end or the damage.
 func (s *source) next() bool {
 	if s.done {

@@ -166,7 +166,7 @@ func TestRecordsStreamed(t *testing.T) {
 }
 
 // pcapOf writes packets as a raw-IP pcap.
-func pcapOf(t *testing.T, pkts []timedPacket) []byte {
+func pcapOf(t testing.TB, pkts []timedPacket) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w, err := pcap.NewWriter(&b, pcap.LinkRaw, 65535)
@@ -353,5 +353,42 @@ func TestEachReadsSameFigures(t *testing.T) {
 				t.Errorf("%s, %d workers: the analysis differs from one worker's (%d and %d bytes)", filepath.Base(path), n, len(got), len(want))
 			}
 		}
+	}
+}
+
+// BenchmarkEachWalk measures what every worker pays for the packets of
+// the others' flows (reading the record, the link and IP headers, the
+// clock and the flow hash: owns none) against the full analysis of every
+// packet (owns all), per packet. SONDE_BENCH_PCAP names a plain capture
+// to use (bench/analyze.sh's); generated flows otherwise.
+func BenchmarkEachWalk(b *testing.B) {
+	file := pcapOf(b, manyFlows(2, 800))
+	if p := os.Getenv("SONDE_BENCH_PCAP"); p != "" {
+		var err error
+		if file, err = os.ReadFile(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		k    int
+	}{{"walk+hash", -1}, {"analyse", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			var pkts uint64
+			for b.Loop() {
+				a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second, DropRecords: true})
+				a.shard = true
+				s, err := newSource(bytes.NewReader(file), nil, model.CaptureFile{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for s.next() {
+					a.frameOwn(s, c.k, 1)
+				}
+				a.Finish(nil)
+				pkts += s.all
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/packet")
+		})
 	}
 }
