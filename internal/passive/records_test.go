@@ -359,7 +359,9 @@ func TestEachReadsSameFigures(t *testing.T) {
 // BenchmarkEachWalk measures what every worker pays for the packets of
 // the others' flows (reading the record, the link and IP headers, the
 // clock and the flow hash: owns none) against the full analysis of every
-// packet (owns all), per packet. SONDE_BENCH_PCAP names a plain capture
+// packet (owns all), and each of two workers' whole work (one after the
+// other: on two free cores the slower bounds the run), per packet of the
+// file. SONDE_BENCH_PCAP names a plain capture
 // to use (bench/analyze.sh's); generated flows otherwise.
 func BenchmarkEachWalk(b *testing.B) {
 	file := pcapOf(b, manyFlows(2, 800))
@@ -371,8 +373,8 @@ func BenchmarkEachWalk(b *testing.B) {
 	}
 	for _, c := range []struct {
 		name string
-		k    int
-	}{{"walk+hash", -1}, {"analyse", 0}} {
+		k, n int
+	}{{"walk+hash", -1, 1}, {"analyse", 0, 1}, {"worker0of2", 0, 2}, {"worker1of2", 1, 2}} {
 		b.Run(c.name, func(b *testing.B) {
 			var pkts uint64
 			for b.Loop() {
@@ -383,7 +385,7 @@ func BenchmarkEachWalk(b *testing.B) {
 					b.Fatal(err)
 				}
 				for s.next() {
-					a.frameOwn(s, c.k, 1)
+					a.frameOwn(s, c.k, c.n)
 				}
 				a.Finish(nil)
 				pkts += s.all
