@@ -29,7 +29,6 @@ type source struct {
 	damage *pcap.DamageError
 	err    error // a read error other than damage
 	done   bool
-	comp   pcap.Compression
 }
 
 func newSource(r io.Reader, closer io.Closer, cf model.CaptureFile) (*source, error) {
@@ -43,18 +42,6 @@ func newSource(r io.Reader, closer io.Closer, cf model.CaptureFile) (*source, er
 	}
 	cf.Format = rd.Format().String()
 	return &source{rd: rd, closer: closer, cf: cf, seen: -1, t0: -1}, nil
-}
-
-// newSourceBytes is newSource for a capture held whole in b (a mapped
-// file): no copy.
-func newSourceBytes(b []byte, cf model.CaptureFile) (*source, error) {
-	cf.DamageOffset = -1
-	rd, err := pcap.NewReaderBytes(b)
-	if err != nil {
-		return nil, err
-	}
-	cf.Format = rd.Format().String()
-	return &source{rd: rd, cf: cf, seen: -1, t0: -1}, nil
 }
 
 // next reads the next packet into s.p; false at the end or the damage.
@@ -132,11 +119,6 @@ const maxOpenSources = 256
 func (a *Analyzer) ReadFiles(paths []string) ([]model.CaptureFile, []error) {
 	start := time.Now()
 	defer func() { a.wall += time.Since(start) }()
-	if a.shards != nil && len(paths) == 1 {
-		if cf, ok, err := a.readEach(paths[0]); ok {
-			return []model.CaptureFile{cf}, []error{err}
-		}
-	}
 	cfs := make([]model.CaptureFile, len(paths))
 	errs := make([]error, len(paths))
 	type pending struct {
@@ -214,7 +196,7 @@ func openSource(path string, idx int) (*source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	s.idx, s.comp = idx, comp
+	s.idx = idx
 	if comp != pcap.Uncompressed {
 		s.cf.Format += "+" + comp.String()
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -166,7 +165,7 @@ func TestRecordsStreamed(t *testing.T) {
 }
 
 // pcapOf writes packets as a raw-IP pcap.
-func pcapOf(t testing.TB, pkts []timedPacket) []byte {
+func pcapOf(t *testing.T, pkts []timedPacket) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w, err := pcap.NewWriter(&b, pcap.LinkRaw, 65535)
@@ -306,91 +305,5 @@ func TestWorkersStream(t *testing.T) {
 	}
 	if one, three := stream(1), stream(3); one != three {
 		t.Error("three workers streamed other records than one")
-	}
-}
-
-// TestEachReadsSameFigures: a plain file read by every worker (each
-// analysing its own flows, readeach.go) gives one worker's analysis with
-// 2 and 3 workers, as the dispatcher does; a gzip file goes through the
-// dispatcher with the same figures.
-func TestEachReadsSameFigures(t *testing.T) {
-	pkts := manyFlows(2, 800)
-	pkts = append(pkts[:100:100], append([]timedPacket{{pkts[100].t, []byte{0x45, 0, 0}}, {pkts[100].t, []byte{0x60}}}, pkts[100:]...)...)
-	dir := t.TempDir()
-	plain, zipped := filepath.Join(dir, "many.pcap"), filepath.Join(dir, "many.pcap.gz")
-	file := pcapOf(t, pkts)
-	var zb bytes.Buffer
-	zw := gzip.NewWriter(&zb)
-	zw.Write(file)
-	zw.Close()
-	if err := os.WriteFile(plain, file, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(zipped, zb.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var want string
-	for _, path := range []string{plain, zipped} {
-		for _, n := range []int{1, 2, 3} {
-			a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second, Workers: n})
-			if _, err := a.ReadFile(path); err != nil {
-				t.Fatal(err)
-			}
-			if n > 1 && (a.shards[1].a.nextScan != 0) != (path == plain) {
-				t.Fatalf("%s, %d workers: the plain file is read by every worker, the gzip one by the dispatcher", filepath.Base(path), n)
-			}
-			r := a.Finish(nil)
-			r.Files = nil
-			got := figures(t, r)
-			if want == "" {
-				if len(r.TCP) < 600 || r.Stats.EvictedFlows == 0 || r.Skipped == 0 {
-					t.Fatalf("%d TCP, %d evicted, %d skipped: want hundreds, evictions, skips", len(r.TCP), r.Stats.EvictedFlows, r.Skipped)
-				}
-				want = got
-				continue
-			}
-			if got != want {
-				t.Errorf("%s, %d workers: the analysis differs from one worker's (%d and %d bytes)", filepath.Base(path), n, len(got), len(want))
-			}
-		}
-	}
-}
-
-// BenchmarkEachWalk measures what every worker pays for the packets of
-// the others' flows (reading the record, the link and IP headers, the
-// clock and the flow hash: owns none) against the full analysis of every
-// packet (owns all), and each of two workers' whole work (one after the
-// other: on two free cores the slower bounds the run), per packet of the
-// file. SONDE_BENCH_PCAP names a plain capture
-// to use (bench/analyze.sh's); generated flows otherwise.
-func BenchmarkEachWalk(b *testing.B) {
-	file := pcapOf(b, manyFlows(2, 800))
-	if p := os.Getenv("SONDE_BENCH_PCAP"); p != "" {
-		var err error
-		if file, err = os.ReadFile(p); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for _, c := range []struct {
-		name string
-		k, n int
-	}{{"walk+hash", -1, 1}, {"analyse", 0, 1}, {"worker0of2", 0, 2}, {"worker1of2", 1, 2}} {
-		b.Run(c.name, func(b *testing.B) {
-			var pkts uint64
-			for b.Loop() {
-				a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second, DropRecords: true})
-				a.shard = true
-				s, err := newSource(bytes.NewReader(file), nil, model.CaptureFile{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				for s.next() {
-					a.frameOwn(s, c.k, c.n)
-				}
-				a.Finish(nil)
-				pkts += s.all
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/packet")
-		})
 	}
 }

@@ -141,17 +141,7 @@ func (r *Reader) Notes() []string {
 
 // NewReader detects the format from the first bytes of r.
 func NewReader(r io.Reader) (*Reader, error) {
-	return newReader(&Reader{src: r, buf: make([]byte, bufferBytes)})
-}
-
-// NewReaderBytes reads a capture held whole in b (a mapped file): the
-// packets' Data are slices of b, nothing is copied, and b is never
-// written.
-func NewReaderBytes(b []byte) (*Reader, error) {
-	return newReader(&Reader{buf: b, end: len(b), srcErr: io.EOF})
-}
-
-func newReader(rd *Reader) (*Reader, error) {
+	rd := &Reader{src: r, buf: make([]byte, bufferBytes)}
 	head, err := rd.peek(4)
 	if err != nil {
 		return nil, fmt.Errorf("capture header: %w", err)
@@ -234,11 +224,6 @@ func (r *Reader) peek(n int) ([]byte, error) {
 // fill moves the unread bytes to the front of the buffer (growing it for a
 // block larger than the buffer) and reads until n bytes are there.
 func (r *Reader) fill(n int) ([]byte, error) {
-	if r.src == nil {
-		// NewReaderBytes: all there is is in buf, which is not ours
-		// to move.
-		return r.buf[r.pos:r.end], r.srcErr
-	}
 	if n > len(r.buf) {
 		nb := make([]byte, n)
 		copy(nb, r.buf[r.pos:r.end])
