@@ -3,16 +3,15 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sonde-project/sonde/internal/model"
-	"github.com/sonde-project/sonde/internal/pcap"
+	"github.com/sonde-project/sonde/internal/passive"
+	"github.com/sonde-project/sonde/internal/pcap/pcaptest"
 )
 
 // TestAnalyzeObserverChecked: --observer is a usage error (exit 2, one
@@ -35,47 +34,17 @@ func TestAnalyzeObserverChecked(t *testing.T) {
 		}
 	}
 	for _, obs := range []string{"1A", "2b", "12B"} {
-		if _, _, err := parseObserver(obs); err != nil {
+		if _, _, err := passive.ParseObserver(obs); err != nil {
 			t.Errorf("--observer %s: %v", obs, err)
 		}
 	}
-}
-
-// synCapture writes a raw-IP pcap of n SYNs, one per connection.
-func synCapture(t *testing.T, n int) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "syns.pcap")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pcap.NewWriter(f, pcap.LinkRaw, 65535)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		b := make([]byte, 40)
-		b[0], b[8], b[9] = 0x45, 64, 6
-		binary.BigEndian.PutUint16(b[2:], 40)
-		copy(b[12:], []byte{198, 18, 1, 1, 198, 18, 1, 2})
-		binary.BigEndian.PutUint16(b[20:], uint16(40000+i))
-		binary.BigEndian.PutUint16(b[22:], 80)
-		b[32], b[33] = 5<<4, 0x02
-		if err := w.Write(int64(1700000000e9+i*1e6), b, len(b)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := errors.Join(w.Flush(), f.Close()); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // TestAnalyzeNDJSON: --ndjson writes one line per connection; alone it
 // keeps no record (the text summary gives the count and the file), with
 // --json both have every connection.
 func TestAnalyzeNDJSON(t *testing.T) {
-	capFile := synCapture(t, 5)
+	capFile := pcaptest.SYNs(t, 5)
 	dir := t.TempDir()
 	nd, js := filepath.Join(dir, "c.ndjson"), filepath.Join(dir, "a.json")
 	lines := func() []string {

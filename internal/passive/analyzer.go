@@ -140,7 +140,8 @@ type Analyzer struct {
 	last     int64
 	started  bool
 	nextScan int64
-	lastFlow *flow // the flow of the previous packet (nil after eviction)
+	lastFlow *flow  // the flow of the previous packet (nil after eviction)
+	warm     uint64 // what warm read (kept, so that the reads are not dropped)
 	peak     int
 	wall     time.Duration
 	skip     skips
@@ -384,6 +385,9 @@ func (a *Analyzer) lookup(p *ipPacket, sport, dport uint16, t int64, create func
 	if f == nil || !f.key.equal(&k) {
 		h = a.flows.hash(&k)
 		f = a.flows.get(&k, h)
+		if f != nil {
+			a.warm += warm(f)
+		}
 	}
 	if f == nil {
 		// create gets a copy: a pointer passed to a function value

@@ -84,8 +84,12 @@ func (s *rttStats) add(rtt int64, valid bool) {
 			s.exact = make([]int64, 0, foldBatch)
 		}
 	}
-	if s.exact == nil {
-		s.exact = make([]int64, 0, 16) // then one step to exactMax
+	switch {
+	case s.exact == nil:
+		s.exact = make([]int64, 0, 16)
+	case len(s.exact) == 16:
+		// One step to exactMax (append took two, each a copy).
+		s.exact = append(make([]int64, 0, exactMax), s.exact...)
 	}
 	s.exact = append(s.exact, rtt)
 }

@@ -4,10 +4,7 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
-	"sync"
 	"time"
-
-	"github.com/sonde-project/sonde/internal/model"
 )
 
 // Parallel analysis (Config.Workers > 1). The Analyzer that reads the
@@ -58,24 +55,9 @@ const (
 )
 
 func (a *Analyzer) startShards(n int) {
-	var mu sync.Mutex
-	cfg := a.cfg
+	// Shards finish flows concurrently: one record at a time.
+	cfg := serialised(a.cfg)
 	cfg.Workers = 0
-	if on := a.cfg.OnRecord; on != nil {
-		// Shards finish flows concurrently: one record at a time.
-		cfg.OnRecord = func(r Record) {
-			mu.Lock()
-			defer mu.Unlock()
-			on(r)
-		}
-	}
-	if on := a.cfg.OnSample; on != nil {
-		cfg.OnSample = func(s model.PassiveRTT) {
-			mu.Lock()
-			defer mu.Unlock()
-			on(s)
-		}
-	}
 	cfg.MaxFlows = max(a.cfg.MaxFlows/n, 1)
 	cfg.Spill = false // the dispatcher's, shared (it locks)
 	for i := range n {

@@ -42,15 +42,8 @@ func TestSpillSameRecords(t *testing.T) {
 		}
 		// Read back twice (the text output does): the same both times.
 		for range 2 {
-			back := *r
-			back.Spill = nil
-			if err := r.EachTCP(func(c *model.TCPConn) error { back.TCP = append(back.TCP, *c); return nil }); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.EachQUIC(func(c *model.QUICConn) error { back.QUIC = append(back.QUIC, *c); return nil }); err != nil {
-				t.Fatal(err)
-			}
-			if got := figures(t, &back); got != want {
+			back := readBack(t, r)
+			if got := figures(t, back); got != want {
 				t.Fatalf("%d workers: the spilled analysis differs from the kept one", workers)
 			}
 		}
@@ -58,6 +51,21 @@ func TestSpillSameRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// readBack returns r with its spilled records read back into TCP and
+// QUIC.
+func readBack(t *testing.T, r *model.Analysis) *model.Analysis {
+	t.Helper()
+	back := *r
+	back.Spill = nil
+	if err := r.EachTCP(func(c *model.TCPConn) error { back.TCP = append(back.TCP, *c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.EachQUIC(func(c *model.QUICConn) error { back.QUIC = append(back.QUIC, *c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return &back
 }
 
 // TestSpillSmall: a capture of fewer records than a run never touches the

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/metrics"
@@ -34,6 +36,25 @@ type TruthIndex struct {
 	serverSide, clientSide uint16
 	observer               string
 	packets                map[uint64]*truthEntry
+}
+
+// MaxObserverLink bounds an observer's link number (a lab has a few
+// links).
+const MaxObserverLink = 1 << 10
+
+// ParseObserver reads where a capture was taken (analyze --observer): a
+// link number from 1 and an end, A (client side) or B (server side),
+// e.g. 1A.
+func ParseObserver(s string) (link int, end byte, err error) {
+	obs := strings.ToUpper(s)
+	if len(obs) < 2 {
+		return 0, 0, fmt.Errorf("--observer %q: want LINK and END, e.g. 1A", s)
+	}
+	link, err = strconv.Atoi(obs[:len(obs)-1])
+	if end := obs[len(obs)-1]; err != nil || link < 1 || link > MaxObserverLink || (end != 'A' && end != 'B') {
+		return 0, 0, fmt.Errorf("--observer %q: want a link number from 1 to %d and an end A or B, e.g. 1A", s, MaxObserverLink)
+	}
+	return link, obs[len(obs)-1], nil
 }
 
 // LoadTruth reads a ground-truth file. The observer is at end ('A' or 'B')

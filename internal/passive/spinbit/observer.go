@@ -111,9 +111,14 @@ type direction struct {
 // filter is the plausibility filter of one kind of sample: a running
 // minimum and the median of recent accepted samples.
 type filter struct {
-	min     int64
-	hist    [historyLen]int64
-	nhist   int
+	min   int64
+	hist  [historyLen]int64
+	nhist int
+	// sorted holds hist's values (the first min(nhist, historyLen))
+	// in order, kept as samples come and go: every edge asks for the
+	// median, and sorting the history each time was 6 % of the
+	// analyser's time on a capture of many QUIC flows.
+	sorted  [historyLen]int64
 	outHigh int
 	outLow  int
 }
@@ -194,13 +199,21 @@ func (o *filter) median() int64 {
 	if n == 0 {
 		return 0
 	}
-	var tmp [historyLen]int64
-	copy(tmp[:], o.hist[:n])
-	slices.Sort(tmp[:n])
-	return tmp[n/2]
+	return o.sorted[n/2]
 }
 
 func (o *filter) accept(rtt int64) {
+	n := min(o.nhist, historyLen)
+	if o.nhist >= historyLen {
+		// The value rtt replaces leaves the sorted copy.
+		old := o.hist[o.nhist%historyLen]
+		i, _ := slices.BinarySearch(o.sorted[:n], old)
+		copy(o.sorted[i:n-1], o.sorted[i+1:n])
+		n--
+	}
+	i, _ := slices.BinarySearch(o.sorted[:n], rtt)
+	copy(o.sorted[i+1:n+1], o.sorted[i:n])
+	o.sorted[i] = rtt
 	o.hist[o.nhist%historyLen] = rtt
 	o.nhist++
 	if o.min == 0 || rtt < o.min {

@@ -479,3 +479,27 @@ func TestSpinWithLossAndReordering(t *testing.T) {
 		near(t, "full up", valid(o, Full, 0), w.r, 2*w.gap+ms)
 	}
 }
+
+// TestFilterMedian: the median kept in order as samples come, go and the
+// history restarts is that of the last historyLen accepted samples.
+func TestFilterMedian(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var f filter
+	var all []int64
+	for i := range 2000 {
+		if i%300 == 299 {
+			f.nhist, all = 0, nil // a path change restarts the history
+		}
+		v := 1e6 + rng.Int64N(5e6)
+		if i%7 == 0 && len(all) > 0 {
+			v = all[len(all)-1] // repeated values
+		}
+		f.accept(v)
+		all = append(all, v)
+		last := slices.Clone(all[max(len(all)-historyLen, 0):])
+		slices.Sort(last)
+		if got, want := f.median(), last[len(last)/2]; got != want {
+			t.Fatalf("after %d samples: median %d, want %d", i+1, got, want)
+		}
+	}
+}
