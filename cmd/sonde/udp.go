@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/udptest"
 )
@@ -78,50 +77,12 @@ E-model MOS estimate. --classes runs one flow per class at the same time.`,
 	return cmd
 }
 
-// build checks the flags and fills the options; changed tells which flags
-// the user set, so that a profile does not override them.
+// build checks the flags and fills the options (udptest.Settings);
+// changed tells which flags the user set, so that a preset does not
+// override them.
 func (uf *udpFlags) build(changed func(string) bool) error {
 	o := &uf.opts
-	switch uf.profile {
-	case "":
-	case "voice":
-		keep := *o
-		o.VoiceProfile()
-		if changed("probe-interval") || changed("interval") {
-			o.Interval = keep.Interval
-		}
-		if changed("size") {
-			o.PacketBytes = keep.PacketBytes
-		}
-	default:
-		return fmt.Errorf("--preset: want voice, got %q", uf.profile)
-	}
-	if changed("dscp") || uf.profile == "" {
-		v, err := dscp.Parse(uf.dscp)
-		if err != nil {
-			return fmt.Errorf("--dscp: %w", err)
-		}
-		o.DSCP = v
-	}
-	v, err := dscp.ParseECN(uf.ecn)
-	if err != nil {
-		return fmt.Errorf("--ecn: %w", err)
-	}
-	o.ECN = v
-	if uf.classes != "" {
-		cs, err := dscp.ParseSourceClasses(uf.classes)
-		if err != nil {
-			return fmt.Errorf("--classes: %w", err)
-		}
-		o.Classes = cs
-	}
-	if err := checkDuration("--duration", o.Duration, time.Millisecond, 24*time.Hour); err != nil {
-		return err
-	}
-	if err := checkDuration("--probe-interval", o.Interval, 100*time.Microsecond, 24*time.Hour); err != nil {
-		return err
-	}
-	if err := checkDuration("--timeout", o.Timeout, time.Millisecond, time.Minute); err != nil {
+	if err := (udptest.Settings{Preset: uf.profile, DSCP: uf.dscp, ECN: uf.ecn, Classes: uf.classes}).Apply(o, changed); err != nil {
 		return err
 	}
 	// Outputs are checked before the run, so a bad path costs no
