@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -55,21 +54,11 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 				return usagef("give the server's URL, or --lab PROFILE")
 			}
 			opt.URL = args[0]
-			switch only {
-			case "":
-			case "download", "upload":
-				opt.Directions = []string{only}
-			default:
-				return usagef("--direction: want download or upload, got %q", only)
-			}
-			if _, err := rpm.ConfigURL(opt.URL); err != nil {
+			if err := opt.SetDirection(only); err != nil {
 				return usageErr(err)
 			}
-			if err := errors.Join(checkDuration("--interval", opt.Interval, 100*time.Millisecond, 10*time.Second),
-				checkDuration("--max-duration", opt.MaxDuration, time.Second, 5*time.Minute),
-				checkDuration("--probe-interval", opt.ProbeInterval, 10*time.Millisecond, 10*time.Second),
-				checkCount("--max-flows", opt.MaxFlows, 1, 64)); err != nil {
-				return err
+			if err := opt.Check(); err != nil {
+				return usageErr(err)
 			}
 			if err := out.check(); err != nil {
 				return err
