@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/fleet"
 	"github.com/sonde-project/sonde/internal/model"
-	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/web"
@@ -76,21 +74,10 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 			if err != nil {
 				return err
 			}
-			filter, err := fleet.ParseFilter(labels)
+			req, err := fleet.Settings{Labels: labels, ProfilesFile: profile, UpstreamMin: upMin, UpstreamShare: upShare,
+				MinGiven: cmd.Flags().Changed("upstream-min"), ShareGiven: cmd.Flags().Changed("upstream-share")}.Request(fromT.UnixNano(), toT.UnixNano())
 			if err != nil {
-				return usagef("--label: %w", err)
-			}
-			req := fleet.Request{FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Filter: filter, UpstreamMin: upMin, UpstreamShare: upShare}
-			if profile != "" {
-				if req.Profiles, err = reliability.ReadProfilesFile(profile); err != nil {
-					return usagef("--profiles %s: %w", profile, err)
-				}
-			}
-			if cmd.Flags().Changed("upstream-min") && upMin == 0 || cmd.Flags().Changed("upstream-share") && upShare == 0 {
-				return usagef("--upstream-min and --upstream-share must be positive")
-			}
-			if err := req.Check(); err != nil {
-				return usagef("%s", strings.TrimPrefix(err.Error(), "fleet: "))
+				return usageErr(err)
 			}
 			if err := out.check(); err != nil {
 				return err
@@ -108,12 +95,7 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&storeURL, "store", "", "`URL` of the fleet's store: postgres://… or a SQLite path (required)")
-	f.StringVar(&sr.since, "since", "", "report the last `DURATION` up to now (e.g. 24h, 7d; default 7d without --from)")
-	f.StringVar(&sr.from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")
-	f.StringVar(&sr.to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")
-	f.DurationVar(&sr.timeout, "deadline", 10*time.Minute, "longest the report may take (reading the store included)")
-	deprecatedAlias(f, "timeout", "deadline")
-	sr.defSince = "7d"
+	sr.registerRange(cmd, "report", "7d")
 	f.StringArrayVar(&labels, "label", nil, "only monitors with label `KEY=VALUE` (repeatable; at most 32)")
 	f.StringVar(&profile, "profiles", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table; the file monitor run --profiles takes)")
 	deprecatedAlias(f, "profile", "profiles")
@@ -207,17 +189,7 @@ a proxy that authenticates (docs/fleet.md, "Fleet view").`,
 			if _, _, err := net.SplitHostPort(listen); err != nil {
 				return usagef("--listen %q: want HOST:PORT (e.g. 127.0.0.1:9102)", listen)
 			}
-			st, err := store.OpenExisting(cmd.Context(), loc)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return fmt.Errorf("--listen: %w", err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "fleet view of %s on http://%s/\n", loc, ln.Addr())
-			return fleet.Serve(cmd.Context(), ln, st, web.Assets())
+			return fleet.ServeStore(cmd.Context(), loc, listen, cmd.ErrOrStderr(), web.Assets())
 		},
 	}
 	f := cmd.Flags()

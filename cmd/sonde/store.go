@@ -256,10 +256,17 @@ type storeRange struct {
 // register adds the flags; verb says what the command does with the range
 // ("report", "replay").
 func (r *storeRange) register(cmd *cobra.Command, verb, defSince string) {
-	r.defSince = defSince
 	f := cmd.Flags()
 	f.StringVar(&r.url, "store", "", "`URL` of the monitor's store: a SQLite path, sqlite:PATH or postgres://… (default: where monitor run writes, /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db)")
 	f.StringVar(&r.name, "name", "", "the `MONITOR` (default: the store's only monitor)")
+	r.registerRange(cmd, verb, defSince)
+}
+
+// registerRange adds the range's flags and --deadline (fleet report has
+// its own --store and no --name).
+func (r *storeRange) registerRange(cmd *cobra.Command, verb, defSince string) {
+	r.defSince = defSince
+	f := cmd.Flags()
 	f.StringVar(&r.since, "since", "", verb+" the last `DURATION` up to now (e.g. 24h, 7d; default "+defSince+" without --from)")
 	f.StringVar(&r.from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")
 	f.StringVar(&r.to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")
