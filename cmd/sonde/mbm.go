@@ -189,13 +189,6 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if err != nil {
 		return err
 	}
-	if o.mode != mbmrun.ModeUDP && o.mode != mbmrun.ModeTCP && o.mode != mbmrun.ModeAuto {
-		return usagef("--mode: want udp, tcp or auto, got %q", o.mode)
-	}
-	tests, err := mbmrun.ParseTests(o.tests, o.mode)
-	if err != nil {
-		return usagef("--tests: %w", err)
-	}
 	plan, err := mbm.NewPlan(in)
 	if err != nil {
 		return usageErr(err)
@@ -205,12 +198,15 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 		return usageErr(err)
 	}
 	cfg := mbmrun.Config{Plan: plan, Server: server, Token: o.token, Insecure: o.insecure, Software: "sonde/" + version,
-		Mode: o.mode, Tests: tests, Derate: o.derate, MinRate: o.minRate, Burst: o.burst, BurstSet: o.burstSet, ECN: o.ecn,
+		Mode: o.mode, Derate: o.derate, MinRate: o.minRate, Burst: o.burst, BurstSet: o.burstSet, ECN: o.ecn,
 		Subpath: o.subpath, Truth: truth,
 		Progress: func(id string) {
 			name, _ := udprun.TestName(id)
 			fmt.Fprintf(os.Stderr, "sonde mbm: %s %s at %s…\n", id, name, units.FormatRate(plan.RateBps))
 		}}
+	if err := cfg.SetTests(o.tests); err != nil {
+		return usageErr(err)
+	}
 	if err := mbmrun.Validate(cfg); err != nil {
 		return usageErr(err)
 	}
