@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -59,11 +58,8 @@ func (sf *storeFlags) open(ctx context.Context, fn func(context.Context, store.S
 
 // parseStore reads a --store URL: a usage error.
 func parseStore(url string) (store.Location, error) {
-	loc, err := store.ParseURL(url)
-	if err != nil {
-		return loc, usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
-	}
-	return loc, nil
+	loc, err := store.ParseFlag("--store", url)
+	return loc, usageErr(err)
 }
 
 // monitorName checks a NAME argument (usage error) by the store's rule.
@@ -223,13 +219,8 @@ postgres:// (postgresql://) URL.`,
 			if timeout <= 0 {
 				return usagef("--deadline: want a positive duration, got %s", timeout)
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			v, err := store.Migrate(ctx, url)
+			v, err := store.MigrateWithin(cmd.Context(), loc, url, timeout)
 			if err != nil {
-				if errors.Is(err, context.DeadlineExceeded) {
-					return fmt.Errorf("%s: no answer within --deadline %s", loc, timeout)
-				}
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: schema version %d\n", loc, v)

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/sonde-project/sonde/internal/store"
@@ -68,8 +67,8 @@ func (f Flags) Check() (Config, error) {
 	case f.Given("store"), f.Given("db"):
 		// Checked before the server starts: a wrong URL is a usage
 		// error, not a failure after the listeners are up.
-		if _, err := store.ParseURL(f.Store); err != nil {
-			return cfg, fmt.Errorf("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
+		if _, err := store.ParseFlag("--store", f.Store); err != nil {
+			return cfg, err
 		}
 		cfg.HistoryDB = f.Store
 	}
