@@ -11,7 +11,6 @@ import (
 
 	"github.com/sonde-project/sonde/internal/monitor"
 	"github.com/sonde-project/sonde/internal/report"
-	"github.com/sonde-project/sonde/internal/units"
 )
 
 func newMonitorCmd() *cobra.Command {
@@ -69,12 +68,9 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 			if err != nil {
 				return usageErr(err)
 			}
-			lim, err := units.ParseBytesLimit(memLimit)
+			lim, err := monitor.ParseMemoryLimit(memLimit)
 			if err != nil {
-				return usagef("--memory-limit: %s", err)
-			}
-			if lim != 0 && lim < minMemoryLimit {
-				return usagef("--memory-limit %s: at least %d MiB, or off", memLimit, minMemoryLimit>>20)
+				return usageErr(err)
 			}
 			if pprofAt != "" && !havePprof {
 				return usagef("--debug-pprof: the monitor-only build has no profiler: profile with the full sonde")

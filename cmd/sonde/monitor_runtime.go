@@ -10,11 +10,6 @@ import (
 	"time"
 )
 
-// minMemoryLimit is the lowest --memory-limit taken: near the Go memory
-// the daemon needs in steady state (about 17 MiB at 1 × 100/s or 8 × 10/s,
-// docs/monitor.md "Memory") the GC would run back to back for nothing.
-const minMemoryLimit = 24 << 20
-
 // runtimeOpts are the process-level settings of `sonde monitor run`.
 type runtimeOpts struct {
 	memLimit int64  // debug.SetMemoryLimit; 0: none

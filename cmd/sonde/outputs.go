@@ -36,16 +36,6 @@ var exitCodes = []clidoc.ExitCode{
 	{Code: exitVerdict, Text: "a verdict FAIL (sonde mbm: a test FAILed; sonde mbm compose: the path fails its loss budget)"},
 }
 
-// exitHelp lists the exit codes for help texts.
-func exitHelp() string {
-	var b strings.Builder
-	b.WriteString("Exit status:\n")
-	for _, e := range exitCodes {
-		fmt.Fprintf(&b, "  %d  %s\n", e.Code, e.Text)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
 // exitCode is the exit status for err, the error a command returned.
 func exitCode(err error) int {
 	var ee *exitError
