@@ -139,14 +139,12 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 		return runIperf3Test(ctx, tf, stdout)
 	}
 	if tf.cfg.Server == "" {
-		addr, stop, err := startEmbedded(ctx)
+		url, stop, err := useEmbedded(ctx, "server", "the host's TCP stack")
 		if err != nil {
 			return err
 		}
 		defer stop()
-		tf.cfg.Server = "http://" + addr
-		tf.cfg.Embedded = true
-		fmt.Fprintf(os.Stderr, "sonde: no server given: testing against an embedded server on %s (loopback: this measures the host's TCP stack, not a network)\n", addr)
+		tf.cfg.Server, tf.cfg.Embedded = url, true
 	}
 	if !tf.noProgress && isTerminal(os.Stderr) {
 		tf.cfg.Progress = progressLine(os.Stderr)
@@ -178,6 +176,17 @@ func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
 // and sonde udp without SERVER).
 func startEmbedded(ctx context.Context) (addr string, stop func(), err error) {
 	return server.StartEmbedded(ctx, "sonde/"+version+" (embedded)")
+}
+
+// useEmbedded starts the embedded server and says so on stderr: what is
+// tested there, and what that measures (not a network).
+func useEmbedded(ctx context.Context, what, measures string) (url string, stop func(), err error) {
+	addr, stop, err := startEmbedded(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintf(os.Stderr, "sonde: no server given: testing against an embedded %s on %s (loopback: this measures %s, not a network)\n", what, addr, measures)
+	return "http://" + addr, stop, nil
 }
 
 // progressLine redraws one status line: phase, elapsed, rate, RTT.

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"time"
@@ -99,14 +98,12 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 		return usageErr(err)
 	}
 	if uf.opts.Server == "" && uf.opts.Reflector == "" {
-		addr, stop, err := startEmbedded(ctx)
+		url, stop, err := useEmbedded(ctx, "reflector", "the host")
 		if err != nil {
 			return err
 		}
 		defer stop()
-		uf.opts.Server = "http://" + addr
-		uf.opts.Embedded = true
-		fmt.Fprintf(os.Stderr, "sonde: no server given: testing against an embedded reflector on %s (loopback: this measures the host, not a network)\n", addr)
+		uf.opts.Server, uf.opts.Embedded = url, true
 	}
 	if uf.out.raw != "" {
 		w, closeRaw, err := report.OpenOutput(uf.out.raw, stdout)
