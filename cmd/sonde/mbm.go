@@ -140,25 +140,12 @@ func (o *mbmFlags) inputs(rttSet bool) (mbm.Inputs, error) {
 		}
 		return mbm.Inputs{}, usagef("a run needs --rate and --rtt")
 	}
-	rate, err := units.ParseRate(o.rate)
-	if err != nil {
-		return mbm.Inputs{}, usagef("--rate: %w", err)
-	}
 	if err := o.out.check(); err != nil {
 		return mbm.Inputs{}, err
 	}
-	if o.trunc == 0 {
-		return mbm.Inputs{}, usagef("--trunc-factor: want 1 to 100, got 0")
-	}
-	return mbm.Inputs{
-		Target:       mbm.Target{RateBps: rate, RTT: o.rtt, MTU: o.mtu, HeaderOverhead: o.header},
-		Model:        o.model,
-		Alpha:        o.alpha,
-		Beta:         o.beta,
-		FloorPackets: o.floor,
-		TruncFactor:  o.trunc,
-		Budget:       o.budget,
-	}, nil
+	in, err := mbm.Settings{Rate: o.rate, Inputs: mbm.Inputs{Target: mbm.Target{RTT: o.rtt, MTU: o.mtu, HeaderOverhead: o.header},
+		Model: o.model, Alpha: o.alpha, Beta: o.beta, FloorPackets: o.floor, TruncFactor: o.trunc, Budget: o.budget}}.Parse()
+	return in, usageErr(err)
 }
 
 func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
