@@ -256,23 +256,16 @@ func runMBMCompose(stdout io.Writer, paths []string, e2ePath, jsonOut string, qu
 	if quiet && jsonOut == "" {
 		return usagef("--quiet without --json would discard the composition")
 	}
-	if err := checkOutput("--json", jsonOut); err != nil {
+	out := outputs{json: jsonOut, quiet: quiet}
+	if err := out.check(); err != nil {
 		return err
 	}
 	c, err := report.ComposeMBMFiles(paths, e2ePath)
 	if err != nil {
 		return usageErr(err)
 	}
-	if jsonOut != "" {
-		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return report.WriteJSON(w, c) }); err != nil {
-			report.WriteMBMComposeText(os.Stderr, &c)
-			return err
-		}
-	}
-	if jsonOut != "-" && !quiet {
-		if err := report.WriteMBMComposeText(stdout, &c); err != nil {
-			return err
-		}
+	if err := out.write(stdout, os.Stderr, report.Forms{JSON: c, Text: func(w io.Writer) error { return report.WriteMBMComposeText(w, &c) }}); err != nil {
+		return err
 	}
 	for _, t := range c.Tests {
 		if t.Verdict == model.MBMFail {
