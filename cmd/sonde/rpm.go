@@ -64,12 +64,9 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 				return err
 			}
 			opt.Software = "sonde/" + version
-			var truth *model.GroundTruth
-			if truthFile != "" {
-				var err error
-				if truth, err = lab.ReadTruthFile(truthFile); err != nil {
-					return usageErr(err)
-				}
+			truth, err := lab.ReadTruthFile(truthFile)
+			if err != nil {
+				return usageErr(err)
 			}
 			return runRPM(cmd, opt, &out, truth)
 		},

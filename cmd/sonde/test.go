@@ -115,12 +115,8 @@ func (tf *testFlags) build() error {
 	if err != nil {
 		return err
 	}
-	if tf.truthFile != "" {
-		t, err := lab.ReadTruthFile(tf.truthFile)
-		if err != nil {
-			return err
-		}
-		c.Truth = t
+	if c.Truth, err = lab.ReadTruthFile(tf.truthFile); err != nil {
+		return err
 	}
 	// Outputs are checked before the run, so a bad path costs no
 	// measurement.

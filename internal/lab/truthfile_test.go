@@ -55,4 +55,7 @@ func FuzzParseTruth(f *testing.F) {
 			t.Fatalf("%d bytes accepted, bound %d", len(b), MaxTruthFile)
 		}
 	})
+	if got, err := ReadTruthFile(""); got != nil || err != nil {
+		t.Errorf("no file: %+v, %v; want none", got, err)
+	}
 }
