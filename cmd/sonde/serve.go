@@ -3,7 +3,6 @@
 package main
 
 import (
-	"log/slog"
 	"os"
 	"time"
 
@@ -54,27 +53,16 @@ A test's upgraded streams are exempt: they last as long as the test
 rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := server.Flags{Config: cfg, MaxBytes: maxBytes, PerIPRate: perIPRate, UDPBitrate: udpBitrate,
-				WebRTCPort: webrtcPort, Iperf3Port: iperf3Port, Store: storeURL, ServersFile: serversFile,
-				TLSMode: tlsMode, TLSDir: tlsDir, MaxConns: maxConns, Records: records, Given: cmd.Flags().Changed}.Check()
+			sf := server.Flags{Config: cfg, MaxBytes: maxBytes, PerIPRate: perIPRate, UDPBitrate: udpBitrate,
+				WebRTCPort: webrtcPort, Iperf3Port: iperf3Port, Store: storeURL, ServersFile: serversFile, TLSMode: tlsMode,
+				TLSDir: tlsDir, MaxConns: maxConns, Records: records, Verbose: verbose, Given: cmd.Flags().Changed}
+			cfg, err := sf.Check()
 			if err != nil {
 				return usageErr(err)
 			}
-			level := slog.LevelWarn
-			if verbose {
-				level = slog.LevelInfo
-			}
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			cfg.Software = "sonde/" + version
-			if cfg.HistoryDB == "" {
-				if cfg.HistoryDB, err = server.DefaultHistoryPath(os.Stderr); err != nil {
-					return err
-				}
-			}
-			if tlsMode != "" {
-				if err := server.UseSelfSigned(&cfg, tlsDir, os.Stderr); err != nil {
-					return err
-				}
+			if err := sf.Prepare(&cfg, os.Stderr); err != nil {
+				return err
 			}
 			srv, err := server.New(cfg)
 			if err != nil {

@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -28,6 +30,7 @@ type Flags struct {
 	TLSMode, TLSDir string
 	MaxConns        int
 	Records         bool
+	Verbose         bool // log every session and stream error (Info), else warnings
 	Given           func(flag string) bool
 }
 
@@ -78,6 +81,28 @@ func (f Flags) Check() (Config, error) {
 	var err error
 	cfg.Iperf3Addr, err = Iperf3Addr(cfg.Addr, f.Iperf3Port)
 	return cfg, err
+}
+
+// Prepare completes a Config that Check returned with what it takes of
+// this host, telling log: the logger (to log), the default store's path
+// (DefaultHistoryPath) when none was given, and the self-signed
+// certificate of --tls self-signed (UseSelfSigned).
+func (f Flags) Prepare(cfg *Config, log io.Writer) error {
+	level := slog.LevelWarn
+	if f.Verbose {
+		level = slog.LevelInfo
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: level}))
+	if cfg.HistoryDB == "" {
+		var err error
+		if cfg.HistoryDB, err = DefaultHistoryPath(log); err != nil {
+			return err
+		}
+	}
+	if f.TLSMode != "" {
+		return UseSelfSigned(cfg, f.TLSDir, log)
+	}
+	return nil
 }
 
 // checkGiven rejects a zero or negative value given for a flag whose zero

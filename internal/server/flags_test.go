@@ -56,3 +56,25 @@ func TestFlagsCheck(t *testing.T) {
 		t.Errorf("defaults: history %q, max conns %d", cfg.HistoryDB, cfg.MaxConns)
 	}
 }
+
+// TestFlagsPrepare: a checked config gets its logger and, without a
+// store given, the default one's path, or memory without a cache
+// directory.
+func TestFlagsPrepare(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	cfg := Config{}
+	var log strings.Builder
+	if err := (Flags{}).Prepare(&cfg, &log); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Logger == nil || filepath.Base(cfg.HistoryDB) != "results.db" || cfg.CertFile != "" {
+		t.Errorf("prepared %+v", cfg)
+	}
+	cfg = Config{HistoryDB: ":memory:"}
+	if err := (Flags{TLSMode: "self-signed", TLSDir: t.TempDir()}).Prepare(&cfg, &log); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HistoryDB != ":memory:" || cfg.CertFile == "" || !strings.Contains(log.String(), "SHA-256 fingerprint") {
+		t.Errorf("self-signed: %+v; log %q", cfg, log.String())
+	}
+}
