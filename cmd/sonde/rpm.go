@@ -4,14 +4,12 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/lab"
-	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/rpm"
 )
@@ -64,11 +62,11 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 				return err
 			}
 			opt.Software = "sonde/" + version
-			truth, err := lab.ReadTruthFile(truthFile)
-			if err != nil {
+			var err error
+			if opt.Truth, err = lab.ReadTruthFile(truthFile); err != nil {
 				return usageErr(err)
 			}
-			return runRPM(cmd, opt, &out, truth)
+			return runRPM(cmd, opt, &out)
 		},
 	}
 	f := cmd.Flags()
@@ -85,18 +83,12 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 	return cmd
 }
 
-func runRPM(cmd *cobra.Command, opt rpm.ClientOptions, out *outputs, truth *model.GroundTruth) error {
-	stdout := cmd.OutOrStdout()
+func runRPM(cmd *cobra.Command, opt rpm.ClientOptions, out *outputs) error {
 	res, runErr := rpm.Run(cmd.Context(), opt)
 	if res == nil {
 		return runErr
 	}
-	res.GroundTruth = truth
-	outErr := out.write(stdout, os.Stderr, report.Forms{JSON: res,
+	return errors.Join(runErr, out.write(cmd.OutOrStdout(), os.Stderr, report.Forms{JSON: res,
 		HTML: func(w io.Writer) error { return report.WriteRPMHTML(w, res) },
-		Text: func(w io.Writer) error { return report.WriteRPMText(w, res) }})
-	if len(res.Directions) == 0 && len(res.Errors) > 0 {
-		runErr = errors.Join(runErr, fmt.Errorf("%s", res.Errors[0]))
-	}
-	return errors.Join(runErr, outErr)
+		Text: func(w io.Writer) error { return report.WriteRPMText(w, res) }}))
 }
