@@ -66,8 +66,8 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
   sonde fleet report --store fleet.db --from 2026-05-01 --to 2026-06-01 --json may.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if storeURL == "" {
-				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
+			if _, err := requiredFleetStore(storeURL); err != nil {
+				return err
 			}
 			sr.url = storeURL
 			loc, fromT, toT, err := sr.resolve(time.Now())
@@ -132,10 +132,7 @@ exact, only slower.`,
 		Example: `  sonde fleet aggregate --store postgres://sonde@db/fleet`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if storeURL == "" {
-				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
-			}
-			loc, err := parseStore(storeURL)
+			loc, err := requiredFleetStore(storeURL)
 			if err != nil {
 				return err
 			}
@@ -179,10 +176,7 @@ a proxy that authenticates (docs/fleet.md, "Fleet view").`,
 		Example: `  sonde fleet serve --store postgres://sonde@db/fleet --listen 127.0.0.1:9102`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if storeURL == "" {
-				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
-			}
-			loc, err := parseStore(storeURL)
+			loc, err := requiredFleetStore(storeURL)
 			if err != nil {
 				return err
 			}
@@ -196,4 +190,12 @@ a proxy that authenticates (docs/fleet.md, "Fleet view").`,
 	f.StringVar(&storeURL, "store", "", "`URL` of the fleet's store: postgres://… or a SQLite path (required)")
 	f.StringVar(&listen, "listen", "127.0.0.1:9102", "`ADDR` to serve the fleet view on")
 	return cmd
+}
+
+// requiredFleetStore reads the fleet commands' --store, which they require.
+func requiredFleetStore(url string) (store.Location, error) {
+	if url == "" {
+		return store.Location{}, usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
+	}
+	return parseStore(url)
 }
