@@ -142,13 +142,8 @@ exact, only slower.`,
 			if err := checkDuration("--deadline", timeout, time.Second, 24*time.Hour); err != nil {
 				return err
 			}
-			sr := storeRange{timeout: timeout}
 			start := time.Now()
-			var n int
-			err = sr.read(cmd.Context(), loc, "aggregating", func(ctx context.Context, st store.Store) (err error) {
-				n, err = fleet.Aggregate(ctx, st, maxHours)
-				return err
-			})
+			n, err := fleet.AggregateWithin(cmd.Context(), loc, maxHours, timeout)
 			fmt.Fprintf(cmd.OutOrStdout(), "merged %d stream-hours in %s\n", n, time.Since(start).Round(time.Millisecond))
 			return err
 		},

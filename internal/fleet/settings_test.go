@@ -1,10 +1,13 @@
 package fleet
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sonde-project/sonde/internal/store"
 )
 
 // TestSettingsRequest: fleet report's flags, checked into a Request before
@@ -32,5 +35,25 @@ func TestSettingsRequest(t *testing.T) {
 	req, err := Settings{Labels: []string{"isp=acme"}, UpstreamMin: 5}.Request(from, to)
 	if err != nil || req.FromNs != from || req.ToNs != to || req.UpstreamMin != 5 || req.Profiles != nil {
 		t.Errorf("%+v, %v", req, err)
+	}
+}
+
+// TestAggregateWithin: an empty store has nothing to merge; a store that
+// is not there is not made.
+func TestAggregateWithin(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.db")
+	st, err := store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	loc, _ := store.ParseURL(path)
+	if n, err := AggregateWithin(context.Background(), loc, 0, time.Minute); err != nil || n != 0 {
+		t.Errorf("empty store: %d, %v", n, err)
+	}
+	none, _ := store.ParseURL(filepath.Join(dir, "none.db"))
+	if _, err := AggregateWithin(context.Background(), none, 0, time.Minute); err == nil {
+		t.Error("a missing store was aggregated")
 	}
 }
