@@ -150,9 +150,6 @@ store's health and the last events. Exit status 1 when it does not answer.`,
 			if err := checkOutput("--json", out.json); err != nil {
 				return err
 			}
-			if _, _, err := net.SplitHostPort(listen); err != nil {
-				return usagef("--listen %q: want host:port", listen)
-			}
 			return monitorStatus(cmd.Context(), cmd.OutOrStdout(), listen, out.json)
 		},
 	}
