@@ -5,14 +5,11 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"net/netip"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-project/sonde/internal/emulator"
 	"github.com/sonde-project/sonde/internal/emulator/forward"
 	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/report"
@@ -99,32 +96,19 @@ Example:
 }
 
 func runEmulate(ctx context.Context, out io.Writer, f emulateFlags) error {
-	up, down, err := emulator.ParseLink(f.link, f.up, f.down, f.at, f.upAt, f.downAt)
+	e, err := lab.EmulationSettings{Emulation: lab.Emulation{NSA: f.nsA, NSB: f.nsB, DevA: f.devA, DevB: f.devB, MTU: f.mtu,
+		Seed: f.seed, TruthPath: f.truth, PcapPath: f.pcap, Stats: f.stats, Duration: f.duration, Spin: f.spin,
+		RealTime: f.realTime, AllowCPUIdle: f.cpuIdle}, AddrA: f.addrA, AddrB: f.addrB, ICMPFrom: f.icmpFrom,
+		Link: f.link, Up: f.up, Down: f.down, At: f.at, UpAt: f.upAt, DownAt: f.downAt}.Check()
 	if err != nil {
 		return usageErr(err)
 	}
-	if f.nsA == "" || f.nsB == "" || f.nsA == f.nsB {
-		return usagef("emulate: --ns-a and --ns-b must name two different network namespaces")
-	}
-	addrA, errA := netip.ParsePrefix(f.addrA)
-	addrB, errB := netip.ParsePrefix(f.addrB)
-	if err := errors.Join(errA, errB); err != nil {
-		return fmt.Errorf("emulate: %w", err)
-	}
-	icmpFrom, err := netip.ParseAddr(f.icmpFrom)
-	if err != nil {
-		return fmt.Errorf("emulate: --icmp-from: %w", err)
-	}
-	if err := errors.Join(checkDuration("--stats", f.stats, 0, 24*time.Hour), checkDuration("--duration", f.duration, 0, 365*24*time.Hour),
-		checkDuration("--spin", f.spin, 0, time.Second), checkOutput("--truth-out", f.truth), checkOutput("--pcap", f.pcap)); err != nil {
+	if err := errors.Join(checkOutput("--truth-out", f.truth), checkOutput("--pcap", f.pcap)); err != nil {
 		return err
 	}
-	return lab.Emulate(ctx, out, lab.Emulation{NSA: f.nsA, NSB: f.nsB, DevA: f.devA, DevB: f.devB, AddrA: addrA, AddrB: addrB,
-		MTU: f.mtu, Up: up, Down: down, Seed: f.seed, TruthPath: f.truth, PcapPath: f.pcap, ICMPFrom: icmpFrom,
-		Stats: f.stats, Duration: f.duration, Spin: f.spin, RealTime: f.realTime, AllowCPUIdle: f.cpuIdle},
-		func(u, d forward.Stats) {
-			_ = report.WriteEmulatorStats(out, []report.EmulatorDirection{emuDir("up", u), emuDir("down", d)})
-		})
+	return lab.Emulate(ctx, out, e, func(u, d forward.Stats) {
+		_ = report.WriteEmulatorStats(out, []report.EmulatorDirection{emuDir("up", u), emuDir("down", d)})
+	})
 }
 
 // emuDir is a forwarder direction's counters for report.WriteEmulatorStats.

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/fleet"
 	"github.com/sonde-project/sonde/internal/model"
-	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/web"
@@ -68,29 +66,18 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
   sonde fleet report --store fleet.db --from 2026-05-01 --to 2026-06-01 --json may.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if storeURL == "" {
-				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
+			if _, err := requiredFleetStore(storeURL); err != nil {
+				return err
 			}
 			sr.url = storeURL
 			loc, fromT, toT, err := sr.resolve(time.Now())
 			if err != nil {
 				return err
 			}
-			filter, err := fleet.ParseFilter(labels)
+			req, err := fleet.Settings{Labels: labels, ProfilesFile: profile, UpstreamMin: upMin, UpstreamShare: upShare,
+				MinGiven: cmd.Flags().Changed("upstream-min"), ShareGiven: cmd.Flags().Changed("upstream-share")}.Request(fromT.UnixNano(), toT.UnixNano())
 			if err != nil {
-				return usagef("--label: %w", err)
-			}
-			req := fleet.Request{FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Filter: filter, UpstreamMin: upMin, UpstreamShare: upShare}
-			if profile != "" {
-				if req.Profiles, err = reliability.ReadProfilesFile(profile); err != nil {
-					return usagef("--profiles %s: %w", profile, err)
-				}
-			}
-			if cmd.Flags().Changed("upstream-min") && upMin == 0 || cmd.Flags().Changed("upstream-share") && upShare == 0 {
-				return usagef("--upstream-min and --upstream-share must be positive")
-			}
-			if err := req.Check(); err != nil {
-				return usagef("%s", strings.TrimPrefix(err.Error(), "fleet: "))
+				return usageErr(err)
 			}
 			if err := out.check(); err != nil {
 				return err
@@ -108,12 +95,7 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&storeURL, "store", "", "`URL` of the fleet's store: postgres://… or a SQLite path (required)")
-	f.StringVar(&sr.since, "since", "", "report the last `DURATION` up to now (e.g. 24h, 7d; default 7d without --from)")
-	f.StringVar(&sr.from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")
-	f.StringVar(&sr.to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")
-	f.DurationVar(&sr.timeout, "deadline", 10*time.Minute, "longest the report may take (reading the store included)")
-	deprecatedAlias(f, "timeout", "deadline")
-	sr.defSince = "7d"
+	sr.registerRange(cmd, "report", "7d")
 	f.StringArrayVar(&labels, "label", nil, "only monitors with label `KEY=VALUE` (repeatable; at most 32)")
 	f.StringVar(&profile, "profiles", "", "requirement profiles from a JSON `FILE` (default: seed 001's smart-grid table; the file monitor run --profiles takes)")
 	deprecatedAlias(f, "profile", "profiles")
@@ -150,10 +132,7 @@ exact, only slower.`,
 		Example: `  sonde fleet aggregate --store postgres://sonde@db/fleet`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if storeURL == "" {
-				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
-			}
-			loc, err := parseStore(storeURL)
+			loc, err := requiredFleetStore(storeURL)
 			if err != nil {
 				return err
 			}
@@ -163,13 +142,8 @@ exact, only slower.`,
 			if err := checkDuration("--deadline", timeout, time.Second, 24*time.Hour); err != nil {
 				return err
 			}
-			sr := storeRange{timeout: timeout}
 			start := time.Now()
-			var n int
-			err = sr.read(cmd.Context(), loc, "aggregating", func(ctx context.Context, st store.Store) (err error) {
-				n, err = fleet.Aggregate(ctx, st, maxHours)
-				return err
-			})
+			n, err := fleet.AggregateWithin(cmd.Context(), loc, maxHours, timeout)
 			fmt.Fprintf(cmd.OutOrStdout(), "merged %d stream-hours in %s\n", n, time.Since(start).Round(time.Millisecond))
 			return err
 		},
@@ -197,31 +171,26 @@ a proxy that authenticates (docs/fleet.md, "Fleet view").`,
 		Example: `  sonde fleet serve --store postgres://sonde@db/fleet --listen 127.0.0.1:9102`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if storeURL == "" {
-				return usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
-			}
-			loc, err := parseStore(storeURL)
+			loc, err := requiredFleetStore(storeURL)
 			if err != nil {
 				return err
 			}
 			if _, _, err := net.SplitHostPort(listen); err != nil {
 				return usagef("--listen %q: want HOST:PORT (e.g. 127.0.0.1:9102)", listen)
 			}
-			st, err := store.OpenExisting(cmd.Context(), loc)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return fmt.Errorf("--listen: %w", err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "fleet view of %s on http://%s/\n", loc, ln.Addr())
-			return fleet.Serve(cmd.Context(), ln, st, web.Assets())
+			return fleet.ServeStore(cmd.Context(), loc, listen, cmd.ErrOrStderr(), web.Assets())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&storeURL, "store", "", "`URL` of the fleet's store: postgres://… or a SQLite path (required)")
 	f.StringVar(&listen, "listen", "127.0.0.1:9102", "`ADDR` to serve the fleet view on")
 	return cmd
+}
+
+// requiredFleetStore reads the fleet commands' --store, which they require.
+func requiredFleetStore(url string) (store.Location, error) {
+	if url == "" {
+		return store.Location{}, usagef("--store: give the fleet's store (postgres://… or a SQLite path)")
+	}
+	return parseStore(url)
 }

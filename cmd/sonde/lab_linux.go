@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -115,24 +114,13 @@ func runLabUp(ctx context.Context, out io.Writer, profile, stateDir string, f la
 	if f.detachedChild {
 		opts.LogPath = lab.DetachedLog(stateDir, os.Getpid())
 	}
-	l, err := lab.Up(ctx, profile, opts)
-	if err != nil {
-		return err
-	}
-	l.Describe(out)
-	fmt.Fprintf(out, "lab %s is up. Run commands with `sonde lab exec client -- CMD` (server: %s); Ctrl-C or `sonde lab down` to tear down.\n",
-		l.ID, l.ServerAddr())
-	printStats := func() {
+	return lab.UpForeground(ctx, out, profile, opts, f.stats, func(links []lab.LinkStats) {
 		var dirs []report.EmulatorDirection
-		for _, s := range l.Stats() {
+		for _, s := range links {
 			dirs = append(dirs, emuDir(s.Name+" up", s.Up), emuDir(s.Name+" down", s.Down))
 		}
 		_ = report.WriteEmulatorStats(out, dirs)
-	}
-	runErr := l.Watch(ctx, f.stats, printStats)
-	printStats()
-	fmt.Fprintf(out, "tearing lab %s down\n", l.ID)
-	return errors.Join(runErr, l.Down())
+	})
 }
 
 // detachedChildFlag is the hidden flag detachLab gives its background
@@ -142,14 +130,7 @@ const detachedChildFlag = "detached-child"
 // detachLab starts `sonde lab up` again without --detach, in the
 // background (lab.Detach), and returns once the lab is up.
 func detachLab(out io.Writer, stateDir string) error {
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("lab up: %w", err)
-	}
-	args := slices.DeleteFunc(slices.Clone(os.Args[1:]), func(a string) bool {
-		return a == "--detach" || a == "-d" || a == "--detach=true"
-	})
-	s, logPath, err := lab.Detach(stateDir, self, append(args, "--"+detachedChildFlag))
+	s, logPath, err := lab.DetachSelf(stateDir, os.Args[1:], detachedChildFlag)
 	if err != nil {
 		return err
 	}
@@ -225,9 +206,6 @@ process that was just killed to exit. Running labs are left alone unless
 clean.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if os.Geteuid() != 0 {
-				return errors.New("lab clean: removing namespaces needs root (CAP_SYS_ADMIN)")
-			}
 			removed, err := lab.Clean(*stateDir, all)
 			for _, r := range removed {
 				fmt.Fprintln(cmd.OutOrStdout(), r)

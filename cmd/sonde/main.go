@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sonde-project/sonde/internal/clidoc"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -58,7 +60,7 @@ sonde fleet).`,
 	root.AddCommand(sondeCommands()...)
 	// cobra lists every command below (Available Commands), from the
 	// command tree itself.
-	root.Long += "\n\n" + exitHelp()
+	root.Long += "\n\n" + clidoc.ExitHelp(exitCodes)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 	usageArgs(root)
 	return root

@@ -140,25 +140,12 @@ func (o *mbmFlags) inputs(rttSet bool) (mbm.Inputs, error) {
 		}
 		return mbm.Inputs{}, usagef("a run needs --rate and --rtt")
 	}
-	rate, err := units.ParseRate(o.rate)
-	if err != nil {
-		return mbm.Inputs{}, usagef("--rate: %w", err)
-	}
 	if err := o.out.check(); err != nil {
 		return mbm.Inputs{}, err
 	}
-	if o.trunc == 0 {
-		return mbm.Inputs{}, usagef("--trunc-factor: want 1 to 100, got 0")
-	}
-	return mbm.Inputs{
-		Target:       mbm.Target{RateBps: rate, RTT: o.rtt, MTU: o.mtu, HeaderOverhead: o.header},
-		Model:        o.model,
-		Alpha:        o.alpha,
-		Beta:         o.beta,
-		FloorPackets: o.floor,
-		TruncFactor:  o.trunc,
-		Budget:       o.budget,
-	}, nil
+	in, err := mbm.Settings{Rate: o.rate, Inputs: mbm.Inputs{Target: mbm.Target{RTT: o.rtt, MTU: o.mtu, HeaderOverhead: o.header},
+		Model: o.model, Alpha: o.alpha, Beta: o.beta, FloorPackets: o.floor, TruncFactor: o.trunc, Budget: o.budget}}.Parse()
+	return in, usageErr(err)
 }
 
 func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
@@ -189,13 +176,6 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if err != nil {
 		return err
 	}
-	if o.mode != mbmrun.ModeUDP && o.mode != mbmrun.ModeTCP && o.mode != mbmrun.ModeAuto {
-		return usagef("--mode: want udp, tcp or auto, got %q", o.mode)
-	}
-	tests, err := mbmrun.ParseTests(o.tests, o.mode)
-	if err != nil {
-		return usagef("--tests: %w", err)
-	}
 	plan, err := mbm.NewPlan(in)
 	if err != nil {
 		return usageErr(err)
@@ -205,12 +185,15 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 		return usageErr(err)
 	}
 	cfg := mbmrun.Config{Plan: plan, Server: server, Token: o.token, Insecure: o.insecure, Software: "sonde/" + version,
-		Mode: o.mode, Tests: tests, Derate: o.derate, MinRate: o.minRate, Burst: o.burst, BurstSet: o.burstSet, ECN: o.ecn,
+		Mode: o.mode, Derate: o.derate, MinRate: o.minRate, Burst: o.burst, BurstSet: o.burstSet, ECN: o.ecn,
 		Subpath: o.subpath, Truth: truth,
 		Progress: func(id string) {
 			name, _ := udprun.TestName(id)
 			fmt.Fprintf(os.Stderr, "sonde mbm: %s %s at %s…\n", id, name, units.FormatRate(plan.RateBps))
 		}}
+	if err := cfg.SetTests(o.tests); err != nil {
+		return usageErr(err)
+	}
 	if err := mbmrun.Validate(cfg); err != nil {
 		return usageErr(err)
 	}
@@ -273,23 +256,16 @@ func runMBMCompose(stdout io.Writer, paths []string, e2ePath, jsonOut string, qu
 	if quiet && jsonOut == "" {
 		return usagef("--quiet without --json would discard the composition")
 	}
-	if err := checkOutput("--json", jsonOut); err != nil {
+	out := outputs{json: jsonOut, quiet: quiet}
+	if err := out.check(); err != nil {
 		return err
 	}
 	c, err := report.ComposeMBMFiles(paths, e2ePath)
 	if err != nil {
 		return usageErr(err)
 	}
-	if jsonOut != "" {
-		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return report.WriteJSON(w, c) }); err != nil {
-			report.WriteMBMComposeText(os.Stderr, &c)
-			return err
-		}
-	}
-	if jsonOut != "-" && !quiet {
-		if err := report.WriteMBMComposeText(stdout, &c); err != nil {
-			return err
-		}
+	if err := out.write(stdout, os.Stderr, report.Forms{JSON: c, Text: func(w io.Writer) error { return report.WriteMBMComposeText(w, &c) }}); err != nil {
+		return err
 	}
 	for _, t := range c.Tests {
 		if t.Verdict == model.MBMFail {

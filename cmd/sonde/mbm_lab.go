@@ -16,8 +16,5 @@ import (
 // labTruth reads --ground-truth, the configured path a lab parent passes
 // to its client; nil without one.
 func (o *mbmFlags) labTruth() (*model.GroundTruth, error) {
-	if o.truthFile == "" {
-		return nil, nil
-	}
 	return lab.ReadTruthFile(o.truthFile)
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sonde-project/sonde/internal/monitor"
 	"github.com/sonde-project/sonde/internal/report"
-	"github.com/sonde-project/sonde/internal/units"
 )
 
 func newMonitorCmd() *cobra.Command {
@@ -69,12 +68,9 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 			if err != nil {
 				return usageErr(err)
 			}
-			lim, err := units.ParseBytesLimit(memLimit)
+			lim, err := monitor.ParseMemoryLimit(memLimit)
 			if err != nil {
-				return usagef("--memory-limit: %s", err)
-			}
-			if lim != 0 && lim < minMemoryLimit {
-				return usagef("--memory-limit %s: at least %d MiB, or off", memLimit, minMemoryLimit>>20)
+				return usageErr(err)
 			}
 			if pprofAt != "" && !havePprof {
 				return usagef("--debug-pprof: the monitor-only build has no profiler: profile with the full sonde")
@@ -117,7 +113,7 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 	f.StringVar(&cfg.Ship, "ship", "", "also ship rollups, events and restarts to the fleet store at `URL` (postgres://…; docs/fleet.md)")
 	f.StringVar(&cfg.ShipToken, "ship-token", "", "the monitor's `TOKEN` in the fleet store (sonde store monitor add prints it)")
 	f.BoolVar(&cfg.ShipRaw, "ship-raw", false, "with --ship, also ship raw probe samples and interface counters")
-	f.StringVar(&memLimit, "memory-limit", "48MiB", "soft limit `SIZE` of the Go runtime's memory (debug.SetMemoryLimit), a backstop: the GC works harder near it (off: none)")
+	f.StringVar(&memLimit, "memory-limit", "48MiB", "soft limit `SIZE` of the Go runtime's memory (debug.SetMemoryLimit), a backstop: the GC works harder near it (off: none; GOMEMLIMIT in the environment wins)")
 	f.StringVar(&pprofAt, "debug-pprof", "", "serve net/http/pprof on `ADDR` (host:port) for profiling; off by default, never expose it")
 	return cmd
 }
@@ -153,9 +149,6 @@ store's health and the last events. Exit status 1 when it does not answer.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput("--json", out.json); err != nil {
 				return err
-			}
-			if _, _, err := net.SplitHostPort(listen); err != nil {
-				return usagef("--listen %q: want host:port", listen)
 			}
 			return monitorStatus(cmd.Context(), cmd.OutOrStdout(), listen, out.json)
 		},

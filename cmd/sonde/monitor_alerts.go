@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,12 +83,9 @@ RFC 3339 times or dates; a range is at most 366 days.`,
 	return cmd
 }
 
-// writeReplay prints the changes as text, or as JSON to a file or stdout.
+// writeReplay prints the changes as text, or as JSON to a file or stdout
+// (report.Outputs).
 func writeReplay(stdout io.Writer, jsonOut string, res *alert.ReplayResult) error {
-	if jsonOut != "" {
-		if err := writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { return report.WriteJSON(w, res) }); err != nil || jsonOut == "-" {
-			return err
-		}
-	}
-	return report.WriteAlertsReplay(stdout, res)
+	return (&outputs{json: jsonOut}).write(stdout, os.Stderr, report.Forms{JSON: res,
+		Text: func(w io.Writer) error { return report.WriteAlertsReplay(w, res) }})
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/monitor/query"
-	"github.com/sonde-project/sonde/internal/reliability"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/units"
@@ -61,27 +60,9 @@ the whole range (e.g. --up-link-rate 700k).`,
 			if err != nil {
 				return err
 			}
-			cfg := reliability.Config{}
-			if thresholds != "" {
-				if cfg.ThresholdsNs, err = reliability.ParseThresholds(thresholds); err != nil {
-					return usagef("--threshold: %w", err)
-				}
-			}
-			if profile != "" {
-				if cfg.Profiles, err = reliability.ReadProfilesFile(profile); err != nil {
-					return usagef("--profiles %s: %w", profile, err)
-				}
-			}
-			if _, err := reliability.New(cfg, nil); err != nil {
-				return usagef("%w", err)
-			}
-			upBps, err := reportRate("--up-link-rate", up)
-			if err != nil {
-				return err
-			}
-			downBps, err := reportRate("--down-link-rate", down)
-			if err != nil {
-				return err
+			req := query.Request{Name: sr.name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano()}
+			if err := (query.Settings{Thresholds: thresholds, ProfilesFile: profile, Up: up, Down: down}).Apply(&req); err != nil {
+				return usageErr(err)
 			}
 			if err := out.check(); err != nil {
 				return err
@@ -91,8 +72,7 @@ the whole range (e.g. --up-link-rate 700k).`,
 			}
 			var rep *model.MonitorReport
 			err = sr.read(cmd.Context(), loc, "the report", func(ctx context.Context, st store.Store) (err error) {
-				rep, err = query.Run(ctx, st, query.Request{Name: sr.name, FromNs: fromT.UnixNano(), ToNs: toT.UnixNano(), Config: cfg,
-					UpBps: upBps, DownBps: downBps})
+				rep, err = query.Run(ctx, st, req)
 				if errors.Is(err, query.ErrNoData) {
 					// The reason reads better without the sentinel's words.
 					return errors.New(strings.TrimSuffix(err.Error(), ": "+query.ErrNoData.Error()))
@@ -124,19 +104,11 @@ the whole range (e.g. --up-link-rate 700k).`,
 	return cmd
 }
 
-// reportRate reads an optional capacity flag: "" is 0 (the recorded one).
+// reportRate reads an optional capacity flag (query.ParseCapacity): a
+// usage error.
 func reportRate(flag, s string) (float64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	v, err := units.ParseRate(s)
-	if err != nil {
-		return 0, usagef("%s: %w", flag, err)
-	}
-	if v <= 0 || v > store.MaxCapacityBps {
-		return 0, usagef("%s: a capacity of %s: want more than 0, at most 10 Tbit/s", flag, units.FormatRate(v))
-	}
-	return v, nil
+	v, err := query.ParseCapacity(flag, s)
+	return v, usageErr(err)
 }
 
 // reportRange resolves --since, --from and --to against now into a range

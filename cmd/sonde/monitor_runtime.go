@@ -10,13 +10,9 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/memlimit"
 	"github.com/sonde-project/sonde/internal/monitor"
 )
-
-// minMemoryLimit is the lowest --memory-limit taken: near the Go memory
-// the daemon needs in steady state (about 17 MiB at 1 × 100/s or 8 × 10/s,
-// docs/monitor.md "Memory") the GC would run back to back for nothing.
-const minMemoryLimit = 24 << 20
 
 // runtimeOpts are the process-level settings of `sonde monitor run`.
 type runtimeOpts struct {
@@ -34,12 +30,12 @@ func (ro runtimeOpts) apply(logw io.Writer) (stop func(), err error) {
 		debug.SetGCPercent(monitor.GCPercent)
 	}
 	if ro.memLimit > 0 {
-		// A soft limit: the GC runs earlier as the runtime's total memory
+		// A soft limit (GOMEMLIMIT in the environment wins): the GC runs earlier as the runtime's total memory
 		// nears it, instead of letting the heap grow to twice the live
 		// data between collections (GOGC=100). It bounds the Go runtime
 		// only, not what SQLite allocates outside it (bounded by the
 		// store's pragmas).
-		debug.SetMemoryLimit(ro.memLimit)
+		memlimit.Apply(ro.memLimit)
 	}
 	if ro.pprof == "" {
 		return func() {}, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/sonde-project/sonde/internal/apiclient"
 	"github.com/sonde-project/sonde/internal/clidoc"
 	"github.com/sonde-project/sonde/internal/report"
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // Exit codes of every command. exitCodes documents them, in `sonde
@@ -33,16 +34,6 @@ var exitCodes = []clidoc.ExitCode{
 	{Code: exitDamaged, Text: "a capture is damaged (sonde analyze, capture): what could be read was analysed and reported"},
 	{Code: exitRefused, Text: "the server refused the test (busy, bad token, a limit): nothing was measured"},
 	{Code: exitVerdict, Text: "a verdict FAIL (sonde mbm: a test FAILed; sonde mbm compose: the path fails its loss budget)"},
-}
-
-// exitHelp lists the exit codes for help texts.
-func exitHelp() string {
-	var b strings.Builder
-	b.WriteString("Exit status:\n")
-	for _, e := range exitCodes {
-		fmt.Fprintf(&b, "  %d  %s\n", e.Code, e.Text)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // exitCode is the exit status for err, the error a command returned.
@@ -95,34 +86,13 @@ func checkOutput(flag, path string) error { return usageErr(report.CheckOutput(f
 
 func checkOutputDir(flag, dir string) error { return usageErr(report.CheckOutputDir(flag, dir)) }
 
-// checkDuration bounds a duration flag to [lo, hi]; lo = 0 allows 0 (off).
+// checkDuration and checkCount bound a flag (units.CheckDuration,
+// units.CheckCount): a usage error.
 func checkDuration(flag string, d, lo, hi time.Duration) error {
-	if d < lo || d > hi {
-		return usagef("%s: want %s to %s, got %s", flag, shortDuration(lo), shortDuration(hi), shortDuration(d))
-	}
-	return nil
+	return usageErr(units.CheckDuration(flag, d, lo, hi))
 }
 
-// shortDuration prints a bound as a person writes it: 1h, 24h, 1m30s, 1ms
-// (time.Duration's String gives 1h0m0s).
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// checkCount bounds an integer flag to [lo, hi].
-func checkCount(flag string, n, lo, hi int) error {
-	if n < lo || n > hi {
-		return usagef("%s: want %d to %d, got %d", flag, lo, hi, n)
-	}
-	return nil
-}
+func checkCount(flag string, n, lo, hi int) error { return usageErr(units.CheckCount(flag, n, lo, hi)) }
 
 // usageArgs makes argument-count errors of cmd and its subcommands usage
 // errors (exit 2), like flag errors.

@@ -55,27 +55,9 @@ func runReport(stdout, stderr io.Writer, out *outputs, paths []string) error {
 	if err := out.check(); err != nil {
 		return err
 	}
-	var saved []*report.Saved
-	for _, p := range paths {
-		s, err := report.Load(p)
-		if err != nil {
-			return usageErr(err)
-		}
-		// Only results of one kind compare: found before anything
-		// is written.
-		if len(saved) > 0 && s.Schema() != saved[0].Schema() {
-			return usagef("cannot compare results of different kinds: %s is %s, %s is %s", saved[0].Name, saved[0].Schema(), s.Name, s.Schema())
-		}
-		saved = append(saved, s)
+	saved, err := report.LoadSame(paths)
+	if err != nil {
+		return usageErr(err)
 	}
-	write := struct{ text, html, csv func(io.Writer) error }{
-		text: saved[0].WriteText,
-		html: saved[0].WriteHTML,
-		csv:  func(w io.Writer) error { return report.WriteCompareCSV(w, saved) },
-	}
-	if len(saved) > 1 {
-		write.text = func(w io.Writer) error { return report.WriteCompareText(w, saved) }
-		write.html = func(w io.Writer) error { return report.WriteCompareHTML(w, saved) }
-	}
-	return out.write(stdout, stderr, report.Forms{HTML: write.html, CSV: write.csv, Text: write.text})
+	return out.write(stdout, stderr, report.RerenderForms(saved))
 }

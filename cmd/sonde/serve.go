@@ -3,16 +3,12 @@
 package main
 
 import (
-	"fmt"
-	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sonde-project/sonde/internal/server"
-	"github.com/sonde-project/sonde/internal/store"
 	"github.com/sonde-project/sonde/internal/units"
 )
 
@@ -58,61 +54,19 @@ A test's upgraded streams are exempt: they last as long as the test
 rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cmd.Flags().Changed("max-conns") {
-				cfg.MaxConns = maxConns
-			}
-			if err := checkServeLimits(cmd, cfg); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			if err := server.ParseLimits(&cfg, maxBytes, perIPRate, udpBitrate, webrtcPort); err != nil {
+			sf := server.Flags{Config: cfg, MaxBytes: maxBytes, PerIPRate: perIPRate, UDPBitrate: udpBitrate,
+				WebRTCPort: webrtcPort, Iperf3Port: iperf3Port, Store: storeURL, ServersFile: serversFile, TLSMode: tlsMode,
+				TLSDir: tlsDir, MaxConns: maxConns, Records: records, Verbose: verbose, Given: cmd.Flags().Changed}
+			cfg, err := sf.Check()
+			if err != nil {
 				return usageErr(err)
 			}
 			if err := server.ApplyMemoryLimit(memLimit); err != nil {
 				return usageErr(err)
 			}
-			if serversFile != "" {
-				list, err := server.ReadServerList(serversFile)
-				if err != nil {
-					return usageErr(err)
-				}
-				cfg.Servers = list
-			}
-			var err error
-			if !(cfg.UDPMaxRate > 0 && cfg.UDPMaxRate <= 1e7) {
-				return usagef("--udp-max-rate: want 0 < probes/s ≤ 10000000, got %v", cfg.UDPMaxRate)
-			}
-			level := slog.LevelWarn
-			if verbose {
-				level = slog.LevelInfo
-			}
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			cfg.Software = "sonde/" + version
-			cfg.NoServerRecords = !records
-			if err := cfg.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			// --db PATH is the old spelling of --store PATH (a SQLite
-			// path is a store URL).
-			switch {
-			case cmd.Flags().Changed("store") && cmd.Flags().Changed("db"):
-				return usagef("--store and --db both name where past results go: give one")
-			case cmd.Flags().Changed("store"), cmd.Flags().Changed("db"):
-				// Checked before the server starts: a wrong URL is a
-				// usage error, not a failure after the listeners are up.
-				if _, err := store.ParseURL(storeURL); err != nil {
-					return usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
-				}
-				cfg.HistoryDB = storeURL
-			default:
-				if cfg.HistoryDB, err = server.DefaultHistoryPath(os.Stderr); err != nil {
-					return err
-				}
-			}
-			if err := selfSignedTLS(&cfg, tlsMode, tlsDir, cmd.Flags().Changed("tls-dir")); err != nil {
+			if err := sf.Prepare(&cfg, os.Stderr); err != nil {
 				return err
-			}
-			if cfg.Iperf3Addr, err = server.Iperf3Addr(cfg.Addr, iperf3Port); err != nil {
-				return usageErr(err)
 			}
 			srv, err := server.New(cfg)
 			if err != nil {
@@ -160,51 +114,4 @@ rate-limited per IP (--token-fail-rate, --token-fail-burst; then 429).`,
 	// A malformed flag value is a usage error too.
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: 2, err: err} })
 	return cmd
-}
-
-// selfSignedTLS applies --tls self-signed: the kept (or a new) certificate
-// becomes cfg's, and its fingerprint is printed for clients to check.
-func selfSignedTLS(cfg *server.Config, mode, dir string, dirGiven bool) error {
-	switch mode {
-	case "":
-		if dirGiven {
-			return usagef("--tls-dir goes with --tls self-signed")
-		}
-		return nil
-	case "self-signed":
-	default:
-		return usagef("--tls: want self-signed, got %q", mode)
-	}
-	if cfg.CertFile != "" || cfg.KeyFile != "" {
-		return usagef("--tls self-signed and --cert/--key both name a certificate: give one")
-	}
-	if _, err := os.UserCacheDir(); dir == "" && err != nil {
-		return usagef("--tls self-signed: no user cache directory (%v): give --tls-dir", err)
-	}
-	return server.UseSelfSigned(cfg, dir, os.Stderr)
-}
-
-// checkServeLimits rejects a zero or negative value given for a flag whose
-// zero would otherwise silently mean the default.
-func checkServeLimits(cmd *cobra.Command, cfg server.Config) error {
-	f := cmd.Flags()
-	for name, v := range map[string]time.Duration{
-		"header-timeout": cfg.HeaderTimeout, "body-timeout": cfg.BodyTimeout,
-		"write-timeout": cfg.WriteTimeout, "idle-timeout": cfg.IdleTimeout,
-	} {
-		if f.Changed(name) && v <= 0 {
-			return fmt.Errorf("--%s must be positive, got %v", name, v)
-		}
-	}
-	for name, v := range map[string]int{
-		"max-conns-per-ip": cfg.MaxConnsPerIP, "max-conns": cfg.MaxConns, "token-fail-burst": cfg.TokenFailBurst,
-	} {
-		if f.Changed(name) && v <= 0 {
-			return fmt.Errorf("--%s must be ≥ 1, got %d", name, v)
-		}
-	}
-	if r := cfg.TokenFailRate; f.Changed("token-fail-rate") && !(r > 0 && r <= 1e6) {
-		return fmt.Errorf("--token-fail-rate must be a positive number of attempts per second, got %v", r)
-	}
-	return nil
 }

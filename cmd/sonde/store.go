@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -59,11 +58,8 @@ func (sf *storeFlags) open(ctx context.Context, fn func(context.Context, store.S
 
 // parseStore reads a --store URL: a usage error.
 func parseStore(url string) (store.Location, error) {
-	loc, err := store.ParseURL(url)
-	if err != nil {
-		return loc, usagef("--store: %s", strings.TrimPrefix(err.Error(), "store: "))
-	}
-	return loc, nil
+	loc, err := store.ParseFlag("--store", url)
+	return loc, usageErr(err)
 }
 
 // monitorName checks a NAME argument (usage error) by the store's rule.
@@ -223,13 +219,8 @@ postgres:// (postgresql://) URL.`,
 			if timeout <= 0 {
 				return usagef("--deadline: want a positive duration, got %s", timeout)
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			v, err := store.Migrate(ctx, url)
+			v, err := store.MigrateWithin(cmd.Context(), loc, url, timeout)
 			if err != nil {
-				if errors.Is(err, context.DeadlineExceeded) {
-					return fmt.Errorf("%s: no answer within --deadline %s", loc, timeout)
-				}
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: schema version %d\n", loc, v)
@@ -256,10 +247,17 @@ type storeRange struct {
 // register adds the flags; verb says what the command does with the range
 // ("report", "replay").
 func (r *storeRange) register(cmd *cobra.Command, verb, defSince string) {
-	r.defSince = defSince
 	f := cmd.Flags()
 	f.StringVar(&r.url, "store", "", "`URL` of the monitor's store: a SQLite path, sqlite:PATH or postgres://… (default: where monitor run writes, /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db)")
 	f.StringVar(&r.name, "name", "", "the `MONITOR` (default: the store's only monitor)")
+	r.registerRange(cmd, verb, defSince)
+}
+
+// registerRange adds the range's flags and --deadline (fleet report has
+// its own --store and no --name).
+func (r *storeRange) registerRange(cmd *cobra.Command, verb, defSince string) {
+	r.defSince = defSince
+	f := cmd.Flags()
 	f.StringVar(&r.since, "since", "", verb+" the last `DURATION` up to now (e.g. 24h, 7d; default "+defSince+" without --from)")
 	f.StringVar(&r.from, "from", "", "start of the range: RFC 3339 `TIME` or a date (UTC midnight)")
 	f.StringVar(&r.to, "to", "", "end of the range: RFC 3339 `TIME` or a date (default now)")

@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/iperf3"
 	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/model"
@@ -105,79 +103,20 @@ fails, with the error recorded in it.`,
 	return cmd
 }
 
-// build checks the flags and fills the client configuration.
+// build checks the flags and fills the client configuration
+// (tcptest.Settings).
 func (tf *testFlags) build() error {
 	c := &tf.cfg
-	c.DSCP = -1
-	if err := checkDuration("--duration", c.Duration, time.Second, time.Hour); err != nil {
-		return err
-	}
-	switch tf.streams {
-	case "auto", "":
-		c.Streams = 0
-	default:
-		n, err := strconv.Atoi(tf.streams)
-		if err != nil || n < 1 {
-			return fmt.Errorf("--streams: want a positive count or auto, got %q", tf.streams)
-		}
-		c.Streams = n
-	}
-	if err := checkCount("--max-streams", c.MaxStreams, 1, 128); err != nil {
-		return err
-	}
-	if err := checkCount("--baseline-samples", c.BaselineSamples, 20, 10000); err != nil {
-		return err
-	}
-	if deprecated, err := c.SetDirection(tf.direction); err != nil {
-		return err
-	} else if deprecated {
+	deprecated, err := tcptest.Settings{Streams: tf.streams, DSCP: tf.dscp, Classes: tf.classes,
+		LinkRate: tf.linkRate, UpLinkRate: tf.upLinkRate, Direction: tf.direction}.Apply(c)
+	if deprecated {
 		fmt.Fprintln(os.Stderr, "sonde: --direction both is deprecated: use sequential (download, then upload); bidir runs them at once")
 	}
-	if tf.dscp != "" {
-		v, err := dscp.Parse(tf.dscp)
-		if err != nil {
-			return fmt.Errorf("--dscp: %w", err)
-		}
-		c.DSCP = v
-	}
-	if tf.classes != "" {
-		cs, err := dscp.ParseClasses(tf.classes)
-		if err != nil {
-			return fmt.Errorf("--classes: %w", err)
-		}
-		c.Classes = cs
-	}
-	for _, lr := range []struct {
-		flag, value string
-		dst         *float64
-	}{{"--link-rate", tf.linkRate, &c.LinkRateBps}, {"--up-link-rate", tf.upLinkRate, &c.UpLinkRateBps}} {
-		if lr.value == "" {
-			continue
-		}
-		r, err := units.ParseRate(lr.value)
-		if err == nil && r == 0 {
-			err = errors.New("a link rate must be above 0")
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", lr.flag, err)
-		}
-		*lr.dst = r
-	}
-	if c.WireOverhead < 0 || c.WireOverhead > 1000 {
-		return fmt.Errorf("--wire-overhead: want 0-1000 bytes, got %d", c.WireOverhead)
-	}
-	if c.WireOverhead == 0 {
-		c.WireOverhead = -1 // the client's zero value means Ethernet
-	}
-	if err := checkDuration("--probe-interval", c.ProbeInterval, time.Millisecond, 50*time.Millisecond); err != nil {
+	if err != nil {
 		return err
 	}
-	if tf.truthFile != "" {
-		t, err := lab.ReadTruthFile(tf.truthFile)
-		if err != nil {
-			return err
-		}
-		c.Truth = t
+	if c.Truth, err = lab.ReadTruthFile(tf.truthFile); err != nil {
+		return err
 	}
 	// Outputs are checked before the run, so a bad path costs no
 	// measurement.
@@ -196,14 +135,12 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 		return runIperf3Test(ctx, tf, stdout)
 	}
 	if tf.cfg.Server == "" {
-		addr, stop, err := startEmbedded(ctx)
+		url, stop, err := useEmbedded(ctx, "server", "the host's TCP stack")
 		if err != nil {
 			return err
 		}
 		defer stop()
-		tf.cfg.Server = "http://" + addr
-		tf.cfg.Embedded = true
-		fmt.Fprintf(os.Stderr, "sonde: no server given: testing against an embedded server on %s (loopback: this measures the host's TCP stack, not a network)\n", addr)
+		tf.cfg.Server, tf.cfg.Embedded = url, true
 	}
 	if !tf.noProgress && isTerminal(os.Stderr) {
 		tf.cfg.Progress = progressLine(os.Stderr)
@@ -235,6 +172,17 @@ func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
 // and sonde udp without SERVER).
 func startEmbedded(ctx context.Context) (addr string, stop func(), err error) {
 	return server.StartEmbedded(ctx, "sonde/"+version+" (embedded)")
+}
+
+// useEmbedded starts the embedded server and says so on stderr: what is
+// tested there, and what that measures (not a network).
+func useEmbedded(ctx context.Context, what, measures string) (url string, stop func(), err error) {
+	addr, stop, err := startEmbedded(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	fmt.Fprintf(os.Stderr, "sonde: no server given: testing against an embedded %s on %s (loopback: this measures %s, not a network)\n", what, addr, measures)
+	return "http://" + addr, stop, nil
 }
 
 // progressLine redraws one status line: phase, elapsed, rate, RTT.

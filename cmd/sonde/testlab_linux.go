@@ -5,11 +5,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -51,14 +48,7 @@ func (r labRun) run(ctx context.Context) error {
 			return err
 		}
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("--lab needs root: building namespaces and TUN devices takes CAP_NET_ADMIN")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("--lab: find this program: %w", err)
-	}
-	err = lab.Rerun{Profile: p, Self: self, ServeArgs: r.serveArgs, Args: withoutLab(os.Args[1:]),
+	err = lab.Rerun{Profile: p, ServeArgs: r.serveArgs, Args: withoutLab(os.Args[1:]),
 		ClientArgs: r.clientArgs, Log: os.Stderr}.Run(ctx)
 	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		return &exitError{code: ee.ExitCode(), err: errSilent}
@@ -69,7 +59,7 @@ func (r labRun) run(ctx context.Context) error {
 // runLab runs `sonde test --lab PROFILE`.
 func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 	return labRun{profile: tf.lab, server: tf.cfg.Server,
-		clientArgs: func(truth model.GroundTruth) []string { return testLabArgs(truth, flags) }}.run(ctx)
+		clientArgs: func(truth model.GroundTruth) []string { return lab.TestClientArgs(truth, flags.Changed) }}.run(ctx)
 }
 
 // withoutLab is this command's arguments without --lab and its value.
@@ -86,21 +76,3 @@ func withoutLab(args []string) []string {
 	}
 	return out
 }
-
-// testLabArgs are the test client's further arguments in the lab: the
-// lab's link rates and IP-level overhead unless given.
-func testLabArgs(truth model.GroundTruth, flags *pflag.FlagSet) []string {
-	var out []string
-	if !flags.Changed("link-rate") && isRate(truth.DownRateBps) {
-		out = append(out, "--link-rate", strconv.FormatFloat(truth.DownRateBps, 'f', -1, 64))
-		if !flags.Changed("up-link-rate") && isRate(truth.UpRateBps) {
-			out = append(out, "--up-link-rate", strconv.FormatFloat(truth.UpRateBps, 'f', -1, 64))
-		}
-	}
-	if !flags.Changed("wire-overhead") {
-		out = append(out, "--wire-overhead", "0") // the emulator serialises IP packets
-	}
-	return out
-}
-
-func isRate(v float64) bool { return v > 0 && !math.IsInf(v, 0) }

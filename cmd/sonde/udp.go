@@ -5,14 +5,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sonde-project/sonde/internal/dscp"
 	"github.com/sonde-project/sonde/internal/report"
 	"github.com/sonde-project/sonde/internal/udptest"
 )
@@ -78,50 +76,12 @@ E-model MOS estimate. --classes runs one flow per class at the same time.`,
 	return cmd
 }
 
-// build checks the flags and fills the options; changed tells which flags
-// the user set, so that a profile does not override them.
+// build checks the flags and fills the options (udptest.Settings);
+// changed tells which flags the user set, so that a preset does not
+// override them.
 func (uf *udpFlags) build(changed func(string) bool) error {
 	o := &uf.opts
-	switch uf.profile {
-	case "":
-	case "voice":
-		keep := *o
-		o.VoiceProfile()
-		if changed("probe-interval") || changed("interval") {
-			o.Interval = keep.Interval
-		}
-		if changed("size") {
-			o.PacketBytes = keep.PacketBytes
-		}
-	default:
-		return fmt.Errorf("--preset: want voice, got %q", uf.profile)
-	}
-	if changed("dscp") || uf.profile == "" {
-		v, err := dscp.Parse(uf.dscp)
-		if err != nil {
-			return fmt.Errorf("--dscp: %w", err)
-		}
-		o.DSCP = v
-	}
-	v, err := dscp.ParseECN(uf.ecn)
-	if err != nil {
-		return fmt.Errorf("--ecn: %w", err)
-	}
-	o.ECN = v
-	if uf.classes != "" {
-		cs, err := dscp.ParseSourceClasses(uf.classes)
-		if err != nil {
-			return fmt.Errorf("--classes: %w", err)
-		}
-		o.Classes = cs
-	}
-	if err := checkDuration("--duration", o.Duration, time.Millisecond, 24*time.Hour); err != nil {
-		return err
-	}
-	if err := checkDuration("--probe-interval", o.Interval, 100*time.Microsecond, 24*time.Hour); err != nil {
-		return err
-	}
-	if err := checkDuration("--timeout", o.Timeout, time.Millisecond, time.Minute); err != nil {
+	if err := (udptest.Settings{Preset: uf.profile, DSCP: uf.dscp, ECN: uf.ecn, Classes: uf.classes}).Apply(o, changed); err != nil {
 		return err
 	}
 	// Outputs are checked before the run, so a bad path costs no
@@ -138,14 +98,12 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 		return usageErr(err)
 	}
 	if uf.opts.Server == "" && uf.opts.Reflector == "" {
-		addr, stop, err := startEmbedded(ctx)
+		url, stop, err := useEmbedded(ctx, "reflector", "the host")
 		if err != nil {
 			return err
 		}
 		defer stop()
-		uf.opts.Server = "http://" + addr
-		uf.opts.Embedded = true
-		fmt.Fprintf(os.Stderr, "sonde: no server given: testing against an embedded reflector on %s (loopback: this measures the host, not a network)\n", addr)
+		uf.opts.Server, uf.opts.Embedded = url, true
 	}
 	if uf.out.raw != "" {
 		w, closeRaw, err := report.OpenOutput(uf.out.raw, stdout)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sonde-project/sonde/internal/store"
 )
@@ -89,4 +90,14 @@ func Aggregate(ctx context.Context, st store.FleetReader, maxHours int) (int, er
 		}
 	}
 	return done, nil
+}
+
+// AggregateWithin is `fleet aggregate`: the store at loc opened, Aggregate
+// run within timeout (store.Within), the store closed.
+func AggregateWithin(ctx context.Context, loc store.Location, maxHours int, timeout time.Duration) (n int, err error) {
+	err = store.Within(ctx, loc, true, timeout, "aggregating", func(ctx context.Context, st store.Store) (err error) {
+		n, err = Aggregate(ctx, st, maxHours)
+		return err
+	})
+	return n, err
 }

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,7 +30,7 @@ const ServerPort = "8080"
 // only the lab server's flags and the client's arguments.
 type Rerun struct {
 	Profile Profile
-	// Self is the sonde executable both are run from.
+	// Self is the sonde executable both are run from ("": this program).
 	Self string
 	// ServeArgs are flags of the lab's `sonde serve` beyond its address.
 	ServeArgs []string
@@ -52,6 +54,16 @@ type Rerun struct {
 // it exits non-zero, the error wraps its *exec.ExitError (it has already
 // printed its error line).
 func (r Rerun) Run(ctx context.Context) error {
+	if os.Geteuid() != 0 {
+		return errors.New("--lab needs root: building namespaces and TUN devices takes CAP_NET_ADMIN")
+	}
+	if r.Self == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("--lab: find this program: %w", err)
+		}
+		r.Self = self
+	}
 	l, err := UpProfile(ctx, r.Profile, Options{})
 	if err != nil {
 		return err
@@ -147,4 +159,22 @@ func startAndWait(cmd *exec.Cmd, log io.Writer, ready string, timeout time.Durat
 	case <-time.After(timeout):
 		return c.Done(), fmt.Errorf("not ready after %v", timeout)
 	}
+}
+
+// TestClientArgs are `sonde test`'s further arguments in a lab whose
+// configured path is truth: the lab's link rates and no layer 2 overhead
+// (the emulator serialises IP packets), each unless given (by flag name).
+func TestClientArgs(truth model.GroundTruth, given func(flag string) bool) []string {
+	var out []string
+	isRate := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
+	if !given("link-rate") && isRate(truth.DownRateBps) {
+		out = append(out, "--link-rate", strconv.FormatFloat(truth.DownRateBps, 'f', -1, 64))
+		if !given("up-link-rate") && isRate(truth.UpRateBps) {
+			out = append(out, "--up-link-rate", strconv.FormatFloat(truth.UpRateBps, 'f', -1, 64))
+		}
+	}
+	if !given("wire-overhead") {
+		out = append(out, "--wire-overhead", "0")
+	}
+	return out
 }

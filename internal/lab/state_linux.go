@@ -371,8 +371,11 @@ func removeTUNs(prefix string) ([]string, error) {
 // (whatever their state directory), then logs of detached labs whose
 // process has exited. With all, running labs of dir are stopped too
 // (SIGTERM, then SIGKILL). Running labs and their files are left alone.
-// It returns one line per thing removed or stopped.
+// It returns one line per thing removed or stopped. It needs root.
 func Clean(dir string, all bool) ([]string, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("removing namespaces needs root (CAP_SYS_ADMIN)")
+	}
 	if dir == "" {
 		dir = DefaultStateDir
 	}

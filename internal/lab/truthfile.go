@@ -14,8 +14,12 @@ import (
 const MaxTruthFile = 64 << 10
 
 // ReadTruthFile reads the ground truth a lab parent passes to its client
-// (--ground-truth FILE), bounded before it is read whole.
+// (--ground-truth FILE), bounded before it is read whole; "" (a run
+// outside a lab) has none: nil.
 func ReadTruthFile(name string) (*model.GroundTruth, error) {
+	if name == "" {
+		return nil, nil
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("--ground-truth: %w", err)

@@ -33,6 +33,9 @@ func TestReadTruthFile(t *testing.T) {
 			t.Errorf("%s: %v, want a --ground-truth error", name, err)
 		}
 	}
+	if got, err := ReadTruthFile(""); got != nil || err != nil {
+		t.Errorf("no file: %+v, %v; want none", got, err)
+	}
 	if _, err := ReadTruthFile(filepath.Join(dir, "none")); err == nil {
 		t.Error("a missing file was read")
 	}

@@ -3,6 +3,7 @@ package monitor
 import (
 	"errors"
 	"fmt"
+	"github.com/sonde-project/sonde/internal/memlimit"
 	"io"
 	"time"
 
@@ -78,3 +79,12 @@ func (f Flags) Plan(warn io.Writer) (*Plan, error) {
 	}
 	return c.Validate()
 }
+
+// MinMemoryLimit is the lowest --memory-limit taken: near the Go memory
+// the daemon needs in steady state (about 17 MiB at 1 × 100/s or 8 × 10/s,
+// docs/monitor.md "Memory") the GC would run back to back for nothing.
+const MinMemoryLimit = 24 << 20
+
+// ParseMemoryLimit reads --memory-limit, the Go runtime's soft memory
+// limit: a size of at least MinMemoryLimit, or off (0).
+func ParseMemoryLimit(s string) (int64, error) { return memlimit.Parse(s, MinMemoryLimit) }

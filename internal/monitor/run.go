@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -85,6 +86,9 @@ const MaxStatusBytes = 4 << 20
 // FetchStatus reads the status of the daemon serving at listen (host:port,
 // its /status endpoint), within 5 s: the reply as sent, and parsed.
 func FetchStatus(ctx context.Context, listen string) ([]byte, *Status, error) {
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		return nil, nil, configErr(fmt.Errorf("--listen %q: want host:port", listen))
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+listen+"/status", nil)

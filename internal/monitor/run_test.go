@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -91,5 +92,15 @@ func TestFlagsPlan(t *testing.T) {
 		if _, err := g.Plan(io.Discard); err == nil || !strings.HasPrefix(err.Error(), flag) {
 			t.Errorf("%s: %v", flag, err)
 		}
+	}
+}
+
+// TestFetchStatusBadListen: an address that cannot be a daemon's is the
+// user's mistake (a ConfigError), found before anything is sent.
+func TestFetchStatusBadListen(t *testing.T) {
+	_, _, err := FetchStatus(context.Background(), "localhost")
+	var ce *ConfigError
+	if !errors.As(err, &ce) || err.Error() != `--listen "localhost": want host:port` {
+		t.Errorf("%v, want a ConfigError naming --listen", err)
 	}
 }

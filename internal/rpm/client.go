@@ -51,6 +51,8 @@ type ClientOptions struct {
 	// Directions to run, in order: "download", "upload".
 	Directions []string
 	Software   string
+	// Truth, if set, is the configured path (a lab's), kept in the result.
+	Truth *model.GroundTruth
 }
 
 func (o *ClientOptions) defaults() {
@@ -138,7 +140,8 @@ func (c *client) transport() *http.Transport {
 }
 
 // Run runs the test and returns its result; the result is non-nil
-// whenever the configuration was read, with what failed in Errors.
+// whenever the configuration was read, with what failed in Errors (and,
+// when no direction was measured, the first of them as the error).
 func Run(ctx context.Context, opt ClientOptions) (*model.RPMResult, error) {
 	opt.defaults()
 	cu, err := ConfigURL(opt.URL)
@@ -169,7 +172,7 @@ func Run(ctx context.Context, opt ClientOptions) (*model.RPMResult, error) {
 	res := &model.RPMResult{Schema: model.RPMSchemaVersion, Software: opt.Software, Start: time.Now(),
 		ConfigURL: cu.String(), SmallURL: c.small, LargeURL: c.large, UploadURL: c.upload, Protocol: resp.Proto,
 		IntervalS: opt.Interval.Seconds(), MAD: MAD, SDTPct: SDT * 100, TrimPct: metrics.RPMTrim * 100,
-		MaxDurationS: opt.MaxDuration.Seconds()}
+		MaxDurationS: opt.MaxDuration.Seconds(), GroundTruth: opt.Truth}
 	if resp.ProtoMajor < 2 {
 		res.Notes = append(res.Notes, "the server answered over "+resp.Proto+": self probes cannot share the load connections, so each load flow keeps a second connection for them")
 	}
@@ -196,6 +199,9 @@ func Run(ctx context.Context, opt ClientOptions) (*model.RPMResult, error) {
 		} else {
 			res.Notes = append(res.Notes, "upload load connections: congestion control "+*cc+" (loss-based, so the bottleneck's buffer fills: the draft's working conditions); sonde serve sends downloads the same way")
 		}
+	}
+	if len(res.Directions) == 0 && len(res.Errors) > 0 {
+		return res, errors.New(res.Errors[0]) // nothing measured: the run failed
 	}
 	return res, nil
 }

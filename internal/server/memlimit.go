@@ -1,13 +1,6 @@
 package server
 
-import (
-	"fmt"
-	"math"
-	"os"
-	"runtime/debug"
-
-	"github.com/sonde-project/sonde/internal/units"
-)
+import "github.com/sonde-project/sonde/internal/memlimit"
 
 // DefaultMemoryLimit is `sonde serve --memory-limit`'s default: the Go
 // runtime's soft memory limit (debug.SetMemoryLimit).
@@ -30,31 +23,14 @@ const DefaultMemoryLimit = "100MiB"
 const MinMemoryLimit = 32 << 20
 
 // ApplyMemoryLimit sets the process's soft memory limit from spec
-// (--memory-limit: a size, or off for none). GOMEMLIMIT in the environment wins: the runtime
-// has applied it at start, and an operator who set it meant it. It acts
-// on the whole process, so only the CLI calls it, once, before the server
-// starts; a Server never changes it.
+// (--memory-limit: a size of at least MinMemoryLimit, or off for none;
+// memlimit.Apply: GOMEMLIMIT in the environment wins). Only the CLI calls
+// it, once, before the server starts; a Server never changes it.
 func ApplyMemoryLimit(spec string) error {
-	lim, err := ParseMemoryLimit(spec)
-	if err != nil || os.Getenv("GOMEMLIMIT") != "" {
+	lim, err := memlimit.Parse(spec, MinMemoryLimit)
+	if err != nil {
 		return err
 	}
-	if lim == 0 {
-		lim = math.MaxInt64 // the runtime's "none"
-	}
-	debug.SetMemoryLimit(lim)
+	memlimit.Apply(lim)
 	return nil
-}
-
-// ParseMemoryLimit reads --memory-limit: a size of at least
-// MinMemoryLimit, or off (0).
-func ParseMemoryLimit(spec string) (int64, error) {
-	lim, err := units.ParseBytesLimit(spec)
-	if err != nil {
-		return 0, fmt.Errorf("--memory-limit: %w", err)
-	}
-	if lim != 0 && lim < MinMemoryLimit {
-		return 0, fmt.Errorf("--memory-limit %s: at least %d MiB, or off", spec, MinMemoryLimit>>20)
-	}
-	return lim, nil
 }

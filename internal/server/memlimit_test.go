@@ -5,28 +5,6 @@ import (
 	"testing"
 )
 
-func TestParseMemoryLimit(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{DefaultMemoryLimit, 100 << 20, true},
-		{"off", 0, true},
-		{"0", 0, true},
-		{"1GiB", 1 << 30, true},
-		{"32MiB", 32 << 20, true},
-		{"31MiB", 0, false},
-		{"-64MiB", 0, false},
-		{"lots", 0, false},
-	} {
-		got, err := ParseMemoryLimit(tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("ParseMemoryLimit(%q) = %d, %v; want %d, ok %v", tc.in, got, err, tc.want, tc.ok)
-		}
-	}
-}
-
 // TestApplyMemoryLimit: the flag sets the runtime's limit, off lifts it,
 // and GOMEMLIMIT in the environment wins over either.
 func TestApplyMemoryLimit(t *testing.T) {

@@ -88,3 +88,13 @@ func oneLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
 }
+
+// ParseFlag is ParseURL for a setting the user gave (flag names it, e.g.
+// "--store"), whose name leads the error in place of the package's.
+func ParseFlag(flag, s string) (Location, error) {
+	loc, err := ParseURL(s)
+	if err != nil {
+		return loc, fmt.Errorf("%s: %s", flag, strings.TrimPrefix(err.Error(), "store: "))
+	}
+	return loc, nil
+}

@@ -108,3 +108,14 @@ func TestOpenExisting(t *testing.T) {
 		t.Error("CheckMonitorName")
 	}
 }
+
+// TestParseFlag: a store URL the user gave fails with its flag's name in
+// front, not the package's.
+func TestParseFlag(t *testing.T) {
+	if _, err := ParseFlag("--store", "mysql://db/x"); err == nil || !strings.HasPrefix(err.Error(), "--store: unknown store URL scheme \"mysql\"") {
+		t.Errorf("mysql: %v", err)
+	}
+	if loc, err := ParseFlag("--store", "sqlite:x.db"); err != nil || loc.Backend != SQLite {
+		t.Errorf("sqlite: %+v %v", loc, err)
+	}
+}

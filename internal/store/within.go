@@ -37,3 +37,15 @@ func Within(ctx context.Context, loc Location, existing bool, timeout time.Durat
 	}
 	return nil
 }
+
+// MigrateWithin is Migrate within timeout (`store migrate --deadline`):
+// running out of time says so.
+func MigrateWithin(ctx context.Context, loc Location, rawURL string, timeout time.Duration) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	v, err := Migrate(ctx, rawURL)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return v, fmt.Errorf("%s: no answer within --deadline %s", loc, timeout)
+	}
+	return v, err
+}

@@ -29,3 +29,22 @@ func TestWithin(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// TestMigrateWithin: a migration reports the schema version; a deadline
+// that passes first says so.
+func TestMigrateWithin(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	loc, err := ParseURL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := MigrateWithin(context.Background(), loc, path, time.Minute)
+	if err != nil || v < 1 {
+		t.Fatalf("version %d, %v", v, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := MigrateWithin(ctx, loc, path, time.Minute); err == nil {
+		t.Error("a cancelled migration succeeded")
+	}
+}

@@ -84,6 +84,20 @@ func Validate(cfg Config) error {
 	return nil
 }
 
+// SetTests sets c's tests from a list (ParseTests) in c's mode, which it
+// checks first; errors name sonde mbm's flags.
+func (c *Config) SetTests(list string) error {
+	if c.Mode != ModeUDP && c.Mode != ModeTCP && c.Mode != ModeAuto {
+		return fmt.Errorf("--mode: want udp, tcp or auto, got %q", clip(c.Mode))
+	}
+	tests, err := ParseTests(list, c.Mode)
+	if err != nil {
+		return fmt.Errorf("--tests: %w", err)
+	}
+	c.Tests = tests
+	return nil
+}
+
 // ParseTests reads a list of tests: "all" or comma-separated sections,
 // each one that mode runs; duplicates are dropped.
 func ParseTests(s, mode string) ([]string, error) {

@@ -80,3 +80,22 @@ func TestRecordLab(t *testing.T) {
 		t.Fatalf("%+v %+v", r.Env, r.Truth)
 	}
 }
+
+// TestSetTests: the mode is checked before the list, whose errors name
+// --tests.
+func TestSetTests(t *testing.T) {
+	for _, c := range []struct{ mode, list, want string }{
+		{"quic", "8.1.1", `--mode: want udp, tcp or auto, got "quic"`},
+		{ModeTCP, "8.2.1", `--tests: "8.2.1" is not a test of the tcp mode`},
+		{ModeUDP, " , ", "--tests: no test given"},
+	} {
+		cfg := Config{Mode: c.mode}
+		if err := cfg.SetTests(c.list); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s %q: %v, want %q", c.mode, c.list, err, c.want)
+		}
+	}
+	cfg := Config{Mode: ModeAuto}
+	if err := cfg.SetTests("8.1.1,8.2.1"); err != nil || strings.Join(cfg.Tests, " ") != "8.1.1 8.2.1" {
+		t.Errorf("auto: %v %v", cfg.Tests, err)
+	}
+}
