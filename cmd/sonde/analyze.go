@@ -15,12 +15,13 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/passive"
 	"github.com/sonde-project/sonde/internal/passive/job"
+	"github.com/sonde-project/sonde/internal/report"
 )
 
 // analyzeFlags are the flags of sonde analyze and sonde capture; the
 // analysis itself is internal/passive/job's.
 type analyzeFlags struct {
-	out             outputs
+	out             report.Outputs
 	samples, ndjson string
 	truth, observer string
 	iface, workers  int
@@ -32,7 +33,7 @@ type analyzeFlags struct {
 // register adds the flags of sonde analyze, or of sonde capture (live):
 // a live capture has one interface, so --if-index is analyze's only.
 func (af *analyzeFlags) register(cmd *cobra.Command, live bool) {
-	af.out.register(cmd, "the analysis (schema sonde.analyze/v1)", true)
+	registerOutputs(cmd, &af.out, "the analysis (schema sonde.analyze/v1)", true)
 	f := cmd.Flags()
 	f.Lookup("csv").Usage = "write every RTT sample as CSV (time, flow, method, rtt, valid, flag, truth) to `FILE`, - for stdout (no text summary then)"
 	f.Lookup("html").Usage = "write a self-contained HTML report with plots (RTT over time, goodput, time-sequence graphs, HTTP) to `FILE`, - for stdout (no text summary then)"
@@ -69,10 +70,10 @@ const (
 // and stderr.
 func (af *analyzeFlags) job(stdout, stderr io.Writer) (*job.Job, error) {
 	j := &job.Job{Config: passive.Config{Interval: af.interval, IdleTimeout: af.idle, Interface: af.iface, QUICPorts: []uint16{}, Workers: af.workers},
-		Out: job.Outputs{Outputs: af.out.report(), NDJSON: af.ndjson, Samples: af.samples, Stdout: stdout, Stderr: stderr}}
+		Out: job.Outputs{Outputs: af.out, NDJSON: af.ndjson, Samples: af.samples, Stdout: stdout, Stderr: stderr}}
 	err := cmp.Or(checkDuration("--interval", af.interval, minAnalyzeInterval, maxAnalyzeInterval),
 		checkDuration("--idle-timeout", af.idle, time.Second, 24*time.Hour), checkCount("--if-index", af.iface, -1, 1<<16-1),
-		checkCount("--workers", af.workers, 0, maxAnalyzeWorkers), af.out.check(), checkOutput("--ndjson", af.ndjson), checkOutput("--samples", af.samples), j.Out.Check())
+		checkCount("--workers", af.workers, 0, maxAnalyzeWorkers), usageErr(af.out.Check()), checkOutput("--ndjson", af.ndjson), checkOutput("--samples", af.samples), j.Out.Check())
 	for _, p := range af.quicPorts {
 		if p == 0 || p > 65535 {
 			err = cmp.Or(err, fmt.Errorf("--quic-port %d: not a port", p))

@@ -39,7 +39,7 @@ func newFleetReportCmd() *cobra.Command {
 		profile  string
 		upMin    int
 		upShare  float64
-		out      outputs
+		out      report.Outputs
 		storeURL string
 	)
 	cmd := &cobra.Command{
@@ -79,7 +79,7 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 			if err != nil {
 				return usageErr(err)
 			}
-			if err := out.check(); err != nil {
+			if err := usageErr(out.Check()); err != nil {
 				return err
 			}
 			var rep *model.FleetReport
@@ -101,18 +101,17 @@ rollups elsewhere, so it is exact either way, only faster with it.`,
 	deprecatedAlias(f, "profile", "profiles")
 	f.IntVar(&upMin, "upstream-min", fleet.DefaultUpstreamMin, "an outage `N` monitors see at once is one upstream event (2 to 100000)")
 	f.Float64Var(&upShare, "upstream-share", fleet.DefaultUpstreamShare, "…or one a `FRACTION` of a label group's monitors (of two or more) see at once, (0, 1]")
-	out.register(cmd, "the report (schema sonde.fleet/v1)", false)
-	f.StringVar(&out.csv, "csv", "", "write one row per monitor and profile as CSV to `FILE`, - for stdout (no text summary then)")
+	registerOutputs(cmd, &out, "the report (schema sonde.fleet/v1)", false)
+	f.StringVar(&out.CSV, "csv", "", "write one row per monitor and profile as CSV to `FILE`, - for stdout (no text summary then)")
 	return cmd
 }
 
 // writeFleetReport writes every output asked for; the text summary goes
 // where outputs say, and to stderr if a file output failed.
-func writeFleetReport(stdout, stderr io.Writer, out *outputs, rep *model.FleetReport) error {
-	return out.write(stdout, stderr, report.Forms{JSON: rep,
-		HTML: func(w io.Writer) error { return report.WriteFleetHTML(w, rep) },
-		CSV:  func(w io.Writer) error { return report.WriteFleetCSV(w, rep) },
-		Text: func(w io.Writer) error { return report.WriteFleetText(w, rep) }})
+func writeFleetReport(stdout, stderr io.Writer, out *report.Outputs, rep *model.FleetReport) error {
+	f := report.FormsOf(rep)
+	f.CSV = func(w io.Writer) error { return report.WriteFleetCSV(w, rep) }
+	return out.Write(stdout, stderr, f)
 }
 
 func newFleetAggregateCmd() *cobra.Command {

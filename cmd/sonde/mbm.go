@@ -61,7 +61,7 @@ type mbmFlags struct {
 	alpha, beta, trunc float64
 	budget             float64
 	floor              int64
-	out                outputs
+	out                report.Outputs
 
 	// The run mode.
 	mode, tests, subpath, token string
@@ -123,8 +123,8 @@ func newMBMCmd() *cobra.Command {
 	f.StringVar(&o.subpath, "subpath", "", "name of the part of the path measured, for sonde mbm compose (e.g. access)")
 	f.StringVar(&o.token, "token", "", "bearer token for a private server")
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
-	o.out.register(cmd, "the result (schema sonde.mbm/v1)", false)
-	f.StringVar(&o.out.csv, "csv", "", "write one row per test as CSV to `FILE`, - for stdout (no text summary then)")
+	registerOutputs(cmd, &o.out, "the result (schema sonde.mbm/v1)", false)
+	f.StringVar(&o.out.CSV, "csv", "", "write one row per test as CSV to `FILE`, - for stdout (no text summary then)")
 	f.StringVar(&o.lab, "lab", "", "run across an emulated path: build lab profile `PROFILE` (sonde lab profiles, or a scenario .json file), serve in its server namespace, run the tests from its client namespace (client → server, the direction measured), and record the profile and its configured path in the result; needs root; no SERVER")
 	f.StringVar(&o.truthFile, "ground-truth", "", "JSON file with the path's configured properties (set by --lab)")
 	_ = f.MarkHidden("ground-truth")
@@ -140,7 +140,7 @@ func (o *mbmFlags) inputs(rttSet bool) (mbm.Inputs, error) {
 		}
 		return mbm.Inputs{}, usagef("a run needs --rate and --rtt")
 	}
-	if err := o.out.check(); err != nil {
+	if err := usageErr(o.out.Check()); err != nil {
 		return mbm.Inputs{}, err
 	}
 	in, err := mbm.Settings{Rate: o.rate, Inputs: mbm.Inputs{Target: mbm.Target{RTT: o.rtt, MTU: o.mtu, HeaderOverhead: o.header},
@@ -149,7 +149,7 @@ func (o *mbmFlags) inputs(rttSet bool) (mbm.Inputs, error) {
 }
 
 func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
-	if o.out.csv != "" {
+	if o.out.CSV != "" {
 		return usagef("--csv: a plan has no tests; use --json or --html")
 	}
 	in, err := o.inputs(rttSet)
@@ -163,7 +163,7 @@ func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
 	res := mbm.Result(plan)
 	res.Plan = true
 	res.Subpath = o.subpath
-	return o.out.write(stdout, os.Stderr, report.Forms{JSON: res,
+	return o.out.Write(stdout, os.Stderr, report.Forms{JSON: res,
 		HTML: func(w io.Writer) error { return report.WriteMBMHTML(w, &res) },
 		Text: func(w io.Writer) error { return report.WriteMBMPlanText(w, plan) }}) // nothing is lost
 }
@@ -204,11 +204,9 @@ func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, r
 	if runErr != nil {
 		runErr = measuredErr(runErr) // tests ran: not a refused run
 	}
-	outErr := o.out.write(stdout, os.Stderr, report.Forms{JSON: res,
-		HTML: func(w io.Writer) error { return report.WriteMBMHTML(w, res) },
-		CSV:  func(w io.Writer) error { return report.WriteMBMCSV(w, res) },
-		Text: func(w io.Writer) error { return report.WriteMBMText(w, res) }})
-	if err := errors.Join(runErr, outErr); err != nil {
+	f := report.FormsOf(res)
+	f.CSV = func(w io.Writer) error { return report.WriteMBMCSV(w, res) }
+	if err := errors.Join(runErr, o.out.Write(stdout, os.Stderr, f)); err != nil {
 		return err
 	}
 	return mbmExit(res.Tests)
@@ -256,15 +254,15 @@ func runMBMCompose(stdout io.Writer, paths []string, e2ePath, jsonOut string, qu
 	if quiet && jsonOut == "" {
 		return usagef("--quiet without --json would discard the composition")
 	}
-	out := outputs{json: jsonOut, quiet: quiet}
-	if err := out.check(); err != nil {
+	out := report.Outputs{JSON: jsonOut, Quiet: quiet}
+	if err := usageErr(out.Check()); err != nil {
 		return err
 	}
 	c, err := report.ComposeMBMFiles(paths, e2ePath)
 	if err != nil {
 		return usageErr(err)
 	}
-	if err := out.write(stdout, os.Stderr, report.Forms{JSON: c, Text: func(w io.Writer) error { return report.WriteMBMComposeText(w, &c) }}); err != nil {
+	if err := out.Write(stdout, os.Stderr, report.FormsOf(&c)); err != nil {
 		return err
 	}
 	for _, t := range c.Tests {

@@ -30,7 +30,7 @@ cannot be read or is not an MBM result or composition is a usage error
 (exit 2), named in one line; nothing is written then.`
 
 func newMBMSummaryCmd() *cobra.Command {
-	var out outputs
+	var out report.Outputs
 	cmd := &cobra.Command{
 		Use:   "summary RESULT.json|DIR...",
 		Short: "Aggregate saved MBM results and compositions: verdicts, loss and packets to decide by setting, composed vs measured loss",
@@ -40,21 +40,20 @@ func newMBMSummaryCmd() *cobra.Command {
 			return runMBMSummary(cmd.OutOrStdout(), cmd.ErrOrStderr(), &out, args)
 		},
 	}
-	out.register(cmd, "the summary (schema sonde.mbm-summary/v1)", false)
-	cmd.Flags().StringVar(&out.csv, "csv", "", "write one row per group as CSV to `FILE`, - for stdout (no text summary then)")
+	registerOutputs(cmd, &out, "the summary (schema sonde.mbm-summary/v1)", false)
+	cmd.Flags().StringVar(&out.CSV, "csv", "", "write one row per group as CSV to `FILE`, - for stdout (no text summary then)")
 	return cmd
 }
 
-func runMBMSummary(stdout, stderr io.Writer, out *outputs, args []string) error {
-	if err := out.check(); err != nil {
+func runMBMSummary(stdout, stderr io.Writer, out *report.Outputs, args []string) error {
+	if err := usageErr(out.Check()); err != nil {
 		return err
 	}
 	s, err := report.SummarizeMBMFiles(args)
 	if err != nil {
 		return usageErr(err)
 	}
-	return out.write(stdout, stderr, report.Forms{JSON: s,
-		HTML: func(w io.Writer) error { return report.WriteMBMSummaryHTML(w, &s) },
-		CSV:  func(w io.Writer) error { return report.WriteMBMSummaryCSV(w, &s) },
-		Text: func(w io.Writer) error { return report.WriteMBMSummaryText(w, &s) }})
+	f := report.FormsOf(&s)
+	f.CSV = func(w io.Writer) error { return report.WriteMBMSummaryCSV(w, &s) }
+	return out.Write(stdout, stderr, f)
 }

@@ -135,7 +135,7 @@ func runMonitor(ctx context.Context, logw io.Writer, plan *monitor.Plan, ro runt
 func newMonitorStatusCmd() *cobra.Command {
 	var (
 		listen string
-		out    outputs
+		out    report.Outputs
 	)
 	cmd := &cobra.Command{
 		Use:   "status [--listen ADDR]",
@@ -147,15 +147,15 @@ store's health and the last events. Exit status 1 when it does not answer.`,
   sonde monitor status --listen 127.0.0.1:9851 --json -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput("--json", out.json); err != nil {
+			if err := checkOutput("--json", out.JSON); err != nil {
 				return err
 			}
-			return monitorStatus(cmd.Context(), cmd.OutOrStdout(), listen, out.json)
+			return monitorStatus(cmd.Context(), cmd.OutOrStdout(), listen, out.JSON)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", monitor.DefaultListen, "`ADDR` the daemon serves on")
-	f.StringVar(&out.json, "json", "", "write the status as JSON to `FILE`, - for stdout (no text then)")
+	f.StringVar(&out.JSON, "json", "", "write the status as JSON to `FILE`, - for stdout (no text then)")
 	return cmd
 }
 
@@ -168,7 +168,7 @@ func monitorStatus(ctx context.Context, stdout io.Writer, listen, jsonOut string
 		return err
 	}
 	if jsonOut != "" {
-		return writeOutput("--json", jsonOut, stdout, func(w io.Writer) error { _, err := w.Write(body); return err })
+		return report.WriteOutput("--json", jsonOut, stdout, func(w io.Writer) error { _, err := w.Write(body); return err })
 	}
 	return report.WriteMonitorStatus(stdout, st)
 }

@@ -86,6 +86,6 @@ RFC 3339 times or dates; a range is at most 366 days.`,
 // writeReplay prints the changes as text, or as JSON to a file or stdout
 // (report.Outputs).
 func writeReplay(stdout io.Writer, jsonOut string, res *alert.ReplayResult) error {
-	return (&outputs{json: jsonOut}).write(stdout, os.Stderr, report.Forms{JSON: res,
+	return report.Outputs{JSON: jsonOut}.Write(stdout, os.Stderr, report.Forms{JSON: res,
 		Text: func(w io.Writer) error { return report.WriteAlertsReplay(w, res) }})
 }

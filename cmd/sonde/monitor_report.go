@@ -26,7 +26,7 @@ func newMonitorReportCmd() *cobra.Command {
 		sr                  storeRange
 		thresholds, profile string
 		up, down            string
-		out                 outputs
+		out                 report.Outputs
 	)
 	cmd := &cobra.Command{
 		Use:   "report [--store URL] [--name MONITOR] [--since 24h | --from TIME --to TIME]",
@@ -64,10 +64,10 @@ the whole range (e.g. --up-link-rate 700k).`,
 			if err := (query.Settings{Thresholds: thresholds, ProfilesFile: profile, Up: up, Down: down}).Apply(&req); err != nil {
 				return usageErr(err)
 			}
-			if err := out.check(); err != nil {
+			if err := usageErr(out.Check()); err != nil {
 				return err
 			}
-			if err := checkMonitorHTML(out.html); err != nil {
+			if err := checkMonitorHTML(out.HTML); err != nil {
 				return err
 			}
 			var rep *model.MonitorReport
@@ -82,7 +82,7 @@ the whole range (e.g. --up-link-rate 700k).`,
 			if err != nil {
 				return err
 			}
-			return out.write(cmd.OutOrStdout(), cmd.ErrOrStderr(), report.Forms{JSON: rep,
+			return out.Write(cmd.OutOrStdout(), cmd.ErrOrStderr(), report.Forms{JSON: rep,
 				HTML:   func(w io.Writer) error { return writeMonitorHTML(w, rep) },
 				CSV:    func(w io.Writer) error { return report.WriteMonitorCSV(w, rep) },
 				Series: func(w io.Writer) error { return report.WriteMonitorSeriesCSV(w, rep) },
@@ -98,9 +98,9 @@ the whole range (e.g. --up-link-rate 700k).`,
 	f.StringVar(&down, "down-link-rate", "", "downlink capacity `RATE` in bit/s for the inferred buffers, e.g. 8M (default: what the monitor recorded)")
 	deprecatedAlias(f, "up", "up-link-rate")
 	deprecatedAlias(f, "down", "down-link-rate")
-	f.StringVar(&out.series, "csv-series", "", "write the delay and loss time series as CSV to `FILE`, - for stdout")
-	out.register(cmd, "the report (schema sonde.monitor/v1)", false)
-	f.StringVar(&out.csv, "csv", "", "write R(L) per stream and threshold as CSV to `FILE`, - for stdout (no text summary then)")
+	f.StringVar(&out.Series, "csv-series", "", "write the delay and loss time series as CSV to `FILE`, - for stdout")
+	registerOutputs(cmd, &out, "the report (schema sonde.monitor/v1)", false)
+	f.StringVar(&out.CSV, "csv", "", "write R(L) per stream and threshold as CSV to `FILE`, - for stdout (no text summary then)")
 	return cmd
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -110,49 +109,17 @@ func isCobraUsage(err error) bool {
 	return strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag")
 }
 
-// outputs are a command's result outputs (report.Outputs, the one writer):
-// --json, --html and --csv each name a file or "-" for stdout.
-type outputs struct {
-	json, html, csv string
-	raw             string // sonde udp's per-probe lines (--raw)
-	series          string // monitor report's time series (--csv-series)
-	quiet           bool
-}
-
-// register adds the output flags; what names the result's form for the
-// help (e.g. "the result (docs/result-schema.md)").
-func (o *outputs) register(cmd *cobra.Command, what string, withCSV bool) {
+// registerOutputs adds the output flags of o (report.Outputs, the one
+// writer); what names the result's form for the help (e.g. "the result
+// (docs/result-schema.md)").
+func registerOutputs(cmd *cobra.Command, o *report.Outputs, what string, withCSV bool) {
 	f := cmd.Flags()
-	f.StringVar(&o.json, "json", "", "write "+what+" as JSON to `FILE`, - for stdout (no text summary then)")
-	f.StringVar(&o.html, "html", "", "write a self-contained HTML report to `FILE`, - for stdout (no text summary then)")
+	f.StringVar(&o.JSON, "json", "", "write "+what+" as JSON to `FILE`, - for stdout (no text summary then)")
+	f.StringVar(&o.HTML, "html", "", "write a self-contained HTML report to `FILE`, - for stdout (no text summary then)")
 	if withCSV {
-		f.StringVar(&o.csv, "csv", "", "write every RTT sample as CSV to `FILE`, - for stdout (no text summary then)")
+		f.StringVar(&o.CSV, "csv", "", "write every RTT sample as CSV to `FILE`, - for stdout (no text summary then)")
 	}
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "no text summary on stdout (with --json, --html or --csv)")
-}
-
-func (o *outputs) report() report.Outputs {
-	return report.Outputs{JSON: o.json, HTML: o.html, CSV: o.csv, Raw: o.raw, Series: o.series, Quiet: o.quiet}
-}
-
-// check validates the outputs before anything is measured: a usage error.
-func (o *outputs) check() error { return usageErr(o.report().Check()) }
-
-func (o *outputs) toStdout() bool { return o.report().ToStdout() }
-
-func (o *outputs) textTo(stdout, stderr io.Writer, failed bool) io.Writer {
-	return o.report().TextTo(stdout, stderr, failed)
-}
-
-// write writes every output o names, then the text summary
-// (report.Outputs.Write).
-func (o *outputs) write(stdout, stderr io.Writer, f report.Forms) error {
-	return o.report().Write(stdout, stderr, f)
-}
-
-// writeOutput writes one output to name ("-": stdout).
-func writeOutput(flag, name string, stdout io.Writer, write func(io.Writer) error) error {
-	return report.WriteOutput(flag, name, stdout, write)
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no text summary on stdout (with --json, --html or --csv)")
 }
 
 // errSilent marks an error already reported to the user.

@@ -33,7 +33,7 @@ with -, the text goes nowhere. A file that cannot be read, is larger than
 // newReportCmd is `sonde report`: the saved JSON of a run is the source of
 // truth, rendered again or set beside others (internal/report does both).
 func newReportCmd() *cobra.Command {
-	var out outputs
+	var out report.Outputs
 	cmd := &cobra.Command{
 		Use:   "report FILE...",
 		Short: "Re-render saved results (--json of test, udp, analyze, mbm, monitor report, fleet report) or compare them side by side",
@@ -44,20 +44,20 @@ func newReportCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&out.html, "html", "", "write the HTML report (of one result, or the comparison of several) to `FILE`, - for stdout (no text then)")
-	f.StringVar(&out.csv, "csv", "", "write the headline figures as CSV to `FILE`, - for stdout (no text then)")
+	f.StringVar(&out.HTML, "html", "", "write the HTML report (of one result, or the comparison of several) to `FILE`, - for stdout (no text then)")
+	f.StringVar(&out.CSV, "csv", "", "write the headline figures as CSV to `FILE`, - for stdout (no text then)")
 	return cmd
 }
 
 // runReport renders the saved results in paths: the text on stdout unless
 // an output goes there, HTML and CSV where out names.
-func runReport(stdout, stderr io.Writer, out *outputs, paths []string) error {
-	if err := out.check(); err != nil {
+func runReport(stdout, stderr io.Writer, out *report.Outputs, paths []string) error {
+	if err := usageErr(out.Check()); err != nil {
 		return err
 	}
 	saved, err := report.LoadSame(paths)
 	if err != nil {
 		return usageErr(err)
 	}
-	return out.write(stdout, stderr, report.RerenderForms(saved))
+	return out.Write(stdout, stderr, report.RerenderForms(saved))
 }

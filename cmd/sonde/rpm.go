@@ -4,7 +4,6 @@ package main
 
 import (
 	"errors"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -17,7 +16,7 @@ import (
 func newRPMCmd() *cobra.Command {
 	var (
 		opt              rpm.ClientOptions
-		out              outputs
+		out              report.Outputs
 		only, labProfile string
 		truthFile        string
 	)
@@ -43,7 +42,7 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if labProfile != "" {
-				if err := out.check(); err != nil {
+				if err := usageErr(out.Check()); err != nil {
 					return err
 				}
 				return runRPMLab(cmd.Context(), labProfile, args)
@@ -58,7 +57,7 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 			if err := opt.Check(); err != nil {
 				return usageErr(err)
 			}
-			if err := out.check(); err != nil {
+			if err := usageErr(out.Check()); err != nil {
 				return err
 			}
 			opt.Software = "sonde/" + version
@@ -79,16 +78,14 @@ its outputs). docs/interop.md compares the figures with sonde test's RPM.`,
 	f.StringVar(&labProfile, "lab", "", "run across an emulated path: build lab profile `PROFILE` (sonde lab profiles), serve with a self-signed certificate in its server namespace, run from its client namespace, and record the configured path in the result; needs root; no URL")
 	f.StringVar(&truthFile, "ground-truth", "", "JSON file with the path's configured properties (set by --lab)")
 	_ = f.MarkHidden("ground-truth")
-	out.register(cmd, "the result (schema sonde.rpm/v1)", false)
+	registerOutputs(cmd, &out, "the result (schema sonde.rpm/v1)", false)
 	return cmd
 }
 
-func runRPM(cmd *cobra.Command, opt rpm.ClientOptions, out *outputs) error {
+func runRPM(cmd *cobra.Command, opt rpm.ClientOptions, out *report.Outputs) error {
 	res, runErr := rpm.Run(cmd.Context(), opt)
 	if res == nil {
 		return runErr
 	}
-	return errors.Join(runErr, out.write(cmd.OutOrStdout(), os.Stderr, report.Forms{JSON: res,
-		HTML: func(w io.Writer) error { return report.WriteRPMHTML(w, res) },
-		Text: func(w io.Writer) error { return report.WriteRPMText(w, res) }}))
+	return errors.Join(runErr, out.Write(cmd.OutOrStdout(), os.Stderr, report.FormsOf(res)))
 }

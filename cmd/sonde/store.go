@@ -178,7 +178,7 @@ func newStoreMonitorListCmd() *cobra.Command {
 					return err
 				}
 				if jsonOut != "" {
-					return writeOutput("--json", jsonOut, cmd.OutOrStdout(), func(w io.Writer) error { return report.WriteJSON(w, ms) })
+					return report.WriteOutput("--json", jsonOut, cmd.OutOrStdout(), func(w io.Writer) error { return report.WriteJSON(w, ms) })
 				}
 				return report.WriteFleetMonitors(cmd.OutOrStdout(), ms)
 			})

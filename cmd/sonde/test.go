@@ -33,7 +33,7 @@ type testFlags struct {
 	lab        string
 	truthFile  string
 	direction  string
-	out        outputs
+	out        report.Outputs
 	noProgress bool
 }
 
@@ -96,7 +96,7 @@ fails, with the error recorded in it.`,
 	f.BoolVar(&tf.cfg.LossBased, "loss-based", false, "load streams under a loss-based congestion control (cubic, else reno) at both ends instead of the hosts' default: a drop-tail bottleneck's buffer then fills, the responsiveness draft's working conditions, so RPM compares with sonde rpm's (docs/interop.md)")
 	f.StringVar(&tf.cfg.Token, "token", "", "bearer token for a private server")
 	f.BoolVarP(&tf.cfg.Insecure, "insecure", "k", false, "accept any TLS certificate (self-signed test servers)")
-	tf.out.register(cmd, "the result (docs/result-schema.md)", false)
+	registerOutputs(cmd, &tf.out, "the result (docs/result-schema.md)", false)
 	f.BoolVar(&tf.noProgress, "no-progress", false, "no live progress on stderr")
 	f.StringVar(&tf.truthFile, "ground-truth", "", "JSON file with the path's configured properties (set by --lab)")
 	_ = f.MarkHidden("ground-truth")
@@ -120,7 +120,7 @@ func (tf *testFlags) build() error {
 	}
 	// Outputs are checked before the run, so a bad path costs no
 	// measurement.
-	if err := tf.out.check(); err != nil {
+	if err := usageErr(tf.out.Check()); err != nil {
 		return err
 	}
 	c.Software = "sonde/" + version
@@ -163,9 +163,7 @@ func runTest(ctx context.Context, tf *testFlags, stdout io.Writer) error {
 // cannot be written, the text summary is written even with --quiet (to
 // stderr when stdout has a machine output), so the measurement is not lost.
 func writeOutputs(res *model.Result, tf *testFlags, stdout io.Writer) error {
-	return tf.out.write(stdout, os.Stderr, report.Forms{JSON: res,
-		HTML: func(w io.Writer) error { return report.WriteHTML(w, res) },
-		Text: func(w io.Writer) error { return report.WriteText(w, res) }})
+	return tf.out.Write(stdout, os.Stderr, report.FormsOf(res))
 }
 
 // startEmbedded runs a server on loopback for this process (sonde test

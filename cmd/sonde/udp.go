@@ -22,7 +22,7 @@ type udpFlags struct {
 	ecn     string
 	profile string
 	classes string
-	out     outputs
+	out     report.Outputs
 }
 
 func newUDPCmd() *cobra.Command {
@@ -71,8 +71,8 @@ E-model MOS estimate. --classes runs one flow per class at the same time.`,
 	f.StringVar(&uf.opts.Reflector, "reflector", "", "a standalone STAMP or TWAMP-Light reflector's UDP address (host:port) to test instead of a sonde server")
 	f.StringVar(&uf.opts.Token, "token", "", "bearer token for a private server")
 	f.BoolVarP(&uf.opts.Insecure, "insecure", "k", false, "accept any TLS certificate")
-	f.StringVar(&uf.out.raw, "raw", "", "write one JSON line per probe to `FILE`, - for stdout (no text summary then)")
-	uf.out.register(cmd, "the result (schema sonde.udp/v1)", false)
+	f.StringVar(&uf.out.Raw, "raw", "", "write one JSON line per probe to `FILE`, - for stdout (no text summary then)")
+	registerOutputs(cmd, &uf.out, "the result (schema sonde.udp/v1)", false)
 	return cmd
 }
 
@@ -86,7 +86,7 @@ func (uf *udpFlags) build(changed func(string) bool) error {
 	}
 	// Outputs are checked before the run, so a bad path costs no
 	// measurement.
-	if err := uf.out.check(); err != nil {
+	if err := usageErr(uf.out.Check()); err != nil {
 		return err
 	}
 	o.Software = "sonde/" + version
@@ -105,8 +105,8 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 		defer stop()
 		uf.opts.Server, uf.opts.Embedded = url, true
 	}
-	if uf.out.raw != "" {
-		w, closeRaw, err := report.OpenOutput(uf.out.raw, stdout)
+	if uf.out.Raw != "" {
+		w, closeRaw, err := report.OpenOutput(uf.out.Raw, stdout)
 		if err != nil {
 			return err
 		}
@@ -119,7 +119,5 @@ func runUDP(ctx context.Context, uf *udpFlags, changed func(string) bool, stdout
 	}
 	// An output that could not be written: the summary is written even
 	// with --quiet, so the measurement is not lost.
-	return errors.Join(runErr, uf.out.write(stdout, os.Stderr, report.Forms{JSON: res,
-		HTML: func(w io.Writer) error { return report.WriteUDPHTML(w, res) },
-		Text: func(w io.Writer) error { return report.WriteUDPText(w, res) }}))
+	return errors.Join(runErr, uf.out.Write(stdout, os.Stderr, report.FormsOf(res)))
 }

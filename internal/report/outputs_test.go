@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sonde-project/sonde/internal/model"
 )
 
 // TestOutputsCheck: one output on stdout at most, --quiet only with a
@@ -50,5 +52,28 @@ func TestOutputsWrite(t *testing.T) {
 	err := (Outputs{JSON: "-", HTML: bad, Quiet: true}).Write(&stdout, &stderr, f)
 	if err == nil || !strings.HasPrefix(err.Error(), "--html: ") || stderr.String() != "summary\n" {
 		t.Errorf("error %v, stderr %q; want the --html error and the summary on stderr", err, stderr.String())
+	}
+}
+
+// TestFormsOf: a result of a kind sonde report reads gets that kind's text
+// and HTML; another value its JSON only.
+func TestFormsOf(t *testing.T) {
+	res := &model.UDPResult{Schema: model.UDPSchemaVersion}
+	f := FormsOf(res)
+	if f.JSON != res || f.Text == nil || f.HTML == nil {
+		t.Fatalf("FormsOf(*UDPResult): %+v", f)
+	}
+	var got, want bytes.Buffer
+	if err := f.Text(&got); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteUDPText(&want, res); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("FormsOf's text differs from WriteUDPText's:\n%s\n%s", got.String(), want.String())
+	}
+	if f := FormsOf(struct{}{}); f.Text != nil || f.HTML != nil || f.JSON == nil {
+		t.Errorf("FormsOf(struct{}): %+v", f)
 	}
 }

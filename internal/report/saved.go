@@ -394,3 +394,22 @@ func WriteJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// FormsOf is the JSON, text and HTML forms of v, a result of one of the
+// kinds sonde report reads (a pointer, as the command holds it), rendered
+// by the kind's own renderers: what a command prints and what `sonde
+// report` re-renders of its saved file are the same by construction. A
+// command adds the forms only it has (CSV, series). v of another type has
+// its JSON only.
+func FormsOf(v any) Forms {
+	f := Forms{JSON: v}
+	for _, k := range kinds {
+		// decode("null") is the kind's zero result: its Go type.
+		if z, err := k.decode([]byte("null")); err == nil && reflect.TypeOf(z) == reflect.TypeOf(v) {
+			f.Text = func(w io.Writer) error { return k.text(w, v) }
+			f.HTML = func(w io.Writer) error { return k.html(w, v) }
+			break
+		}
+	}
+	return f
+}
