@@ -87,14 +87,15 @@ func (t *tester) finishBaseline(ctx context.Context, res *model.Result) {
 }
 
 // specs are the streams a phase opens first: --streams per direction, or
-// for auto two (one per direction in the bidirectional phase when the
-// server allows fewer than four).
+// for auto four per direction (as the browser page and the speed-test
+// sites open at once: a loss backoff on one of few flows on a long fat
+// path costs the phase's goodput), within the server's stream limit.
 func (t *tester) specs(phase string) ([]flowSpec, bool) {
 	dirs := phaseDirs(phase)
 	auto := t.cfg.Streams == 0
 	n := t.cfg.Streams
 	if auto {
-		n = max(min(2, t.maxStreams()/len(dirs)), 1)
+		n = max(min(4, t.maxStreams()/len(dirs)), 1)
 	}
 	var specs []flowSpec
 	for _, d := range dirs {

@@ -25,6 +25,9 @@ const RTC_DURATION_S = clampNum(Number(params.get("rtc_duration") ?? 5), 1, 30);
 // Data channel message bytes; the server refuses sizes outside its range.
 const RTC_SIZE = clampNum(Number(params.get("rtc_size") ?? MESSAGE_BYTES), 16, 1150);
 const MAX_STREAMS = clampNum(Number(params.get("max_streams") ?? 16), 1, 63);
+// The streams each direction opens at once before the auto rule grows
+// them (internal/tcptest specs: the same count).
+const START_STREAMS = 4;
 // ?crash=download|upload|probe (tests only): the first worker of that kind
 // throws 1.5 s after it starts, to check that the page survives it.
 const CRASH = params.get("crash");
@@ -178,7 +181,11 @@ class Run {
     try {
       for (const d of dirs) await add(d);
       foreign = new ForeignProbes(PING());
-      for (const d of dirs) await grow(d);
+      // START_STREAMS at once, as the bare page and the speed-test sites
+      // open them and as `sonde test --streams auto` starts: a lossy
+      // backoff on one of few flows on a long fat path costs the phase's
+      // goodput (docs/browser.md, "Throughput").
+      for (const d of dirs) while (!d.auto.stopped && d.streams.length < Math.min(START_STREAMS, d.auto.max)) await grow(d);
       const step = Math.max(0.5, (4 * median(this.probes.map((p) => p.rtt_ms))) / 1000 || 0.5);
       let nextStep = this.since() + step;
       // The server's /live (its flows' counts and TCP_INFO) is the only
