@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,6 +122,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, pc *net.UDPConn) er
 	}()
 	defer s.wg.Wait()
 	var delay time.Duration
+	// seq numbers connections in accept order, which is the order the
+	// client connected them: its data streams' roles follow that order
+	// (addTCP), not the order their cookies happen to be read in.
+	var seq uint64
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -137,9 +142,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, pc *net.UDPConn) er
 		}
 		delay = 0
 		s.wg.Add(1)
+		n := seq
+		seq++
 		go func() {
 			defer s.wg.Done()
-			s.handle(ctx, c)
+			s.handle(ctx, c, n)
 		}()
 	}
 }
@@ -157,7 +164,8 @@ var errNever = errors.New("never")
 
 // handle reads a connection's cookie: a pending test's cookie makes it
 // that test's data connection, any other a new test's control connection.
-func (s *Server) handle(ctx context.Context, c net.Conn) {
+// seq is its place in accept order.
+func (s *Server) handle(ctx context.Context, c net.Conn, seq uint64) {
 	// Connections that have not sent their cookie yet are bounded per
 	// client address and in all: each holds a goroutine for up to
 	// SetupTimeout before any admission.
@@ -190,7 +198,7 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	ses := s.pending[cookie]
 	s.mu.Unlock()
 	if ses != nil {
-		if !ses.addTCP(c) {
+		if !ses.addTCP(c, seq) {
 			// A stream too many: refused as iperf3 refuses a stranger.
 			c.Write([]byte{AccessDenied.wire()})
 			c.Close()
@@ -477,15 +485,30 @@ func (ses *session) awaitEnd(hard time.Duration) (State, error) {
 	}
 }
 
-// addTCP takes c as the session's next data stream; false if it has all.
-func (ses *session) addTCP(c net.Conn) bool {
+// addTCP takes c, accepted seq-th, as one of the session's data streams;
+// false if it has all. The client opens its streams one after another
+// without waiting, so their cookies are read concurrently and may finish
+// out of order: the streams are kept in accept order, and each one's
+// number and role (with --bidir the first half are the client's senders)
+// follow its place there, as iperf3 -s, which reads cookies one at a
+// time, gives them.
+func (ses *session) addTCP(c net.Conn, seq uint64) bool {
 	ses.mu.Lock()
 	defer ses.mu.Unlock()
 	if len(ses.streams) >= ses.want {
 		return false
 	}
 	c.SetReadDeadline(time.Time{})
-	ses.streams = append(ses.streams, ses.newStream(c, nil))
+	st := ses.newStream(c, nil)
+	st.seq = seq
+	i := len(ses.streams)
+	for i > 0 && ses.streams[i-1].seq > seq {
+		i--
+	}
+	ses.streams = slices.Insert(ses.streams, i, st)
+	for j, st := range ses.streams {
+		st.id, st.sender = streamID(j), ses.isSender(j)
+	}
 	select {
 	case ses.arrived <- struct{}{}:
 	default:
@@ -512,14 +535,18 @@ func (ses *session) addUDP(u *net.UDPConn) bool {
 // them: with --bidir the first half are the client's senders.
 func (ses *session) newStream(c net.Conn, u *net.UDPConn) *stream {
 	i := len(ses.streams)
-	sender := ses.p.Reverse || (ses.p.Bidirectional && i >= ses.p.Parallel)
-	st := &stream{ses: ses, id: streamID(i), sender: sender, tcp: c, udp: u}
+	st := &stream{ses: ses, id: streamID(i), sender: ses.isSender(i), tcp: c, udp: u}
 	if c != nil {
 		setTCPOptions(c, ses.p)
 	} else {
 		setUDPOptions(u, ses.p)
 	}
 	return st
+}
+
+// isSender tells whether the server sends on the i-th stream.
+func (ses *session) isSender(i int) bool {
+	return ses.p.Reverse || (ses.p.Bidirectional && i >= ses.p.Parallel)
 }
 
 // streamID is iperf_add_stream's numbering: 1, then 3, 4, 5…

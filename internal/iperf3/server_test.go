@@ -512,7 +512,7 @@ func FuzzControl(f *testing.F) {
 		a, b := net.Pipe()
 		done := make(chan struct{})
 		go func() {
-			srv.handle(context.Background(), a)
+			srv.handle(context.Background(), a, 0)
 			close(done)
 		}()
 		go io.Copy(io.Discard, b)
@@ -578,5 +578,55 @@ func TestRecvBufSize(t *testing.T) {
 		if got := recvBufSize(tc.n, tc.size); got != tc.want {
 			t.Errorf("recvBufSize(%d, %d) = %d, want %d", tc.n, tc.size, got, tc.want)
 		}
+	}
+}
+
+// TestBidirStreamsInConnectOrder: iperf3's client opens its --bidir
+// streams one after another without waiting, so the server may read the
+// second stream's cookie first. The roles follow the order the streams
+// connected (the first half the client's senders), not the order their
+// cookies were read: here the second stream's cookie comes first, and the
+// server must still send on the second stream and not on the first.
+func TestBidirStreamsInConnectOrder(t *testing.T) {
+	ts := startServer(t, Options{SetupTimeout: 5 * time.Second})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ts.port))
+	cookie := bytes.Repeat([]byte("o"), CookieSize)
+	ctrl, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	ctrl.SetDeadline(time.Now().Add(10 * time.Second))
+	ctrl.Write(cookie)
+	var state [1]byte
+	if _, err := io.ReadFull(ctrl, state[:]); err != nil { // PARAM_EXCHANGE
+		t.Fatal(err)
+	}
+	if err := WriteJSON(ctrl, map[string]any{"tcp": true, "time": 2, "parallel": 1, "bidirectional": true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(ctrl, state[:]); err != nil { // CREATE_STREAMS
+		t.Fatal(err)
+	}
+	var conns [2]net.Conn
+	for i := range conns {
+		if conns[i], err = net.Dial("tcp", addr); err != nil {
+			t.Fatal(err)
+		}
+		defer conns[i].Close()
+	}
+	time.Sleep(50 * time.Millisecond) // both accepted, in connect order
+	conns[1].Write(cookie)
+	time.Sleep(100 * time.Millisecond) // its cookie read first
+	conns[0].Write(cookie)
+	go io.Copy(io.Discard, ctrl) // TEST_START, TEST_RUNNING, …
+	buf := make([]byte, 64<<10)
+	conns[1].SetReadDeadline(time.Now().Add(3 * time.Second))
+	if n, err := conns[1].Read(buf); n == 0 {
+		t.Fatalf("the second stream (the server's sender) got nothing: %v", err)
+	}
+	conns[0].SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, _ := conns[0].Read(buf); n > 0 {
+		t.Fatalf("the server sent %d bytes on the first stream, the client's sender", n)
 	}
 }

@@ -18,7 +18,8 @@ import (
 type stream struct {
 	ses    *session
 	id     int
-	sender bool // the server sends on it
+	sender bool   // the server sends on it
+	seq    uint64 // its connection's place in the server's accept order (TCP)
 	tcp    net.Conn
 	udp    *net.UDPConn
 
