@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sonde-project/sonde/internal/lab"
 	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/mbm/mbmrun"
 	"github.com/sonde-project/sonde/internal/mbm/udprun"
@@ -132,33 +133,24 @@ func newMBMCmd() *cobra.Command {
 	return cmd
 }
 
-// inputs checks the model's flags and turns them into the model's inputs.
-func (o *mbmFlags) inputs(rttSet bool) (mbm.Inputs, error) {
-	if o.rate == "" || !rttSet {
-		if o.plan {
-			return mbm.Inputs{}, usagef("--plan needs --rate and --rtt")
-		}
-		return mbm.Inputs{}, usagef("a run needs --rate and --rtt")
-	}
+// newPlan checks the model's flags and the outputs (usage errors) and makes
+// the plan.
+func (o *mbmFlags) newPlan(rttSet bool) (mbm.Plan, error) {
 	if err := usageErr(o.out.Check()); err != nil {
-		return mbm.Inputs{}, err
+		return mbm.Plan{}, err
 	}
-	in, err := mbm.Settings{Rate: o.rate, Inputs: mbm.Inputs{Target: mbm.Target{RTT: o.rtt, MTU: o.mtu, HeaderOverhead: o.header},
-		Model: o.model, Alpha: o.alpha, Beta: o.beta, FloorPackets: o.floor, TruncFactor: o.trunc, Budget: o.budget}}.Parse()
-	return in, usageErr(err)
+	p, err := mbm.Settings{Rate: o.rate, RTTGiven: rttSet, ForPlan: o.plan, Inputs: mbm.Inputs{Target: mbm.Target{RTT: o.rtt, MTU: o.mtu, HeaderOverhead: o.header},
+		Model: o.model, Alpha: o.alpha, Beta: o.beta, FloorPackets: o.floor, TruncFactor: o.trunc, Budget: o.budget}}.Plan()
+	return p, usageErr(err)
 }
 
 func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
 	if o.out.CSV != "" {
 		return usagef("--csv: a plan has no tests; use --json or --html")
 	}
-	in, err := o.inputs(rttSet)
+	plan, err := o.newPlan(rttSet)
 	if err != nil {
 		return err
-	}
-	plan, err := mbm.NewPlan(in)
-	if err != nil {
-		return usageErr(err)
 	}
 	res := mbm.Result(plan)
 	res.Plan = true
@@ -172,15 +164,11 @@ func runMBMPlan(stdout io.Writer, o *mbmFlags, rttSet bool) error {
 // the result; exit 5 if a test FAILed, 1 if one could not run (what was
 // measured is written).
 func runMBM(ctx context.Context, stdout io.Writer, server string, o *mbmFlags, rttSet bool) error {
-	in, err := o.inputs(rttSet)
+	plan, err := o.newPlan(rttSet)
 	if err != nil {
 		return err
 	}
-	plan, err := mbm.NewPlan(in)
-	if err != nil {
-		return usageErr(err)
-	}
-	truth, err := o.labTruth()
+	truth, err := lab.ReadTruthFile(o.truthFile) // from a lab parent (labrun.go)
 	if err != nil {
 		return usageErr(err)
 	}

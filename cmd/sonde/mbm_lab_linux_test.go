@@ -175,18 +175,3 @@ func mbmLabRun(t *testing.T, dir, profile string, args ...string) (model.MBMResu
 	}
 	return res, x
 }
-
-// TestWithoutLab: the client re-run gets every argument but --lab and its
-// value, in either form.
-func TestWithoutLab(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"mbm --lab wire --rate 5M --rtt 20ms", "mbm --rate 5M --rtt 20ms"},
-		{"mbm --rate 5M --lab=adsl --json r.json", "mbm --rate 5M --json r.json"},
-		{"test -t 5s --lab x.json", "test -t 5s"},
-		{"test --laboratory x", "test --laboratory x"},
-	} {
-		if got := strings.Join(withoutLab(strings.Fields(c.in)), " "); got != c.want {
-			t.Errorf("withoutLab(%s) = %s, want %s", c.in, got, c.want)
-		}
-	}
-}

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,29 +17,6 @@ import (
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/netns"
 )
-
-// ServerPort is the port of the sonde server a Rerun starts in the lab.
-const ServerPort = "8080"
-
-// Rerun is a command run across a lab (`sonde test --lab`, `sonde mbm
-// --lab`, `sonde rpm --lab`): the lab is built, `sonde serve` runs in its
-// server namespace and the command itself runs again in its client
-// namespace against that server. What differs between the commands is
-// only the lab server's flags and the client's arguments.
-type Rerun struct {
-	Profile Profile
-	// Self is the sonde executable both are run from ("": this program).
-	Self string
-	// ServeArgs are flags of the lab's `sonde serve` beyond its address.
-	ServeArgs []string
-	// Args are the client's arguments (the command and its flags, less
-	// --lab); the server's address and --ground-truth FILE follow them,
-	// then ClientArgs(truth) if set.
-	Args       []string
-	ClientArgs func(truth model.GroundTruth) []string
-	// Log gets the lab's notes and the server's stderr (os.Stderr).
-	Log io.Writer
-}
 
 // Run builds the lab, starts the server in the server namespace, and
 // re-runs the command in the client namespace against it (sockets belong
@@ -89,7 +64,7 @@ func (r Rerun) Run(ctx context.Context) error {
 		return err
 	}
 	defer os.Remove(truthFile)
-	args := append(append([]string(nil), r.Args...), addr, "--ground-truth", truthFile)
+	args := append(WithoutLab(r.Args), addr, "--ground-truth", truthFile)
 	if r.ClientArgs != nil {
 		args = append(args, r.ClientArgs(truth)...)
 	}
@@ -159,22 +134,4 @@ func startAndWait(cmd *exec.Cmd, log io.Writer, ready string, timeout time.Durat
 	case <-time.After(timeout):
 		return c.Done(), fmt.Errorf("not ready after %v", timeout)
 	}
-}
-
-// TestClientArgs are `sonde test`'s further arguments in a lab whose
-// configured path is truth: the lab's link rates and no layer 2 overhead
-// (the emulator serialises IP packets), each unless given (by flag name).
-func TestClientArgs(truth model.GroundTruth, given func(flag string) bool) []string {
-	var out []string
-	isRate := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
-	if !given("link-rate") && isRate(truth.DownRateBps) {
-		out = append(out, "--link-rate", strconv.FormatFloat(truth.DownRateBps, 'f', -1, 64))
-		if !given("up-link-rate") && isRate(truth.UpRateBps) {
-			out = append(out, "--up-link-rate", strconv.FormatFloat(truth.UpRateBps, 'f', -1, 64))
-		}
-	}
-	if !given("wire-overhead") {
-		out = append(out, "--wire-overhead", "0")
-	}
-	return out
 }

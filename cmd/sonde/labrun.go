@@ -1,13 +1,13 @@
-//go:build linux && !monitoronly
+//go:build !monitoronly
 
 package main
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -48,7 +48,7 @@ func (r labRun) run(ctx context.Context) error {
 			return err
 		}
 	}
-	err = lab.Rerun{Profile: p, ServeArgs: r.serveArgs, Args: withoutLab(os.Args[1:]),
+	err = lab.Rerun{Profile: p, ServeArgs: r.serveArgs, Args: os.Args[1:],
 		ClientArgs: r.clientArgs, Log: os.Stderr}.Run(ctx)
 	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		return &exitError{code: ee.ExitCode(), err: errSilent}
@@ -62,17 +62,41 @@ func runLab(ctx context.Context, tf *testFlags, flags *pflag.FlagSet) error {
 		clientArgs: func(truth model.GroundTruth) []string { return lab.TestClientArgs(truth, flags.Changed) }}.run(ctx)
 }
 
-// withoutLab is this command's arguments without --lab and its value.
-func withoutLab(args []string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "--lab":
-			i++ // and its value
-		case strings.HasPrefix(a, "--lab="):
-		default:
-			out = append(out, a)
-		}
+// runMBMLab runs `sonde mbm --lab PROFILE`. The model's flags and the
+// outputs are checked here, before a lab is built; the run's own flags
+// (mode, tests, derate…) by the client it re-runs, whose exit code this
+// returns.
+func runMBMLab(ctx context.Context, args []string, o *mbmFlags, rttSet bool) error {
+	// The lab's server is this run's alone, so a public server's UDP
+	// limits (200 Mbit/s, 20000 packets/s) must not refuse a target the
+	// profile's path can carry.
+	r := labRun{profile: o.lab, serveArgs: []string{"--udp-max-bitrate", "10G", "--udp-max-rate", "1000000"}}
+	if len(args) > 0 {
+		r.server = args[0]
 	}
-	return out
+	r.check = func() error {
+		if o.plan {
+			return usagef("--plan sends nothing: give no --lab with it")
+		}
+		_, err := o.newPlan(rttSet)
+		return err
+	}
+	return r.run(ctx)
+}
+
+// runRPMLab runs `sonde rpm --lab PROFILE`: sonde serve with a self-signed
+// certificate in the lab's server namespace, this command in its client
+// namespace against it (-k: the certificate was made for this run).
+func runRPMLab(ctx context.Context, profile string, args []string) error {
+	dir, err := os.MkdirTemp("", "sonde-rpm-lab-")
+	if err != nil {
+		return fmt.Errorf("--lab: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	r := labRun{profile: profile, serveArgs: []string{"--tls", "self-signed", "--tls-dir", dir},
+		clientArgs: func(model.GroundTruth) []string { return []string{"--insecure"} }}
+	if len(args) > 0 {
+		r.server = args[0]
+	}
+	return r.run(ctx)
 }
