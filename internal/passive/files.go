@@ -6,11 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/sonde-project/sonde/internal/fileargs"
 	"github.com/sonde-project/sonde/internal/model"
 	"github.com/sonde-project/sonde/internal/pcap"
 )
@@ -75,34 +74,15 @@ func (s *source) close() {
 	}
 }
 
+// MaxFiles bounds the capture files one analysis reads: a day of
+// tcpdump -G 1 rotations is 86,400.
+const MaxFiles = 100_000
+
 // ExpandPaths lists the capture files of paths: a directory stands for
-// the regular files in it (not its subdirectories), by name.
+// the regular files in it (not its subdirectories), by name
+// (fileargs.Expand).
 func ExpandPaths(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !fi.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		ents, err := os.ReadDir(p)
-		if err != nil {
-			return nil, err
-		}
-		n := len(out)
-		for _, e := range ents {
-			if e.Type().IsRegular() {
-				out = append(out, filepath.Join(p, e.Name()))
-			}
-		}
-		if len(out) == n {
-			return nil, fmt.Errorf("%s: no files in the directory", p)
-		}
-	}
-	return out, nil
+	return fileargs.Expand(paths, nil, "files", MaxFiles)
 }
 
 // maxOpenSources bounds the files open at once: those whose time spans

@@ -2,10 +2,9 @@ package report
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/sonde-project/sonde/internal/fileargs"
 	"github.com/sonde-project/sonde/internal/mbm"
 	"github.com/sonde-project/sonde/internal/model"
 )
@@ -62,35 +61,7 @@ func ComposeMBMFiles(paths []string, e2ePath string) (model.MBMComposition, erro
 // directories' *.json files in name order; at most MaxMBMFiles, counted
 // before any is read.
 func MBMFiles(args []string) ([]string, error) {
-	var files []string
-	for _, a := range args {
-		fi, err := os.Stat(a)
-		if err != nil {
-			return nil, err
-		}
-		if !fi.IsDir() {
-			files = append(files, a)
-		} else {
-			ents, err := os.ReadDir(a) // sorted by name
-			if err != nil {
-				return nil, err
-			}
-			n := 0
-			for _, e := range ents {
-				if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".json") {
-					files = append(files, filepath.Join(a, e.Name()))
-					n++
-				}
-			}
-			if n == 0 {
-				return nil, fmt.Errorf("%s: no .json files", a)
-			}
-		}
-		if len(files) > MaxMBMFiles {
-			return nil, fmt.Errorf("more than %d files: summarize fewer at once", MaxMBMFiles)
-		}
-	}
-	return files, nil
+	return fileargs.Expand(args, func(name string) bool { return strings.HasSuffix(name, ".json") }, ".json files", MaxMBMFiles)
 }
 
 // SummarizeMBMFiles reads the saved results and compositions of args
