@@ -325,9 +325,10 @@ const segmentCheck = 64
 // one of 240 bytes, 6 % more segments than whole writes need. bench/tcp.sh,
 // four runs each way: sonde's CPU per GB (both ends, median of the runs'
 // medians) fell from 239 to 218 ms for a 1-stream download, 245 to 231
-// for 4 streams, 290 to 254 and 283 to 256 for uploads. On Ethernet (1448-byte segments) one runt in 725 segments cost
-// little, and whole segments cost nothing either. A write that carries
-// 56 bytes or more of control frames (rare) still ends in a small segment.
+// for 4 streams, 290 to 254 and 283 to 256 for uploads. On Ethernet
+// (1448-byte segments) one runt in 725 segments cost little, and whole
+// segments cost nothing either. A write that carries 56 bytes or more of
+// control frames (rare) still ends in a small segment.
 func writeSize(chunk, seg int) int {
 	if seg <= 0 || chunk < seg {
 		return chunk
