@@ -117,3 +117,16 @@ func readDirect(rc syscall.RawConn, b []byte) (int, error) {
 	}
 	return n, serr
 }
+
+// segmentSize returns the socket's current maximum segment size
+// (TCP_MAXSEG: the MSS in use, after options), or 0 if it cannot be read.
+func segmentSize(rc syscall.RawConn) int {
+	var seg int
+	_ = rc.Control(func(fd uintptr) {
+		v, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG)
+		if err == nil {
+			seg = v
+		}
+	})
+	return seg
+}

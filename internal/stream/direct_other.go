@@ -16,3 +16,5 @@ func writevDirect(syscall.RawConn, [][]byte) (int, error) {
 func readDirect(syscall.RawConn, []byte) (int, error) {
 	return 0, errors.New("stream: direct reads are Linux only")
 }
+
+func segmentSize(syscall.RawConn) int { return 0 }
