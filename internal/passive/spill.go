@@ -126,8 +126,15 @@ func writeRun[T any](s *recordSpill, rs *spillRuns[T]) error {
 	for i := range rs.buf {
 		e.b = e.b[:0]
 		rs.enc(s, e, &rs.buf[i])
-		var l [binary.MaxVarintLen64]byte
-		k, _ := w.Write(l[:binary.PutUvarint(l[:], uint64(len(e.b)))])
+		k := 0
+		for v := uint64(len(e.b)); ; v >>= 7 {
+			k++
+			if v < 0x80 {
+				w.WriteByte(byte(v)) // a uvarint; an error is Write's too
+				break
+			}
+			w.WriteByte(byte(v) | 0x80)
+		}
 		m, err := w.Write(e.b)
 		if err != nil {
 			return fmt.Errorf("spilling records: %w", err)
@@ -184,7 +191,8 @@ type mergeHead[T any] struct {
 	run  int
 	r    *bufio.Reader // nil: the run in memory
 	buf  []byte        // the record being decoded
-	next int           // in the memory run
+	d    spillDec
+	next int // in the memory run
 }
 
 type mergeHeap[T any] struct {
@@ -234,9 +242,9 @@ func (h *mergeHead[T]) advance(s *recordSpill, rs *spillRuns[T]) (bool, error) {
 	// A fresh value: the caller may keep the one it was given.
 	r := new(T)
 	if err == nil {
-		d := spillDec{b: h.buf}
-		rs.dec(s, &d, r)
-		err = d.err()
+		h.d = spillDec{b: h.buf} // in the head: the call through rs.dec would move a local to the heap
+		rs.dec(s, &h.d, r)
+		err = h.d.err()
 	}
 	if err != nil {
 		return false, fmt.Errorf("reading spilled records: %w", err)
