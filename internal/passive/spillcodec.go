@@ -63,14 +63,14 @@ func (d *spillDec) uint() uint64 {
 	return v
 }
 
+// int reads a zigzag varint (binary.AppendVarint's).
 func (d *spillDec) int() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.bad, d.b = true, nil
-		return 0
+	u := d.uint()
+	x := int64(u >> 1)
+	if u&1 != 0 {
+		x = ^x
 	}
-	d.b = d.b[n:]
-	return v
+	return x
 }
 
 func (d *spillDec) f64() float64 {
