@@ -102,24 +102,12 @@ func FuzzSpillDecode(f *testing.F) {
 	encodeQUICRecord(s, &e, &qc)
 	f.Add(append([]byte(nil), e.b...))
 	f.Add([]byte{})
-	tcp := func(b []byte) ([]byte, bool) {
-		var r model.TCPConn
-		d := spillDec{b: b}
-		decodeTCPRecord(s, &d, &r)
-		var e spillEnc
-		encodeTCPRecord(s, &e, &r)
-		return e.b, d.err() == nil
-	}
-	quic := func(b []byte) ([]byte, bool) {
-		var r model.QUICConn
-		d := spillDec{b: b}
-		decodeQUICRecord(s, &d, &r)
-		var e spillEnc
-		encodeQUICRecord(s, &e, &r)
-		return e.b, d.err() == nil
+	codecs := map[string]func([]byte) ([]byte, bool){
+		"TCP":  decodeEncode(s, decodeTCPRecord, encodeTCPRecord),
+		"QUIC": decodeEncode(s, decodeQUICRecord, encodeQUICRecord),
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for name, codec := range map[string]func([]byte) ([]byte, bool){"TCP": tcp, "QUIC": quic} {
+		for name, codec := range codecs {
 			e1, ok := codec(b)
 			if !ok {
 				continue
@@ -129,4 +117,17 @@ func FuzzSpillDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// decodeEncode returns a function that decodes bytes as a record, encodes
+// it again and says whether it decoded without an error.
+func decodeEncode[T any](s *recordSpill, dec func(*recordSpill, *spillDec, *T), enc func(*recordSpill, *spillEnc, *T)) func([]byte) ([]byte, bool) {
+	return func(b []byte) ([]byte, bool) {
+		var r T
+		d := spillDec{b: b}
+		dec(s, &d, &r)
+		var e spillEnc
+		enc(s, &e, &r)
+		return e.b, d.err() == nil
+	}
 }
