@@ -475,6 +475,10 @@ func (a *Analyzer) evict(now int64) {
 	}
 	a.finishAll(dead)
 	a.res.Stats.EvictedFlows += len(dead)
+	// The scratch must not hold the finished flows: kept reachable until
+	// the next scan, they were most of the heap the collector traced
+	// while the outputs were written.
+	clear(dead)
 	a.dead = dead[:0]
 }
 

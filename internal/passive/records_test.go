@@ -261,7 +261,8 @@ func TestSameAsBefore(t *testing.T) {
 }
 
 // TestShardOf: every hash maps to a shard; shard 0 (the reader's) gets
-// about two thirds of the share of each other.
+// its share (5 units against 10 for each other with two workers, 1
+// against 10 with more) and the others equal ones.
 func TestShardOf(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{2, 3, 8} {
@@ -273,9 +274,16 @@ func TestShardOf(t *testing.T) {
 			}
 			count[i]++
 		}
+		want := 0.1
+		if n == 2 {
+			want = 0.5
+		}
 		for i := 1; i < n; i++ {
-			if r := float64(count[0]) / float64(count[i]); r < 0.6 || r > 0.73 {
+			if r := float64(count[0]) / float64(count[i]); r < want*0.85 || r > want*1.15 {
 				t.Errorf("n=%d: shard 0 has %d, shard %d has %d", n, count[0], i, count[i])
+			}
+			if r := float64(count[i]) / float64(count[1]); r < 0.9 || r > 1.1 {
+				t.Errorf("n=%d: shard %d has %d, shard 1 has %d", n, i, count[i], count[1])
 			}
 		}
 	}

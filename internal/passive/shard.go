@@ -175,16 +175,29 @@ func endHash(a, b uint64) uint64 {
 }
 
 // shardOf maps a flow hash to one of n shards. Shard 0, which the reading
-// goroutine analyses beside its reading, gets two thirds of the share of
-// each other (2/5 of the flows with two workers). A CPU profile of two
-// workers on the bench's 10 M capture, with shard 0 given half a share
-// (1/3 of the flows), put 1.28 s in the reader's goroutine (0.47 s of it
-// reading, decoding, hashing and copying packets for the other shard) and
-// 1.62 s in the other worker's, which the run then waited for: the
-// shares that equalise them are 0.40 and 0.60.
+// goroutine analyses beside its reading, gets a smaller share, so that
+// the goroutines finish together: the reader's own work (reading,
+// decoding, hashing, copying the other shards' packets) is O per packet
+// and the analysis A, so shard 0's share that equalises them is
+// x0 = 1/n - (n-1)/n × O/A. CPU profiles of two workers on the bench's
+// 10 M capture (BenchmarkJobFile, load 4-10): with shard 0 given 2/5 of
+// the flows, 1.32 s in the reader's goroutine (0.62 s of it shard 0's
+// analysis) and 1.00 s in the other worker's (O/A = 0.43, x0 = 0.28);
+// with 2/7, 0.95, 1.06 and 0.81 s against 1.07, 1.32 and 1.37 s
+// (x0 = 0.37 from their means). Two workers: 5 units against the
+// other's 10 (x0 = 1/3). Three: 1 unit against 10 each (O/A = 0.43
+// gives x0 = 0.05); past that the reader is the bottleneck whatever it
+// analyses (1 unit).
 func shardOf(h uint64, n int) int {
-	k, _ := bits.Mul64(h, uint64(3*n-1))
-	return int(k+1) / 3
+	u0 := uint64(1)
+	if n == 2 {
+		u0 = 5
+	}
+	k, _ := bits.Mul64(h, u0+10*uint64(n-1))
+	if k < u0 {
+		return 0
+	}
+	return 1 + int((k-u0)/10)
 }
 
 // mergeShards waits for the shards, finishes their live flows and adds

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"container/heap"
-	"encoding/gob"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -19,9 +19,10 @@ import (
 // outputs list every connection in start order, but connections finish in
 // another order and a capture of hours has millions of them: kept in
 // memory, they were what grew with the capture's length. So records are
-// buffered in runs of spillRun; a full run is sorted and written (gob) to
-// one temporary file, and the outputs read the runs back merged (a k-way
-// merge: one buffered decoder per run). Memory is then a run per record
+// buffered in runs of spillRun; a full run is sorted and written (a
+// compact binary encoding, spillcodec.go) to one temporary file, and the
+// outputs read the runs back merged (a k-way merge: one buffered reader
+// per run). Memory is then a run per record
 // kind plus a read buffer per run, whatever the capture's length. A capture
 // with fewer records than a run never touches the disk: its records are
 // the analysis's TCP and QUIC as before.
@@ -54,11 +55,16 @@ type recordSpill struct {
 	tcp    spillRuns[model.TCPConn]
 	quic   spillRuns[model.QUICConn]
 	http   []model.TCPConn // records with HTTP exchanges, for the page loads
+	// extra holds what spilled TCP records point to (spillcodec.go).
+	extra []tcpExtra
+	enc   spillEnc // the encoding buffer, reused
 }
 
 // spillRuns is one record kind's runs on disk and the run being filled.
 type spillRuns[T any] struct {
 	key  func(*T) (float64, string, string)
+	enc  func(*recordSpill, *spillEnc, *T)
+	dec  func(*recordSpill, *spillDec, *T)
 	buf  []T
 	runs []spillSpan
 	n    int
@@ -68,8 +74,8 @@ type spillSpan struct{ off, len int64 }
 
 func newRecordSpill(dir string) *recordSpill {
 	return &recordSpill{dir: dir, run: spillRun,
-		tcp:  spillRuns[model.TCPConn]{key: tcpOrder},
-		quic: spillRuns[model.QUICConn]{key: quicOrder}}
+		tcp:  spillRuns[model.TCPConn]{key: tcpOrder, enc: encodeTCPRecord, dec: decodeTCPRecord},
+		quic: spillRuns[model.QUICConn]{key: quicOrder, enc: encodeQUICRecord, dec: decodeQUICRecord}}
 }
 
 func tcpOrder(c *model.TCPConn) (float64, string, string)   { return c.StartS, c.A, c.B }
@@ -101,7 +107,7 @@ func addRecord[T any](s *recordSpill, rs *spillRuns[T], r *T) {
 }
 
 // writeRun sorts the buffered records and appends them to the file as one
-// run (its own gob stream, so that it decodes on its own).
+// run: each record its length and its encoding.
 func writeRun[T any](s *recordSpill, rs *spillRuns[T]) error {
 	if s.f == nil {
 		f, err := os.CreateTemp(s.dir, "sonde-analyze-*.records")
@@ -114,32 +120,38 @@ func writeRun[T any](s *recordSpill, rs *spillRuns[T]) error {
 		s.f = f
 	}
 	byStart(rs.buf, rs.key)
-	cw := &countWriter{w: bufio.NewWriterSize(io.NewOffsetWriter(s.f, s.off), 64<<10)}
-	enc := gob.NewEncoder(cw)
+	w := bufio.NewWriterSize(io.NewOffsetWriter(s.f, s.off), 64<<10)
+	var n int64
+	e := &s.enc
 	for i := range rs.buf {
-		if err := enc.Encode(&rs.buf[i]); err != nil {
+		e.b = e.b[:0]
+		rs.enc(s, e, &rs.buf[i])
+		k := 0
+		for v := uint64(len(e.b)); ; v >>= 7 {
+			k++
+			if v < 0x80 {
+				w.WriteByte(byte(v)) // a uvarint; an error is Write's too
+				break
+			}
+			w.WriteByte(byte(v) | 0x80)
+		}
+		m, err := w.Write(e.b)
+		if err != nil {
 			return fmt.Errorf("spilling records: %w", err)
 		}
+		n += int64(k + m)
 	}
-	if err := cw.w.(*bufio.Writer).Flush(); err != nil {
+	if err := w.Flush(); err != nil {
 		return fmt.Errorf("spilling records: %w", err)
 	}
-	rs.runs = append(rs.runs, spillSpan{s.off, cw.n})
-	s.off += cw.n
+	if cap(e.b) > 1<<20 {
+		e.b = nil // a long connection's series: not kept
+	}
+	rs.runs = append(rs.runs, spillSpan{s.off, n})
+	s.off += n
 	clear(rs.buf) // the series and strings go with the records
 	rs.buf = rs.buf[:0]
 	return nil
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // spilled reports whether any run went to the file: if not, the records
@@ -177,8 +189,10 @@ func (s *recordSpill) EachQUIC(fn func(*model.QUICConn) error) error { return ea
 type mergeHead[T any] struct {
 	rec  *T
 	run  int
-	dec  *gob.Decoder // nil: the run in memory
-	next int          // in the memory run
+	r    *bufio.Reader // nil: the run in memory
+	buf  []byte        // the record being decoded
+	d    spillDec
+	next int // in the memory run
 }
 
 type mergeHeap[T any] struct {
@@ -201,8 +215,9 @@ func (m *mergeHeap[T]) Pop() any {
 }
 
 // advance loads the head's next record; false at the run's end.
-func (h *mergeHead[T]) advance(buf []T) (bool, error) {
-	if h.dec == nil {
+func (h *mergeHead[T]) advance(s *recordSpill, rs *spillRuns[T]) (bool, error) {
+	buf := rs.buf
+	if h.r == nil {
 		if h.next >= len(buf) {
 			return false, nil
 		}
@@ -210,13 +225,28 @@ func (h *mergeHead[T]) advance(buf []T) (bool, error) {
 		h.next++
 		return true, nil
 	}
-	// A fresh value: gob leaves the fields it does not send (zeros) as
-	// they are.
-	r := new(T)
-	if err := h.dec.Decode(r); err != nil {
-		if err == io.EOF {
-			return false, nil
+	n, err := binary.ReadUvarint(h.r)
+	if err == io.EOF {
+		return false, nil
+	}
+	if err == nil && n > maxSpillRecord {
+		err = errSpillRecord
+	}
+	if err == nil {
+		if uint64(cap(h.buf)) < n {
+			h.buf = make([]byte, n)
 		}
+		h.buf = h.buf[:n]
+		_, err = io.ReadFull(h.r, h.buf)
+	}
+	// A fresh value: the caller may keep the one it was given.
+	r := new(T)
+	if err == nil {
+		h.d = spillDec{b: h.buf} // in the head: the call through rs.dec would move a local to the heap
+		rs.dec(s, &h.d, r)
+		err = h.d.err()
+	}
+	if err != nil {
 		return false, fmt.Errorf("reading spilled records: %w", err)
 	}
 	h.rec = r
@@ -227,13 +257,13 @@ func each[T any](s *recordSpill, rs *spillRuns[T], fn func(*T) error) error {
 	m := &mergeHeap[T]{key: rs.key}
 	for i, sp := range rs.runs {
 		r := bufio.NewReaderSize(io.NewSectionReader(s.f, sp.off, sp.len), spillReadBuf)
-		m.h = append(m.h, &mergeHead[T]{run: i, dec: gob.NewDecoder(r)})
+		m.h = append(m.h, &mergeHead[T]{run: i, r: r})
 	}
 	m.h = append(m.h, &mergeHead[T]{run: len(rs.runs)})
 	heads := m.h
 	m.h = m.h[:0]
 	for _, h := range heads {
-		ok, err := h.advance(rs.buf)
+		ok, err := h.advance(s, rs)
 		if err != nil {
 			return err
 		}
@@ -247,7 +277,7 @@ func each[T any](s *recordSpill, rs *spillRuns[T], fn func(*T) error) error {
 		if err := fn(h.rec); err != nil {
 			return err
 		}
-		ok, err := h.advance(rs.buf)
+		ok, err := h.advance(s, rs)
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,18 @@ func warm(f *flow) uint64 {
 			if n := len(r.exact); n > 0 {
 				s += uint64(r.exact[n-1])
 			}
-			if n := len(r.counts); n > 0 {
+			switch n := len(r.counts); {
+			case n > 0 && len(r.exact) >= foldBatch-8:
+				// A fold is near (a train brings up to 8 samples):
+				// every line of its buckets and counts, which its
+				// binary searches would otherwise miss one by one.
+				for i := 0; i < n; i += 32 {
+					s += uint64(r.buckets[i])
+				}
+				for i := 0; i < n; i += 16 {
+					s += uint64(r.counts[i])
+				}
+			case n > 0:
 				s += uint64(r.counts[n/2]) + uint64(r.buckets[n/2])
 			}
 		}
