@@ -67,18 +67,7 @@ func TestSQLitePragmas(t *testing.T) {
 // size prepared one more, up to maxStmts.
 func TestInsertShapesBounded(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	mid, err := s.Monitor(ctx, Identity{Name: "shapes"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Streams(ctx, mid, testStreams[:1]); err != nil {
-		t.Fatal(err)
-	}
+	s, mid := openOneStream(t, Options{})
 	rng := rand.New(rand.NewPCG(5, 6))
 	ts, total := t0, 0
 	for range 300 {
@@ -112,18 +101,7 @@ func TestInsertShapesBounded(t *testing.T) {
 // the statements, the schema and a page cache.
 func TestStmtCacheOneConnection(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"), Options{CacheKiB: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	mid, err := s.Monitor(ctx, Identity{Name: "conns"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Streams(ctx, mid, testStreams[:1]); err != nil {
-		t.Fatal(err)
-	}
+	s, mid := openOneStream(t, Options{CacheKiB: 256})
 	ts := t0
 	for i := range 20 {
 		n := 80 + i%3 // shapes 64, 16, 1, 2
@@ -150,4 +128,24 @@ func TestStmtCacheOneConnection(t *testing.T) {
 	if want := 20*80 + 19; rows != want {
 		t.Errorf("%d probe rows stored, want %d", rows, want)
 	}
+}
+
+// openOneStream opens a store file with opt, closed when the test ends,
+// and registers a monitor with one stream.
+func openOneStream(t *testing.T, opt Options) (Store, int64) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	mid, err := s.Monitor(ctx, Identity{Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Streams(ctx, mid, testStreams[:1]); err != nil {
+		t.Fatal(err)
+	}
+	return s, mid
 }
