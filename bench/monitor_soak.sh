@@ -113,6 +113,9 @@ run() {
 	local peers=() peerpids=() pc0=() pc=() pmarks=()
 	if [ "$row" = A ] && [ "$BENCH_PEERS" = 1 ]; then
 		"$IRTT" server -b "127.0.0.1:${port[9]}" -i 0 -d 0 -l 0 >"$tmp/irtt-server.log" 2>&1 & pids+=($!)
+		# The client's first packet is refused if the server is not
+		# listening yet (seen on a loaded machine): wait up to 5 s.
+		for _ in $(seq 50); do grep -q "listener on" "$tmp/irtt-server.log" && break; sleep 0.1; done
 		"$IRTT" client -Q -i 12500us -d "$((SECS + 60))s" -l 44 "127.0.0.1:${port[9]}" >"$tmp/irtt.log" 2>&1 &
 		peers+=(irtt) peerpids+=($!) pids+=($!)
 		"$SMOKEPING" --privileged -i 100ms --web.listen-address "127.0.0.1:${port[10]}" \

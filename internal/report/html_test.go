@@ -217,3 +217,19 @@ func TestWriteErrors(t *testing.T) {
 		t.Errorf("WriteText error = %v, want the writer's error", err)
 	}
 }
+
+// TestPagesParse: every report page parses, though none is parsed until
+// it is first rendered (page.template), so a template error fails here
+// even for a page no other test renders.
+func TestPagesParse(t *testing.T) {
+	for _, p := range []*page{analyzeTemplate, compareTemplate, fleetTemplate, pageTemplate, mbmTemplate,
+		mbmSummaryTemplate, monitorTemplate, rpmTemplate, udpTemplate} {
+		fresh := newPage(p.name, p.body)
+		if fresh.t != nil {
+			t.Fatalf("page %s parsed before its first use", p.name)
+		}
+		if fresh.template() == nil || fresh.t.Lookup("top") == nil || fresh.t.Lookup("foot") == nil {
+			t.Errorf("page %s: no template, or without the shell", p.name)
+		}
+	}
+}

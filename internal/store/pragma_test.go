@@ -67,18 +67,7 @@ func TestSQLitePragmas(t *testing.T) {
 // size prepared one more, up to maxStmts.
 func TestInsertShapesBounded(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	mid, err := s.Monitor(ctx, Identity{Name: "shapes"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Streams(ctx, mid, testStreams[:1]); err != nil {
-		t.Fatal(err)
-	}
+	s, mid := openOneStream(t, Options{})
 	rng := rand.New(rand.NewPCG(5, 6))
 	ts, total := t0, 0
 	for range 300 {
@@ -103,4 +92,60 @@ func TestInsertShapesBounded(t *testing.T) {
 	if n := len(st.m); n > 7+4 {
 		t.Fatalf("%d statements prepared for 300 batches of random sizes, want at most 11 (7 insert shapes)", n)
 	}
+}
+
+// TestStmtCacheOneConnection: a writer alone keeps one connection open.
+// The write path's statements are prepared after the transaction that
+// first ran them, on the connection it gave back; prepared inside it,
+// each took a second connection that stayed open with its own copy of
+// the statements, the schema and a page cache.
+func TestStmtCacheOneConnection(t *testing.T) {
+	ctx := context.Background()
+	s, mid := openOneStream(t, Options{CacheKiB: 256})
+	ts := t0
+	for i := range 20 {
+		n := 80 + i%3 // shapes 64, 16, 1, 2
+		if err := s.Write(ctx, mid, &Batch{Probes: probes(n, 0, ts)}); err != nil {
+			t.Fatal(err)
+		}
+		ts += int64(n) * 100e6
+	}
+	db := s.(*sqlStore).db
+	if n := db.Stats().OpenConnections; n != 1 {
+		t.Errorf("%d connections open after 20 batches from one writer, want 1", n)
+	}
+	st := &s.(*sqlStore).stmts
+	st.mu.Lock()
+	prepared, pending := len(st.m), len(st.pending)
+	st.mu.Unlock()
+	if prepared < 3 || pending != 0 {
+		t.Errorf("%d statements prepared, %d pending after 20 batches, want the 64-, 16- and 1-row inserts prepared and none pending", prepared, pending)
+	}
+	var rows int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM probes").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if want := 20*80 + 19; rows != want {
+		t.Errorf("%d probe rows stored, want %d", rows, want)
+	}
+}
+
+// openOneStream opens a store file with opt, closed when the test ends,
+// and registers a monitor with one stream.
+func openOneStream(t *testing.T, opt Options) (Store, int64) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "m.db"), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	mid, err := s.Monitor(ctx, Identity{Name: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Streams(ctx, mid, testStreams[:1]); err != nil {
+		t.Fatal(err)
+	}
+	return s, mid
 }
