@@ -66,6 +66,32 @@ func (s *source) next() bool {
 	return false
 }
 
+// nextBatch reads the next packets into ps (pcap.Reader.NextBatch) and
+// returns how many: 0 at the end or the damage, as next.
+func (s *source) nextBatch(ps []pcap.Packet) int {
+	if s.done {
+		return 0
+	}
+	n, err := s.rd.NextBatch(ps)
+	if n > 0 {
+		if s.t0 < 0 {
+			s.t0 = ps[0].TimeNs
+		}
+		for i := range ps[:n] {
+			s.t1 = max(s.t1, ps[i].TimeNs)
+		}
+		return n
+	}
+	s.done = true
+	if d, ok := pcap.IsDamage(err); ok {
+		s.damage = d
+	} else if !errors.Is(err, io.EOF) {
+		s.err = err
+	}
+	s.close()
+	return 0
+}
+
 // close releases the file (and its decompressor) once.
 func (s *source) close() {
 	if s.closer != nil {
@@ -144,6 +170,13 @@ func (a *Analyzer) ReadFiles(paths []string) ([]model.CaptureFile, []error) {
 			}
 		}
 		if h.Len() == 0 {
+			continue
+		}
+		if h.Len() == 1 && len(order) == 0 && a.shards == nil {
+			// The last file (or the only one): nothing to merge.
+			s := heap.Pop(&h).(*source)
+			a.readBatched(s)
+			ended = append(ended, s)
 			continue
 		}
 		s := h.s[0]

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -475,6 +477,65 @@ func TestOutOfRangeReadOn(t *testing.T) {
 		}
 		if n := r.Notes(); len(n) != 1 || !strings.Contains(n[0], "if_tsresol") {
 			t.Errorf("if_tsresol %#x: notes %q", resol, n)
+		}
+	}
+}
+
+// TestNextBatch reads captures packet by packet and in batches: the same
+// packets, every batch's data intact until the next call (its records
+// span several refills of the buffer, the input arriving in pieces), and
+// the same damage at the end of a truncated file.
+func TestNextBatch(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	var pkts [][]byte
+	for i := range 3000 {
+		p := ipv4(byte(i))
+		pkts = append(pkts, append(p, bytes.Repeat([]byte{byte(i * 7)}, i%900)...))
+	}
+	for _, name := range []string{"pcap", "pcapng"} {
+		var full []byte
+		if name == "pcap" {
+			full = writePcap(t, LinkRaw, true, pkts, t0)
+		} else {
+			full = writeNG(t, LinkRaw, 9, pkts, t0)
+		}
+		for _, file := range [][]byte{full, full[:len(full)-5]} {
+			want, nets, wantErr := readAll(t, file)
+			r, err := NewReader(iotest.HalfReader(bytes.NewReader(file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []Packet
+			var ps [7]Packet
+			var gotErr error
+			for len(got) <= len(want) {
+				n, err := r.NextBatch(ps[:])
+				if n == 0 {
+					gotErr = err
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s: %d packets and error %v", name, n, err)
+				}
+				for _, p := range ps[:n] { // all read before any is kept
+					p.Data = bytes.Clone(p.Data)
+					got = append(got, p)
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s (%d bytes): %d packets in batches, %d one by one", name, len(file), len(got), len(want))
+			}
+			for i := range want {
+				if got[i].TimeNs != want[i].TimeNs || got[i].Offset != want[i].Offset || !bytes.Equal(Network(got[i].LinkType, got[i].Data), nets[i]) {
+					t.Fatalf("%s: packet %d differs", name, i)
+				}
+			}
+			if errors.Is(gotErr, io.EOF) {
+				gotErr = nil // readAll's end
+			}
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("%s: batches end with %v, one by one with %v", name, gotErr, wantErr)
+			}
 		}
 	}
 }
