@@ -409,7 +409,7 @@ func (a *Analyzer) lookup(p *ipPacket, sport, dport uint16, t int64, create func
 			h = a.flows.hash(&k)
 		}
 		f = a.flows.get(&k, h)
-		if f != nil {
+		if f != nil && !p.hashed { // warmed ahead otherwise (readahead.go)
 			a.warm += warm(f)
 		}
 	}
