@@ -84,19 +84,32 @@ func warmAhead(f *flow) {
 			}
 		}
 		for i := range c.rtt {
-			r := &c.rtt[i]
-			if n := len(r.exact); n > 0 {
-				prefetch.Lines(unsafe.Pointer(&r.exact[n-1]), 1)
-			}
-			switch n := len(r.counts); {
-			case n > 0 && len(r.exact) >= foldBatch-8:
-				prefetch.Lines(unsafe.Pointer(&r.buckets[0]), uintptr(n)*2)
-				prefetch.Lines(unsafe.Pointer(&r.counts[0]), uintptr(n)*4)
-				prefetch.Lines(unsafe.Pointer(&r.octs[0]), uintptr(len(r.octs))*unsafe.Sizeof(octIndex{}))
-			case n > 0:
-				prefetch.Lines(unsafe.Pointer(&r.buckets[n/2]), 1)
-				prefetch.Lines(unsafe.Pointer(&r.counts[n/2]), 1)
-			}
+			c.rtt[i].prefetch()
 		}
+	case f.quic != nil:
+		c := f.quic
+		if cap(c.spin.Samples) > 0 {
+			prefetch.Lines(unsafe.Pointer(&c.spin.Samples[:1][0]), 1)
+		}
+		for i := range c.stats {
+			c.stats[i].prefetch()
+		}
+	}
+}
+
+// prefetch starts the loads of the buffer a sample is added to and, when
+// a fold is near, of the histogram it is folded into.
+func (r *rttStats) prefetch() {
+	if n := len(r.exact); n > 0 {
+		prefetch.Lines(unsafe.Pointer(&r.exact[n-1]), 1)
+	}
+	switch n := len(r.counts); {
+	case n > 0 && len(r.exact) >= foldBatch-8:
+		prefetch.Lines(unsafe.Pointer(&r.buckets[0]), uintptr(n)*2)
+		prefetch.Lines(unsafe.Pointer(&r.counts[0]), uintptr(n)*4)
+		prefetch.Lines(unsafe.Pointer(&r.octs[0]), uintptr(len(r.octs))*unsafe.Sizeof(octIndex{}))
+	case n > 0:
+		prefetch.Lines(unsafe.Pointer(&r.buckets[n/2]), 1)
+		prefetch.Lines(unsafe.Pointer(&r.counts[n/2]), 1)
 	}
 }
