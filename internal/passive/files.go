@@ -56,6 +56,12 @@ func (s *source) next() bool {
 		s.t1 = max(s.t1, s.p.TimeNs)
 		return true
 	}
+	s.end(err)
+	return false
+}
+
+// end records why the source ended (err: the reader's) and closes it.
+func (s *source) end(err error) {
 	s.done = true
 	if d, ok := pcap.IsDamage(err); ok {
 		s.damage = d
@@ -63,7 +69,6 @@ func (s *source) next() bool {
 		s.err = err
 	}
 	s.close()
-	return false
 }
 
 // nextBatch reads the next packets into ps (pcap.Reader.NextBatch) and
@@ -82,13 +87,7 @@ func (s *source) nextBatch(ps []pcap.Packet) int {
 		}
 		return n
 	}
-	s.done = true
-	if d, ok := pcap.IsDamage(err); ok {
-		s.damage = d
-	} else if !errors.Is(err, io.EOF) {
-		s.err = err
-	}
-	s.close()
+	s.end(err)
 	return 0
 }
 
