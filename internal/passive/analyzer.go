@@ -140,8 +140,9 @@ type Analyzer struct {
 	last     int64
 	started  bool
 	nextScan int64
-	lastFlow *flow  // the flow of the previous packet (nil after eviction)
-	warm     uint64 // what warm read (kept, so that the reads are not dropped)
+	lastFlow *flow      // the flow of the previous packet (nil after eviction)
+	warm     uint64     // what warm read (kept, so that the reads are not dropped)
+	ahead    *readAhead // readBatched's
 	peak     int
 	wall     time.Duration
 	skip     skips
@@ -242,15 +243,23 @@ func (a *Analyzer) Read(r io.Reader, cf model.CaptureFile) (model.CaptureFile, e
 }
 
 // frame analyses the source's current packet.
-func (a *Analyzer) frame(s *source) {
-	p := &s.p
+func (a *Analyzer) frame(s *source) { a.frameOf(s, &s.p, nil) }
+
+// frameOf analyses packet p of source s; d, if not nil, is p decoded
+// ahead (readahead.go).
+func (a *Analyzer) frameOf(s *source, p *pcap.Packet, d *decoded) {
 	s.all++
 	s.seen = max(s.seen, p.Interface)
 	if a.cfg.Interface >= 0 && p.Interface != a.cfg.Interface {
 		return
 	}
 	s.cf.Packets++
-	ip := pcap.Network(p.LinkType, p.Data)
+	var ip []byte
+	if d != nil {
+		ip = d.ip
+	} else {
+		ip = pcap.Network(p.LinkType, p.Data)
+	}
 	if ip == nil {
 		if pcap.Supported(p.LinkType) {
 			a.skip.notIP++
@@ -267,6 +276,10 @@ func (a *Analyzer) frame(s *source) {
 	}
 	if a.shards != nil {
 		a.dispatch(p.TimeNs, ip)
+		return
+	}
+	if d != nil {
+		a.packet(p.TimeNs, ip, &d.p, d.ok)
 		return
 	}
 	a.Packet(p.TimeNs, ip)
@@ -370,22 +383,33 @@ func (a *Analyzer) tick(t int64) bool {
 // flow from the first packet: it returns whether the sender is side A, or
 // ok=false to ignore the packet.
 func (a *Analyzer) lookup(p *ipPacket, sport, dport uint16, t int64, create func(k *flowKey) (senderIsA, ok bool)) (*flow, uint8) {
-	k := flowKey{proto: p.proto}
-	src, dst := p.src, p.dst
-	srcLo := less(src, dst) || (src == dst && sport <= dport)
-	if srcLo {
-		k.lo, k.hi, k.loPort, k.hiPort = src, dst, sport, dport
+	var k flowKey
+	var srcLo bool
+	if p.hashed {
+		// Keyed and hashed by the reader's prefetch (readahead.go).
+		k, srcLo = p.key, p.srcLo
 	} else {
-		k.lo, k.hi, k.loPort, k.hiPort = dst, src, dport, sport
+		k.proto = p.proto
+		src, dst := p.src, p.dst
+		srcLo = less(src, dst) || (src == dst && sport <= dport)
+		if srcLo {
+			k.lo, k.hi, k.loPort, k.hiPort = src, dst, sport, dport
+		} else {
+			k.lo, k.hi, k.loPort, k.hiPort = dst, src, dport, sport
+		}
 	}
 	// Packets come in trains of one flow: the last flow saves the
 	// table's hashing and probing most of the time.
 	f := a.lastFlow
 	var h uint64
 	if f == nil || !f.key.equal(&k) {
-		h = a.flows.hash(&k)
+		if p.hashed {
+			h = p.hash
+		} else {
+			h = a.flows.hash(&k)
+		}
 		f = a.flows.get(&k, h)
-		if f != nil {
+		if f != nil && !p.hashed { // warmed ahead otherwise (readahead.go)
 			a.warm += warm(f)
 		}
 	}

@@ -56,6 +56,12 @@ func (s *source) next() bool {
 		s.t1 = max(s.t1, s.p.TimeNs)
 		return true
 	}
+	s.end(err)
+	return false
+}
+
+// end records why the source ended (err: the reader's) and closes it.
+func (s *source) end(err error) {
 	s.done = true
 	if d, ok := pcap.IsDamage(err); ok {
 		s.damage = d
@@ -63,7 +69,26 @@ func (s *source) next() bool {
 		s.err = err
 	}
 	s.close()
-	return false
+}
+
+// nextBatch reads the next packets into ps (pcap.Reader.NextBatch) and
+// returns how many: 0 at the end or the damage, as next.
+func (s *source) nextBatch(ps []pcap.Packet) int {
+	if s.done {
+		return 0
+	}
+	n, err := s.rd.NextBatch(ps)
+	if n > 0 {
+		if s.t0 < 0 {
+			s.t0 = ps[0].TimeNs
+		}
+		for i := range ps[:n] {
+			s.t1 = max(s.t1, ps[i].TimeNs)
+		}
+		return n
+	}
+	s.end(err)
+	return 0
 }
 
 // close releases the file (and its decompressor) once.
@@ -144,6 +169,13 @@ func (a *Analyzer) ReadFiles(paths []string) ([]model.CaptureFile, []error) {
 			}
 		}
 		if h.Len() == 0 {
+			continue
+		}
+		if h.Len() == 1 && len(order) == 0 && a.shards == nil {
+			// The last file (or the only one): nothing to merge.
+			s := heap.Pop(&h).(*source)
+			a.readBatched(s)
+			ended = append(ended, s)
 			continue
 		}
 		s := h.s[0]

@@ -56,6 +56,18 @@ func (t *flowTable) get(k *flowKey, h uint64) *flow {
 	}
 }
 
+// peek returns the first flow of h's probe run with hash h, without
+// comparing keys (reading the flow): likely h's flow, for a prefetch.
+func (t *flowTable) peek(h uint64) *flow {
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.f == nil || s.h == h {
+			return s.f
+		}
+	}
+}
+
 // put adds a flow that is not in the table; f.hash must be set.
 func (t *flowTable) put(f *flow) {
 	if 2*(t.n+1) > len(t.slots) {

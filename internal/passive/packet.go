@@ -13,6 +13,13 @@ type ipPacket struct {
 	l4       []byte // transport header and payload as captured (may be cut by the snap length)
 	l4Len    int    // transport header and payload length from the IP header
 	fragment bool   // not the first fragment, or more fragments follow
+	// key, srcLo (the source is key.lo) and hash (the flow table's) are
+	// the packet's flow when hashed: computed ahead by the reader, for a
+	// packet that starts a run of its flow (readahead.go).
+	key    flowKey
+	hash   uint64
+	srcLo  bool
+	hashed bool
 }
 
 // decodeIP parses an IPv4 or IPv6 header, skipping IPv6 extension headers.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -313,5 +314,40 @@ func TestWorkersStream(t *testing.T) {
 	}
 	if one, three := stream(1), stream(3); one != three {
 		t.Error("three workers streamed other records than one")
+	}
+}
+
+// TestReadAheadSameFigures: a file read through ReadFile, whose packets
+// are decoded and their flows prefetched a batch ahead (readahead.go),
+// gives the analysis of the same packets read one at a time (Read).
+func TestReadAheadSameFigures(t *testing.T) {
+	pkts := manyFlows(4, 400)
+	pkts = append(pkts[:100:100], append([]timedPacket{{pkts[100].t, []byte{0x45, 0, 0}}, {pkts[100].t, []byte{0x60}}}, pkts[100:]...)...)
+	file := pcapOf(t, pkts)
+	path := filepath.Join(t.TempDir(), "many.pcap")
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got [2]string
+	for i := range got {
+		a := New(Config{Interface: -1, IdleTimeout: 20 * time.Second})
+		var err error
+		if i == 0 {
+			_, err = a.Read(bytes.NewReader(file), model.CaptureFile{Path: path, DamageOffset: -1})
+		} else {
+			_, err = a.ReadFile(path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := a.Finish(nil)
+		if len(r.TCP) < 300 || len(r.QUIC) == 0 || r.Stats.EvictedFlows == 0 || r.Skipped == 0 {
+			t.Fatalf("%d TCP, %d QUIC, %d evicted, %d skipped: want hundreds, QUIC, evictions, skips", len(r.TCP), len(r.QUIC), r.Stats.EvictedFlows, r.Skipped)
+		}
+		r.Files[0].Format = "" // Read's record has none
+		got[i] = figures(t, r)
+	}
+	if got[0] != got[1] {
+		t.Fatalf("ReadFile's analysis (%d bytes of JSON) differs from Read's (%d)", len(got[1]), len(got[0]))
 	}
 }

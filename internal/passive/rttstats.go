@@ -2,6 +2,7 @@ package passive
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/sonde-project/sonde/internal/metrics"
@@ -28,6 +29,20 @@ type rttStats struct {
 	exact       []int64  // the values not yet in the histogram
 	buckets     []uint16 // histogram: buckets with a count, ascending
 	counts      []uint32 // ... and their counts; nil while every value is in exact
+	// octs index the buckets by octave, from octave oct0 to the last
+	// the flow reached: a value's bucket is found with a bit test and a
+	// population count instead of a binary search (in a flow whose
+	// samples spread over a hundred buckets, the searches' dependent
+	// steps were most of a fold).
+	octs []octIndex
+	oct0 int
+}
+
+// octIndex is one octave's buckets: bit i of has is set when bucket
+// octave·histSub+i is in buckets, the first of them at index start.
+type octIndex struct {
+	has   uint64
+	start int32
 }
 
 // exactMax values are kept exactly (the quantiles of short flows are then
@@ -103,19 +118,16 @@ func (s *rttStats) fold() {
 	}
 	var idx [exactMax]uint16
 	miss := idx[:0]
-	last := -1 // the previous value's bucket: a batch's values are alike
 	for _, v := range s.exact {
-		b := uint16(histBucket(v))
-		if last >= 0 && s.buckets[last] == b {
-			s.counts[last]++
-			continue
+		b := histBucket(v)
+		if o := b>>histSubBits - s.oct0; uint(o) < uint(len(s.octs)) {
+			e := &s.octs[o]
+			if bit := uint64(1) << (b & (histSub - 1)); e.has&bit != 0 {
+				s.counts[int(e.start)+bits.OnesCount64(e.has&(bit-1))]++
+				continue
+			}
 		}
-		if j, ok := slices.BinarySearch(s.buckets, b); ok {
-			s.counts[j]++
-			last = j
-		} else {
-			miss = append(miss, b)
-		}
+		miss = append(miss, uint16(b))
 	}
 	s.exact = s.exact[:0]
 	if len(miss) == 0 {
@@ -145,6 +157,27 @@ func (s *rttStats) fold() {
 			k--
 		}
 		s.buckets[k], s.counts[k] = b, n
+	}
+	s.reindex()
+}
+
+// reindex rebuilds octs from buckets (after a fold added buckets).
+func (s *rttStats) reindex() {
+	lo, hi := int(s.buckets[0])>>histSubBits, int(s.buckets[len(s.buckets)-1])>>histSubBits
+	n := hi - lo + 1
+	if cap(s.octs) < n {
+		s.octs = make([]octIndex, n)
+	} else {
+		s.octs = s.octs[:n]
+		clear(s.octs)
+	}
+	s.oct0 = lo
+	for j, b := range s.buckets {
+		e := &s.octs[int(b)>>histSubBits-lo]
+		if e.has == 0 {
+			e.start = int32(j)
+		}
+		e.has |= 1 << (b & (histSub - 1))
 	}
 }
 

@@ -285,6 +285,43 @@ func (r *Reader) Next(p *Packet) error {
 	return r.nextNG(p)
 }
 
+// NextBatch reads up to len(ps) packets into ps and returns how many: at
+// least one, or none with the error Next would return. Their Data stay
+// valid together until the next call (Next's until the next packet): a
+// batch stops where the buffer would be refilled. A caller can then look
+// at several packets before it analyses the first (passive's reader
+// prefetches their flows' state). pcapng files give one packet a call.
+func (r *Reader) NextBatch(ps []Packet) (int, error) {
+	if len(ps) == 0 {
+		return 0, nil
+	}
+	if err := r.Next(&ps[0]); err != nil {
+		return 0, err
+	}
+	if r.format != FormatPcap {
+		return 1, nil
+	}
+	for i := 1; i < len(ps); i++ {
+		// The next record must be in the buffer already, header
+		// and data: a fill would move the bytes the batch points at.
+		avail := r.end - r.pos
+		if avail < 16 {
+			return i, nil
+		}
+		var incl uint32
+		if r.le {
+			incl = binary.LittleEndian.Uint32(r.buf[r.pos+8:])
+		} else {
+			incl = binary.BigEndian.Uint32(r.buf[r.pos+8:])
+		}
+		if uint64(avail) < 16+uint64(incl) || r.nextPcap(&ps[i]) != nil {
+			// An error is Next's again at the following call.
+			return i, nil
+		}
+	}
+	return len(ps), nil
+}
+
 func (r *Reader) nextPcap(p *Packet) error {
 	// The per-packet path of the common format: the buffer is read in
 	// place, and every field is decoded once.

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -258,16 +261,20 @@ func TestTsresolPow2(t *testing.T) {
 	}
 }
 
+// writeRaw writes raw IP packets as a nanosecond pcap ("pcap") or a
+// pcapng file.
+func writeRaw(t testing.TB, format string, pkts [][]byte, t0 time.Time) []byte {
+	if format == "pcap" {
+		return writePcap(t, LinkRaw, true, pkts, t0)
+	}
+	return writeNG(t, LinkRaw, 9, pkts, t0)
+}
+
 func TestDamageReported(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
 	pkts := [][]byte{ipv4(1), ipv4(2), ipv4(3)}
 	for _, name := range []string{"pcap", "pcapng"} {
-		var full []byte
-		if name == "pcap" {
-			full = writePcap(t, LinkRaw, true, pkts, t0)
-		} else {
-			full = writeNG(t, LinkRaw, 9, pkts, t0)
-		}
+		full := writeRaw(t, name, pkts, t0)
 		allPs, _, err := readAll(t, full)
 		if err != nil {
 			t.Fatal(err)
@@ -306,6 +313,8 @@ func FuzzReader(f *testing.F) {
 		if err != nil {
 			return
 		}
+		var offs []int64
+		var end error
 		for range 10000 {
 			var p Packet
 			err := r.Next(&p)
@@ -313,12 +322,33 @@ func FuzzReader(f *testing.F) {
 				if _, ok := IsDamage(err); !ok && !errors.Is(err, io.EOF) {
 					t.Fatalf("unexpected error type %T: %v", err, err)
 				}
-				return
+				end = err
+				break
 			}
 			if p.Offset < 0 || p.Offset >= int64(len(b)) {
 				t.Fatalf("offset %d outside file of %d", p.Offset, len(b))
 			}
 			Network(p.LinkType, p.Data)
+			offs = append(offs, p.Offset)
+		}
+		// In batches (the input in pieces): the same packets and end.
+		r, _ = NewReader(iotest.HalfReader(bytes.NewReader(b)))
+		var ps [5]Packet
+		var got []int64
+		for len(got) < len(offs) {
+			n, err := r.NextBatch(ps[:])
+			if n == 0 {
+				if end == nil || err.Error() != end.Error() {
+					t.Fatalf("batches end with %v after %d packets, one by one with %v after %d", err, len(got), end, len(offs))
+				}
+				return
+			}
+			for _, p := range ps[:n] {
+				got = append(got, p.Offset)
+			}
+		}
+		if !slices.Equal(got[:len(offs)], offs) {
+			t.Fatalf("batches read packets at %v, one by one at %v", got, offs)
 		}
 	})
 }
@@ -475,6 +505,60 @@ func TestOutOfRangeReadOn(t *testing.T) {
 		}
 		if n := r.Notes(); len(n) != 1 || !strings.Contains(n[0], "if_tsresol") {
 			t.Errorf("if_tsresol %#x: notes %q", resol, n)
+		}
+	}
+}
+
+// TestNextBatch reads captures packet by packet and in batches: the same
+// packets, every batch's data intact until the next call (its records
+// span several refills of the buffer, the input arriving in pieces), and
+// the same damage at the end of a truncated file.
+func TestNextBatch(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	var pkts [][]byte
+	for i := range 3000 {
+		p := ipv4(byte(i))
+		pkts = append(pkts, append(p, bytes.Repeat([]byte{byte(i * 7)}, i%900)...))
+	}
+	for _, name := range []string{"pcap", "pcapng"} {
+		full := writeRaw(t, name, pkts, t0)
+		for _, file := range [][]byte{full, full[:len(full)-5]} {
+			want, nets, wantErr := readAll(t, file)
+			r, err := NewReader(iotest.HalfReader(bytes.NewReader(file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []Packet
+			var ps [7]Packet
+			var gotErr error
+			for len(got) <= len(want) {
+				n, err := r.NextBatch(ps[:])
+				if n == 0 {
+					gotErr = err
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s: %d packets and error %v", name, n, err)
+				}
+				for _, p := range ps[:n] { // all read before any is kept
+					p.Data = bytes.Clone(p.Data)
+					got = append(got, p)
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s (%d bytes): %d packets in batches, %d one by one", name, len(file), len(got), len(want))
+			}
+			for i := range want {
+				if got[i].TimeNs != want[i].TimeNs || got[i].Offset != want[i].Offset || !bytes.Equal(Network(got[i].LinkType, got[i].Data), nets[i]) {
+					t.Fatalf("%s: packet %d differs", name, i)
+				}
+			}
+			if errors.Is(gotErr, io.EOF) {
+				gotErr = nil // readAll's end
+			}
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("%s: batches end with %v, one by one with %v", name, gotErr, wantErr)
+			}
 		}
 	}
 }

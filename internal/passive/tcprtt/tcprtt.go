@@ -5,7 +5,11 @@
 // grows, never per packet.
 package tcprtt
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/sonde-project/sonde/internal/prefetch"
+)
 
 // Sides of a connection: A sends in direction 0, B in direction 1.
 const (
@@ -71,6 +75,22 @@ func (m *Timestamps) Touch() uint64 { return m.pending[0].touch() + m.pending[1]
 
 // Touch is Timestamps.Touch's.
 func (m *SeqAck) Touch() uint64 { return m.pending[0].touch() + m.pending[1].touch() }
+
+// prefetch starts the loads of the front and back entries (touch's,
+// without waiting for them).
+func (r *ring[T]) prefetch() {
+	if r.size > 0 {
+		prefetch.Lines(unsafe.Pointer(r.front()), 1)
+		prefetch.Lines(unsafe.Pointer(r.back()), 1)
+	}
+}
+
+// Prefetch starts the loads Touch makes, without waiting for them: for a
+// connection whose packet comes after other work (passive's read-ahead).
+func (m *Timestamps) Prefetch() { m.pending[0].prefetch(); m.pending[1].prefetch() }
+
+// Prefetch is Timestamps.Prefetch's.
+func (m *SeqAck) Prefetch() { m.pending[0].prefetch(); m.pending[1].prefetch() }
 
 func (r *ring[T]) pop() {
 	r.head = (r.head + 1) & (len(r.buf) - 1)
