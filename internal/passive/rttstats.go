@@ -14,32 +14,33 @@ import (
 // exactMax values exactly, and beyond that a log-linear histogram (bucket
 // width ≤ 1.6 %: a quantile is within 0.8 % of the sample of its rank). So
 // the default output needs memory per live flow, not per sample. The
-// histogram is sparse: the buckets a flow's values reached, sorted, with
-// their counts (a flow's RTTs fall in tens of buckets, but its side RTTs
+// histogram is sparse: the counts of the buckets a flow's values reached,
+// in order, and a bitmap per octave of which those are (a flow's RTTs fall in tens of buckets, but its side RTTs
 // near the observer and its full RTTs can lie a thousand buckets apart,
 // which a dense window paid for in full: 13 MB for 2260 flows). Values
 // reach it exactMax at a time: the per-sample path appends to a small
-// buffer, and a fold merges a sorted batch into the buckets, while the
+// buffer, and a fold adds a batch to the histogram, while the
 // analyser's thousands of live flows have evicted them from the cache
 // between one sample and the next.
 type rttStats struct {
 	n, rejected uint32
 	sum         int64 // ns
 	min, max    int64
-	exact       []int64  // the values not yet in the histogram
-	buckets     []uint16 // histogram: buckets with a count, ascending
-	counts      []uint32 // ... and their counts; nil while every value is in exact
-	// octs index the buckets by octave, from octave oct0 to the last
-	// the flow reached: a value's bucket is found with a bit test and a
-	// population count instead of a binary search (in a flow whose
-	// samples spread over a hundred buckets, the searches' dependent
-	// steps were most of a fold).
+	exact       []int64 // the values not yet in the histogram
+	// counts are the histogram: the counts of the buckets with values,
+	// in ascending order of bucket; nil while every value is in exact.
+	counts []uint32
+	// octs say which buckets those are, by octave, from octave oct0 to
+	// the last the flow reached: a value's count is found with a bit
+	// test and a population count instead of a binary search (in a
+	// flow whose samples spread over a hundred buckets, the searches'
+	// dependent steps were most of a fold).
 	octs []octIndex
 	oct0 int
 }
 
 // octIndex is one octave's buckets: bit i of has is set when bucket
-// octave·histSub+i is in buckets, the first of them at index start.
+// octave·histSub+i has values, the first of them counted at counts[start].
 type octIndex struct {
 	has   uint64
 	start int32
@@ -109,9 +110,11 @@ func (s *rttStats) add(rtt int64, valid bool) {
 	s.exact = append(s.exact, rtt)
 }
 
-// fold merges the buffered values into the histogram. Most values of a
-// batch fall in buckets the flow already has: they are counted in place
-// (binary search); the others are sorted and merged in from the back.
+// fold adds the buffered values to the histogram. Most values of a batch
+// fall in buckets the flow already has: they are counted in place (a bit
+// test and a population count in their octave's index); the buckets of
+// the others are added to the bitmaps, and the counts moved up to their
+// new places from the back, once per fold.
 func (s *rttStats) fold() {
 	if len(s.exact) == 0 {
 		return
@@ -130,54 +133,83 @@ func (s *rttStats) fold() {
 		miss = append(miss, uint16(b))
 	}
 	s.exact = s.exact[:0]
-	if len(miss) == 0 {
-		return
+	if len(miss) > 0 {
+		s.insert(miss)
 	}
-	slices.Sort(miss)
-	fresh := 1
-	for i := 1; i < len(miss); i++ {
-		if miss[i] != miss[i-1] {
-			fresh++
-		}
-	}
-	old := len(s.buckets)
-	s.buckets = slices.Grow(s.buckets, fresh)[:old+fresh]
-	s.counts = slices.Grow(s.counts, fresh)[:old+fresh]
-	i, j := len(miss)-1, old-1
-	for k := old + fresh - 1; i >= 0; k-- {
-		b := miss[i]
-		n := uint32(0)
-		for i >= 0 && miss[i] == b {
-			n++
-			i--
-		}
-		for j >= 0 && s.buckets[j] > b {
-			s.buckets[k], s.counts[k] = s.buckets[j], s.counts[j]
-			j--
-			k--
-		}
-		s.buckets[k], s.counts[k] = b, n
-	}
-	s.reindex()
 }
 
-// reindex rebuilds octs from buckets (after a fold added buckets).
-func (s *rttStats) reindex() {
-	lo, hi := int(s.buckets[0])>>histSubBits, int(s.buckets[len(s.buckets)-1])>>histSubBits
+// insert adds the buckets of miss (with repeats) to the histogram and
+// counts their values. The octaves' bitmaps before and after tell each
+// count its new place (the buckets stay in ascending order): a count
+// moves up by the new buckets below it, and those take a zero count
+// before the values are counted. Nothing is sorted and no index is
+// rebuilt from the buckets (both were most of a fold).
+func (s *rttStats) insert(miss []uint16) {
+	lo, hi := int(miss[0])>>histSubBits, int(miss[0])>>histSubBits
+	for _, b := range miss[1:] {
+		lo, hi = min(lo, int(b)>>histSubBits), max(hi, int(b)>>histSubBits)
+	}
+	if len(s.octs) > 0 {
+		lo, hi = min(lo, s.oct0), max(hi, s.oct0+len(s.octs)-1)
+	}
+	// old holds the bitmaps before the fold, on the new octave range.
+	var old [histOctaves]uint64
+	for i, e := range s.octs {
+		old[s.oct0-lo+i] = e.has
+	}
 	n := hi - lo + 1
 	if cap(s.octs) < n {
 		s.octs = make([]octIndex, n)
 	} else {
 		s.octs = s.octs[:n]
-		clear(s.octs)
+	}
+	for i := range s.octs {
+		s.octs[i].has = old[i]
 	}
 	s.oct0 = lo
-	for j, b := range s.buckets {
-		e := &s.octs[int(b)>>histSubBits-lo]
-		if e.has == 0 {
-			e.start = int32(j)
+	for _, b := range miss {
+		s.octs[int(b)>>histSubBits-lo].has |= 1 << (b & (histSub - 1))
+	}
+	was, total := len(s.counts), 0
+	for i := range s.octs {
+		s.octs[i].start = int32(total)
+		total += bits.OnesCount64(s.octs[i].has)
+	}
+	s.counts = slices.Grow(s.counts, total-was)[:total]
+	// From the highest bucket down, until every new bucket is placed
+	// (below that, the counts are where they were).
+	k, j := total-1, was-1
+	for o := n - 1; o >= 0 && k > j; o-- {
+		has, had := s.octs[o].has, old[o]
+		for has != 0 && k > j {
+			bit := uint64(1) << (63 - bits.LeadingZeros64(has))
+			has &^= bit
+			if had&bit != 0 {
+				s.counts[k] = s.counts[j]
+				j--
+			} else {
+				s.counts[k] = 0
+			}
+			k--
 		}
-		e.has |= 1 << (b & (histSub - 1))
+	}
+	for _, b := range miss {
+		e := &s.octs[int(b)>>histSubBits-lo]
+		s.counts[int(e.start)+bits.OnesCount64(e.has&(uint64(1)<<(b&(histSub-1))-1))]++
+	}
+}
+
+// each calls fn with the histogram's buckets and their counts, in
+// ascending order.
+func (s *rttStats) each(fn func(b int, n uint32) bool) {
+	for o, e := range s.octs {
+		j := int(e.start)
+		for has := e.has; has != 0; has &= has - 1 {
+			if !fn((s.oct0+o)<<histSubBits+bits.TrailingZeros64(has), s.counts[j]) {
+				return
+			}
+			j++
+		}
 	}
 }
 
@@ -186,13 +218,16 @@ func (s *rttStats) reindex() {
 func (s *rttStats) quantile(p float64) float64 {
 	rank := int64(math.Round(float64(s.n-1) * p / 100))
 	var seen int64
-	for j, n := range s.counts {
+	v := float64(s.max)
+	s.each(func(b int, n uint32) bool {
 		seen += int64(n)
 		if seen > rank {
-			return min(max(histValue(int(s.buckets[j])), float64(s.min)), float64(s.max))
+			v = min(max(histValue(b), float64(s.min)), float64(s.max))
+			return false
 		}
-	}
-	return float64(s.max)
+		return true
+	})
+	return v
 }
 
 func (s *rttStats) summary() model.RTTSummary {

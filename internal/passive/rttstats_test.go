@@ -88,14 +88,20 @@ func TestRTTStatsSparse(t *testing.T) {
 		want[b]++
 	}
 	got := make([]uint32, histBuckets)
-	for j, b := range st.buckets {
-		if j > 0 && st.buckets[j-1] >= b {
-			t.Fatalf("buckets not ascending at %d: %d then %d", j, st.buckets[j-1], b)
+	last, kept := -1, 0
+	st.each(func(b int, n uint32) bool {
+		if b <= last {
+			t.Fatalf("buckets not ascending: %d then %d", last, b)
 		}
-		if st.counts[j] == 0 {
+		if n == 0 {
 			t.Fatalf("bucket %d kept with no count", b)
 		}
-		got[b] = st.counts[j]
+		got[b], last = n, b
+		kept++
+		return true
+	})
+	if kept != len(st.counts) {
+		t.Fatalf("%d buckets in the bitmaps, %d counts", kept, len(st.counts))
 	}
 	for b, n := range want {
 		if got[b] != n {

@@ -45,22 +45,16 @@ func warm(f *flow) uint64 {
 			if n := len(r.exact); n > 0 {
 				s += uint64(r.exact[n-1])
 			}
-			switch n := len(r.counts); {
-			case n > 0 && len(r.exact) >= foldBatch-8:
+			if n := len(r.counts); n > 0 && len(r.exact) >= foldBatch-8 {
 				// A fold is near (a train brings up to 8 samples):
-				// every line of its buckets and counts, which its
-				// binary searches would otherwise miss one by one.
-				for i := 0; i < n; i += 32 {
-					s += uint64(r.buckets[i])
-				}
+				// every line of its counts and bitmaps, which it
+				// would otherwise miss one by one.
 				for i := 0; i < n; i += 16 {
 					s += uint64(r.counts[i])
 				}
 				for i := 0; i < len(r.octs); i += 4 {
 					s += r.octs[i].has
 				}
-			case n > 0:
-				s += uint64(r.counts[n/2]) + uint64(r.buckets[n/2])
 			}
 		}
 	}
@@ -103,13 +97,8 @@ func (r *rttStats) prefetch() {
 	if n := len(r.exact); n > 0 {
 		prefetch.Lines(unsafe.Pointer(&r.exact[n-1]), 1)
 	}
-	switch n := len(r.counts); {
-	case n > 0 && len(r.exact) >= foldBatch-8:
-		prefetch.Lines(unsafe.Pointer(&r.buckets[0]), uintptr(n)*2)
+	if n := len(r.counts); n > 0 && len(r.exact) >= foldBatch-8 {
 		prefetch.Lines(unsafe.Pointer(&r.counts[0]), uintptr(n)*4)
 		prefetch.Lines(unsafe.Pointer(&r.octs[0]), uintptr(len(r.octs))*unsafe.Sizeof(octIndex{}))
-	case n > 0:
-		prefetch.Lines(unsafe.Pointer(&r.buckets[n/2]), 1)
-		prefetch.Lines(unsafe.Pointer(&r.counts[n/2]), 1)
 	}
 }
