@@ -26,7 +26,13 @@ type rttStats struct {
 	n, rejected uint32
 	sum         int64 // ns
 	min, max    int64
-	exact       []int64 // the values not yet in the histogram
+	exact       []int64 // the values, until exactMax of them
+	// pend are the buckets of the values not yet in the histogram, once
+	// it exists: a fold needs no more of a value than its bucket, and
+	// at two bytes a value a batch is foldBatch long in the memory of
+	// 16 values (a fold moves counts up to make room for new buckets:
+	// the longer the batch, the fewer the moves).
+	pend []uint16
 	// counts are the histogram: the counts of the buckets with values,
 	// in ascending order of bucket; nil while every value is in exact.
 	counts []uint32
@@ -50,8 +56,8 @@ type octIndex struct {
 // those of the samples).
 const exactMax = 64
 
-// foldBatch is the buffer once the histogram exists.
-const foldBatch = 16
+// foldBatch is the buffer (pend) once the histogram exists.
+const foldBatch = 64
 
 // Histogram: log-linear buckets from the float64 representation, histSub
 // per power of two (bucket width ≤ 1/64 = 1.6 %, so a quantile is within
@@ -92,13 +98,21 @@ func (s *rttStats) add(rtt int64, valid bool) {
 	}
 	s.n++
 	s.sum += rtt
-	if len(s.exact) == exactMax || s.counts != nil && len(s.exact) == foldBatch {
-		s.fold()
-		if cap(s.exact) > foldBatch {
-			// Past the exact values the buffer only batches folds: a
-			// quarter of the size (a long flow's summaries held 2.5 KB).
-			s.exact = make([]int64, 0, foldBatch)
+	if s.counts != nil {
+		if len(s.pend) == foldBatch {
+			s.fold()
 		}
+		s.pend = append(s.pend, uint16(histBucket(rtt)))
+		return
+	}
+	if len(s.exact) == exactMax {
+		// Past the exact values only their buckets are kept (a long
+		// flow's summaries held 2.5 KB of values).
+		s.fold()
+		s.exact = nil
+		s.pend = make([]uint16, 1, foldBatch)
+		s.pend[0] = uint16(histBucket(rtt))
+		return
 	}
 	switch {
 	case s.exact == nil:
@@ -110,19 +124,31 @@ func (s *rttStats) add(rtt int64, valid bool) {
 	s.exact = append(s.exact, rtt)
 }
 
-// fold adds the buffered values to the histogram. Most values of a batch
+// fold adds the buffered values (the exact ones, then the buckets of
+// later ones) to the histogram. Most values of a batch
 // fall in buckets the flow already has: they are counted in place (a bit
 // test and a population count in their octave's index); the buckets of
 // the others are added to the bitmaps, and the counts moved up to their
 // new places from the back, once per fold.
 func (s *rttStats) fold() {
-	if len(s.exact) == 0 {
+	bs := s.pend
+	if s.counts == nil {
+		if len(s.exact) == 0 {
+			return
+		}
+		var all [exactMax]uint16
+		for i, v := range s.exact {
+			all[i] = uint16(histBucket(v))
+		}
+		bs = all[:len(s.exact)]
+	}
+	if len(bs) == 0 {
 		return
 	}
-	var idx [exactMax]uint16
+	var idx [max(exactMax, foldBatch)]uint16
 	miss := idx[:0]
-	for _, v := range s.exact {
-		b := histBucket(v)
+	for _, u := range bs {
+		b := int(u)
 		if o := b>>histSubBits - s.oct0; uint(o) < uint(len(s.octs)) {
 			e := &s.octs[o]
 			if bit := uint64(1) << (b & (histSub - 1)); e.has&bit != 0 {
@@ -130,9 +156,9 @@ func (s *rttStats) fold() {
 				continue
 			}
 		}
-		miss = append(miss, uint16(b))
+		miss = append(miss, u)
 	}
-	s.exact = s.exact[:0]
+	s.pend = s.pend[:0]
 	if len(miss) > 0 {
 		s.insert(miss)
 	}

@@ -45,7 +45,10 @@ func warm(f *flow) uint64 {
 			if n := len(r.exact); n > 0 {
 				s += uint64(r.exact[n-1])
 			}
-			if n := len(r.counts); n > 0 && len(r.exact) >= foldBatch-8 {
+			if n := len(r.pend); n > 0 {
+				s += uint64(r.pend[n-1])
+			}
+			if n := len(r.counts); n > 0 && len(r.pend) >= foldBatch-8 {
 				// A fold is near (a train brings up to 8 samples):
 				// every line of its counts and bitmaps, which it
 				// would otherwise miss one by one.
@@ -97,7 +100,10 @@ func (r *rttStats) prefetch() {
 	if n := len(r.exact); n > 0 {
 		prefetch.Lines(unsafe.Pointer(&r.exact[n-1]), 1)
 	}
-	if n := len(r.counts); n > 0 && len(r.exact) >= foldBatch-8 {
+	if n := len(r.pend); n > 0 {
+		prefetch.Lines(unsafe.Pointer(&r.pend[n-1]), 1)
+	}
+	if n := len(r.counts); n > 0 && len(r.pend) >= foldBatch-8 {
 		prefetch.Lines(unsafe.Pointer(&r.counts[0]), uintptr(n)*4)
 		prefetch.Lines(unsafe.Pointer(&r.octs[0]), uintptr(len(r.octs))*unsafe.Sizeof(octIndex{}))
 	}
