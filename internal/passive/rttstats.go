@@ -264,11 +264,14 @@ func (s *rttStats) summary() model.RTTSummary {
 	r.MinMs, r.MaxMs = float64(s.min)/1e6, float64(s.max)/1e6
 	r.MeanMs = float64(s.sum) / float64(s.n) / 1e6
 	if s.counts == nil {
-		ms := make([]float64, len(s.exact))
+		// The values in order (sorted in place: the buffer's order
+		// means nothing), in ms on the stack.
+		slices.Sort(s.exact)
+		var buf [exactMax]float64
+		ms := buf[:len(s.exact)]
 		for i, v := range s.exact {
 			ms[i] = float64(v) / 1e6
 		}
-		slices.Sort(ms)
 		r.MedianMs = metrics.Percentile(ms, 50)
 		r.P90Ms = metrics.Percentile(ms, 90)
 		return r
