@@ -30,11 +30,13 @@ func WriteSamplesCSV(w io.Writer, ss []model.PassiveRTT) error {
 	return cw.Error()
 }
 
-func rttCell(r model.RTTSummary) string {
+func rttCell(r model.RTTSummary) string { return string(appendRTT(make([]byte, 0, 32), r)) }
+
+// appendRTT appends rttCell's text to b.
+func appendRTT(b []byte, r model.RTTSummary) []byte {
 	if r.Samples == 0 {
-		return "-"
+		return append(b, '-')
 	}
-	b := make([]byte, 0, 32)
 	b = strconv.AppendFloat(b, r.MinMs, 'f', 2, 64)
 	b = append(b, '/')
 	b = strconv.AppendFloat(b, r.MedianMs, 'f', 2, 64)
@@ -42,7 +44,7 @@ func rttCell(r model.RTTSummary) string {
 	b = strconv.AppendFloat(b, r.MaxMs, 'f', 2, 64)
 	b = append(b, " ("...)
 	b = strconv.AppendInt(b, int64(r.Samples), 10)
-	return string(append(b, ')'))
+	return append(b, ')')
 }
 
 // WriteAnalyzeText writes the text summary of a capture analysis (`sonde
@@ -77,8 +79,9 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
 		var tb table
 		head := []string{"A > B", "dir", "pkts", "data bytes", "goodput Mbit/s", "retrans", "ooo", "dupack", "zwnd", "TS side", "SEQ/ACK side", "TS full"}
 		tb.measure(head...)
+		var rc rowCells
 		_ = r.EachTCP(func(c *model.TCPConn) error {
-			tcpTextRows(c, tb.measure)
+			tcpTextRows(c, &rc, tb.measureCells)
 			return nil
 		})
 		line, err := tb.writeRow(w, nil, head)
@@ -87,7 +90,7 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
 				if c.HTTP != nil {
 					httpConns = append(httpConns, c)
 				}
-				tcpTextRows(c, func(cells ...string) { line, err = tb.writeRow(w, line, cells) })
+				tcpTextRows(c, &rc, func(rc *rowCells) { line, err = tb.writeCells(w, line, rc) })
 				return err
 			})
 		}
@@ -161,15 +164,40 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
 	return nil
 }
 
-// tcpTextRows gives a connection's two rows (A>B, B>A) to row.
-func tcpTextRows(c *model.TCPConn, row func(cells ...string)) {
-	for i, d := range []model.TCPDir{c.AB, c.BA} {
-		name, dir, side, sa, full := c.A+" > "+c.B, "A>B", c.TSSideB, c.SeqAckSideB, rttCell(c.TSFull)
-		if i == 1 {
-			name, dir, side, sa, full = "", "B>A", c.TSSideA, c.SeqAckSideA, ""
+// tcpTextRows gives a connection's two rows (A>B, B>A) to row, built in
+// rc (a connection's cells are formatted into one reused buffer: a
+// string per cell was most of the text output's allocations).
+func tcpTextRows(c *model.TCPConn, rc *rowCells, row func(*rowCells)) {
+	for i := range 2 {
+		d, dir, side, sa := &c.AB, "A>B", &c.TSSideB, &c.SeqAckSideB
+		rc.reset()
+		if i == 0 {
+			rc.b = append(append(append(rc.b, c.A...), " > "...), c.B...)
+		} else {
+			d, dir, side, sa = &c.BA, "B>A", &c.TSSideA, &c.SeqAckSideA
 		}
-		row(name, dir, num(d.Packets), num(d.DataBytes), fixed(d.GoodputBps/1e6, 2), num(d.Retransmissions),
-			num(d.OutOfOrder), num(d.DupACKs), num(d.ZeroWindows), rttCell(side), rttCell(sa), full)
+		rc.next()
+		rc.b = append(rc.b, dir...)
+		rc.next()
+		for _, v := range [...]uint64{d.Packets, d.DataBytes} {
+			rc.b = strconv.AppendInt(rc.b, int64(v), 10)
+			rc.next()
+		}
+		rc.b = strconv.AppendFloat(rc.b, d.GoodputBps/1e6, 'f', 2, 64)
+		rc.next()
+		for _, v := range [...]uint64{d.Retransmissions, d.OutOfOrder, d.DupACKs, d.ZeroWindows} {
+			rc.b = strconv.AppendInt(rc.b, int64(v), 10)
+			rc.next()
+		}
+		rc.b = appendRTT(rc.b, *side)
+		rc.next()
+		rc.b = appendRTT(rc.b, *sa)
+		rc.next()
+		if i == 0 {
+			rc.b = appendRTT(rc.b, c.TSFull)
+		}
+		rc.next()
+		row(rc)
 	}
 }
 

@@ -50,22 +50,63 @@ func (t *table) measure(cells ...string) {
 	}
 }
 
+// rowCells is a row whose cells are formatted into one buffer, reused
+// from row to row: a table of every connection of a capture is measured
+// and written without a string per cell.
+type rowCells struct {
+	b   []byte
+	end []int // where each cell ends in b
+}
+
+func (r *rowCells) reset() { r.b, r.end = r.b[:0], r.end[:0] }
+
+// next ends the cell being appended to b.
+func (r *rowCells) next() { r.end = append(r.end, len(r.b)) }
+
+func (r *rowCells) cell(i int) []byte {
+	if i == 0 {
+		return r.b[:r.end[0]]
+	}
+	return r.b[r.end[i-1]:r.end[i]]
+}
+
+// measureCells is measure's for a rowCells.
+func (t *table) measureCells(r *rowCells) {
+	for i := range r.end {
+		if i >= len(t.width) {
+			t.width = append(t.width, 0)
+		}
+		t.width[i] = max(t.width[i], utf8.RuneCount(r.cell(i)))
+	}
+}
+
 // writeRow writes one row at the table's widths, building it in line (a
 // buffer reused from row to row, returned).
 func (t *table) writeRow(w io.Writer, line []byte, r []string) ([]byte, error) {
+	var rc rowCells
+	for _, c := range r {
+		rc.b = append(rc.b, c...)
+		rc.next()
+	}
+	return t.writeCells(w, line, &rc)
+}
+
+// writeCells is writeRow's for a rowCells.
+func (t *table) writeCells(w io.Writer, line []byte, r *rowCells) ([]byte, error) {
 	line = append(line[:0], t.indent...)
-	for i, c := range r {
+	for i := range r.end {
+		c := r.cell(i)
 		if i > 0 {
 			line = append(line, ' ', ' ')
 		}
-		pad := t.width[i] - utf8.RuneCountInString(c)
+		pad := t.width[i] - utf8.RuneCount(c)
 		if t.isRight(i) {
 			line = appendSpaces(line, pad)
 			line = append(line, c...)
 			continue
 		}
 		line = append(line, c...)
-		if i < len(r)-1 {
+		if i < len(r.end)-1 {
 			line = appendSpaces(line, pad)
 		}
 	}
