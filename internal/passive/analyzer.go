@@ -383,6 +383,25 @@ func (a *Analyzer) tick(t int64) bool {
 // flow from the first packet: it returns whether the sender is side A, or
 // ok=false to ignore the packet.
 func (a *Analyzer) lookup(p *ipPacket, sport, dport uint16, t int64, create func(k *flowKey) (senderIsA, ok bool)) (*flow, uint8) {
+	// Packets come in trains of one flow: a packet of the last flow is
+	// told by comparing its addresses and ports with that flow's key
+	// either way round, without building its own key (either way: the
+	// first is the key's order, so that a flow whose two ends are the
+	// same address and port takes side 0 as below).
+	if f := a.lastFlow; f != nil && !p.hashed && f.key.proto == p.proto {
+		k := &f.key
+		srcLo, ok := true, k.lo == p.src && k.hi == p.dst && k.loPort == sport && k.hiPort == dport
+		if !ok {
+			srcLo, ok = false, k.lo == p.dst && k.hi == p.src && k.loPort == dport && k.hiPort == sport
+		}
+		if ok {
+			f.last = t
+			if srcLo == f.aIsLo {
+				return f, 0
+			}
+			return f, 1
+		}
+	}
 	var k flowKey
 	var srcLo bool
 	if p.hashed {
