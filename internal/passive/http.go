@@ -44,7 +44,10 @@ func (c *tcpConn) follow(a *Analyzer, dir uint8, t int64, s *tcpSegment, retrans
 		if seg.Len == 0 {
 			return
 		}
-		if dir == 0 && !http1.LooksLikeRequest(seg.Payload) {
+		if dir == 0 && !http1.LooksLikeRequest(seg.Payload) || dir == 1 && !http1.MayStartResponse(seg.Payload) {
+			// Bytes that cannot start a request or a response:
+			// not HTTP/1.x (a server that speaks first, whose
+			// segments http1 would hold until it gave up).
 			h.off = true
 			return
 		}

@@ -55,3 +55,61 @@ func FuzzHTTPConnection(f *testing.F) {
 		}
 	})
 }
+
+// A server's bytes before any request are followed as HTTP only if they
+// can start a response: a response captured before its request (the two
+// directions written by different threads) is still analysed, and a
+// server that speaks first (a banner, a bulk push) is left at once, with
+// no HTTP state held for it.
+func TestServerSpeaksFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name, first, req string
+		http             bool
+	}{
+		{"response before request", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", true},
+		{"banner", "220 smtp.example ESMTP\r\n", "EHLO x\r\n", false},
+		{"binary push", "\x00\x01\x02\x03\x04\x05\x06\x07", "", false},
+	} {
+		a := New(Config{Interface: -1})
+		seq := [2]uint32{1000, 9000}
+		pkt := func(tm int64, dir int, payload string) {
+			src, dst, sp, dp := clientIP, serverIP, uint16(40000), uint16(80)
+			if dir == 1 {
+				src, dst, sp, dp = dst, src, dp, sp
+			}
+			flags := uint8(flagACK)
+			if len(payload) == 0 && seq[dir] == 1000+8000*uint32(dir) {
+				flags = flagSYN
+				if dir == 1 {
+					flags |= flagACK
+				}
+			}
+			l4 := tcpSeg(sp, dp, seq[dir], seq[dir^1], flags, uint32(tm/1e6), 0, 0)
+			l4 = append(l4[:32], payload...)
+			a.Packet(tm, ipHeader(src, dst, 6, 0, l4))
+			seq[dir] += uint32(len(payload))
+			if flags&flagSYN != 0 {
+				seq[dir]++
+			}
+		}
+		pkt(0, 0, "")
+		pkt(1e6, 1, "")
+		// The server's bytes first (captured 0.1 ms before the request).
+		seq[1]++ // the request is acknowledged below, as if sent first
+		pkt(2e6, 1, tc.first)
+		f := a.lastFlow
+		if held := f != nil && f.tcp != nil && f.tcp.http.conn != nil; held != tc.http {
+			t.Errorf("%s: HTTP state held %v, want %v", tc.name, held, tc.http)
+		}
+		if tc.req != "" {
+			pkt(2e6+1e5, 0, tc.req)
+		}
+		r := a.Finish(nil)
+		if len(r.TCP) != 1 {
+			t.Fatalf("%s: %d connections", tc.name, len(r.TCP))
+		}
+		if got := r.TCP[0].HTTP != nil; got != tc.http {
+			t.Errorf("%s: HTTP record %v, want %v (%+v)", tc.name, got, tc.http, r.TCP[0].HTTP)
+		}
+	}
+}

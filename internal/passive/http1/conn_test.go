@@ -336,3 +336,18 @@ func TestCloseOrder(t *testing.T) {
 		t.Errorf("independent FINs: closed by %q", got.CloseBy)
 	}
 }
+
+func TestMayStartResponse(t *testing.T) {
+	for _, tc := range []struct {
+		b    string
+		want bool
+	}{
+		{"HTTP/1.1 200 OK\r\n", true}, {"HTTP/1.0 404", true}, {"HTTP/1.", true},
+		{"HTT", true}, {"", true}, // cut by the snap length: cannot tell
+		{"HTTP/2.0 200", false}, {"220 smtp", false}, {"http/1.1 200", false}, {"\x16\x03\x01", false},
+	} {
+		if got := MayStartResponse([]byte(tc.b)); got != tc.want {
+			t.Errorf("MayStartResponse(%q) = %v, want %v", tc.b, got, tc.want)
+		}
+	}
+}

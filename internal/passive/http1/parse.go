@@ -114,6 +114,14 @@ func LooksLikeRequest(b []byte) bool {
 	return true
 }
 
+// MayStartResponse reports whether b (a server's first captured bytes,
+// perhaps cut by the snap length) can begin an HTTP/1.x response: its
+// status line's version.
+func MayStartResponse(b []byte) bool {
+	const v = "HTTP/1."
+	return string(b[:min(len(b), len(v))]) == v[:min(len(b), len(v))]
+}
+
 func (p *parser) die(reason string) {
 	if p.st != sDead {
 		p.st = sDead
