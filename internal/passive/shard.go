@@ -2,6 +2,7 @@ package passive
 
 import (
 	"cmp"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"time"
@@ -31,10 +32,14 @@ type shard struct {
 	cur  *batch      // being filled by the dispatcher
 	work chan *batch // to the worker
 	free chan *batch // back from it
+	// The worker's packets decoded ahead (run), and the signature of
+	// the last one's flow (keyRun).
+	ahead [batchLen]aheadPkt
+	sig   [3]uint64
 }
 
-// batch carries packets (copied: the reader reuses its buffer) and scan
-// marks to a shard, in capture order.
+// batch carries packets (copied into buf: the reader reuses its buffer)
+// and scan marks to a shard, in capture order.
 type batch struct {
 	first int64 // the dispatcher's first packet time (the clock's origin)
 	ents  []entry
@@ -42,9 +47,9 @@ type batch struct {
 }
 
 type entry struct {
-	t   int64
-	off int32
-	n   int32 // -1: scan for idle flows at t
+	t    int64
+	ip   []byte
+	mark bool // scan for idle flows at t
 }
 
 const (
@@ -78,22 +83,125 @@ func (a *Analyzer) startShards(n int) {
 	}
 }
 
-// run analyses batches until the work channel closes.
+// run analyses batches until the work channel closes, batchLen packets
+// at a time decoded ahead (analyseAhead's pipeline).
 func (s *shard) run() {
 	a := s.a
 	for b := range s.work {
 		a.first, a.started = b.first, true
-		for _, e := range b.ents {
-			if e.n < 0 {
-				a.evict(e.t)
-				continue
+		for k := 0; k < len(b.ents); k += batchLen {
+			ents := b.ents[k:min(len(b.ents), k+batchLen)]
+			ps := s.ahead[:len(ents)]
+			for i, e := range ents {
+				q := &ps[i]
+				q.t, q.mark = e.t, e.mark
+				d := &q.d
+				d.p.hashed = false
+				if q.mark {
+					continue
+				}
+				d.ip = e.ip
+				p := &d.p
+				d.ok = decodeIP(d.ip, p)
+				if d.ok && !p.fragment && (p.proto == 6 || p.proto == 17) && len(p.l4) >= 4 {
+					keyRun(p, &s.sig, a.flows)
+				}
 			}
-			a.Packet(e.t, b.buf[e.off:e.off+e.n])
+			a.analyseAhead(ps)
 		}
+		clear(b.ents) // the packets' data go with their buffers
 		b.ents, b.buf = b.ents[:0], b.buf[:0]
 		s.free <- b
 	}
 	s.free <- nil // done
+}
+
+// readShards reads the rest of one source (its current packet and every
+// one after it) and splits it across the shards, when no other source
+// is open or due: batchLen packets at a time (pcap.Reader.NextBatch),
+// each decoded once, the other shards' copied into their batches, and
+// shard 0's analysed in place by analyseAhead's pipeline once the batch
+// is split. A run of one flow's packets is routed (and hashed) once: its
+// later packets have the same addresses, ports and protocol, compared
+// whole, either way.
+func (a *Analyzer) readShards(s *source) {
+	a.frame(s)
+	if a.ahead == nil {
+		a.ahead = new(readAhead)
+	}
+	b := a.ahead
+	s0 := a.shards[0].a
+	var (
+		// The last routed packet's addresses, ports and protocol,
+		// and its shard (-1: none yet).
+		runSrc, runDst [2]uint64
+		runPorts       uint32
+		runProto       uint8
+		runTo          = -1
+	)
+	for {
+		n := s.nextBatch(b.ps[:])
+		if n == 0 {
+			return
+		}
+		zero := b.zero[:0]
+		for i := range b.ps[:n] {
+			p := &b.ps[i]
+			ip, ok := a.admit(s, p, nil)
+			if !ok {
+				continue
+			}
+			if ip == nil {
+				a.res.Packets++
+				a.res.Skipped++
+				continue
+			}
+			zero = append(zero, aheadPkt{})
+			q := &zero[len(zero)-1]
+			q.t = p.TimeNs
+			d := &q.d
+			d.ip = ip
+			pp := &d.p
+			pp.hashed = false
+			d.ok = decodeIP(ip, pp)
+			if !d.ok || pp.fragment {
+				continue // shard 0 counts it
+			}
+			if a.tick(q.t) {
+				// The scan goes before the packet in every stream.
+				for _, sh := range a.shards[1:] {
+					sh.add(a.first, q.t, nil)
+				}
+				zero = append(zero, *q)
+				zero[len(zero)-2] = aheadPkt{t: q.t, mark: true}
+				q = &zero[len(zero)-1]
+				pp = &q.d.p
+			}
+			to := 0
+			if (pp.proto == 6 || pp.proto == 17) && len(pp.l4) >= 4 {
+				ports := binary.BigEndian.Uint32(pp.l4)
+				same := pp.proto == runProto && (pp.src == runSrc && pp.dst == runDst && ports == runPorts ||
+					pp.src == runDst && pp.dst == runSrc && ports == runPorts<<16|runPorts>>16)
+				if !same || runTo < 0 {
+					runSrc, runDst, runPorts, runProto = pp.src, pp.dst, ports, pp.proto
+					runTo = shardOf(flowHash(pp), len(a.shards))
+					if runTo == 0 {
+						keyOf(pp, ports)
+						pp.hash, pp.hashed = s0.flows.hash(&pp.key), true
+					}
+				}
+				to = runTo
+			} else {
+				to = shardOf(flowHash(pp), len(a.shards))
+			}
+			if to != 0 {
+				zero = zero[:len(zero)-1]
+				a.shards[to].add(a.first, q.t, ip)
+			}
+		}
+		s0.first, s0.started = a.first, true
+		s0.analyseAhead(zero)
+	}
 }
 
 // dispatch sends one IP packet (nil: not IP) to its shard.
@@ -138,19 +246,38 @@ func (s *shard) add(first, t int64, ip []byte) {
 		}
 		return
 	}
+	b := s.batch(first)
+	if ip == nil {
+		b.ents = append(b.ents, entry{t: t, mark: true})
+	} else {
+		off := len(b.buf)
+		b.buf = append(b.buf, ip...)
+		b.ents = append(b.ents, entry{t: t, ip: b.buf[off:len(b.buf):len(b.buf)]})
+	}
+	s.sendFull(b)
+}
+
+// batch returns the batch being filled (a free one if none).
+func (s *shard) batch(first int64) *batch {
 	if s.cur == nil {
 		s.cur = <-s.free
 	}
-	b := s.cur
-	b.first = first
-	if ip == nil {
-		b.ents = append(b.ents, entry{t: t, n: -1})
-	} else {
-		b.ents = append(b.ents, entry{t: t, off: int32(len(b.buf)), n: int32(len(ip))})
-		b.buf = append(b.buf, ip...)
-	}
+	s.cur.first = first
+	return s.cur
+}
+
+// sendFull hands b over when it is full.
+func (s *shard) sendFull(b *batch) {
 	if len(b.ents) == cap(b.ents) || len(b.buf) > 1<<20 {
 		s.work <- b
+		s.cur = nil
+	}
+}
+
+// flush hands over the batch being filled, if any.
+func (s *shard) flush() {
+	if s.cur != nil && len(s.cur.ents) > 0 {
+		s.work <- s.cur
 		s.cur = nil
 	}
 }
@@ -177,27 +304,26 @@ func endHash(a, b uint64) uint64 {
 // shardOf maps a flow hash to one of n shards. Shard 0, which the reading
 // goroutine analyses beside its reading, gets a smaller share, so that
 // the goroutines finish together: the reader's own work (reading,
-// decoding, hashing, copying the other shards' packets) is O per packet
+// decoding, routing, copying the other shards' packets) is O per packet
 // and the analysis A, so shard 0's share that equalises them is
-// x0 = 1/n - (n-1)/n × O/A. CPU profiles of two workers on the bench's
-// 10 M capture (BenchmarkJobFile, load 4-10): with shard 0 given 2/5 of
-// the flows, 1.32 s in the reader's goroutine (0.62 s of it shard 0's
-// analysis) and 1.00 s in the other worker's (O/A = 0.43, x0 = 0.28);
-// with 2/7, 0.95, 1.06 and 0.81 s against 1.07, 1.32 and 1.37 s
-// (x0 = 0.37 from their means). Two workers: 5 units against the
-// other's 10 (x0 = 1/3). Three: 1 unit against 10 each (O/A = 0.43
-// gives x0 = 0.05); past that the reader is the bottleneck whatever it
-// analyses (1 unit).
+// x0 = 1/n - (n-1)/n × O/A. Two workers, both analysing in readShards'
+// pipeline (CPU profiles of BenchmarkJobFile on the bench's 10 M
+// capture, load 2.5-3.4): with shard 0 given 1/3 of the flows, 0.85-1.02
+// CPU s in the reader's goroutine against 0.96-1.15 in the other
+// worker's; with 2/5, 0.97-1.08 against 0.90-1.03. Two workers: 3 units
+// against the other's 5 (x0 = 3/8). Three: 1 unit against 10 each
+// (O/A = 0.43, measured before the pipeline, gives x0 = 0.05); past
+// that the reader is the bottleneck whatever it analyses (1 unit).
 func shardOf(h uint64, n int) int {
-	u0 := uint64(1)
+	u0, u := uint64(1), uint64(10)
 	if n == 2 {
-		u0 = 5
+		u0, u = 3, 5
 	}
-	k, _ := bits.Mul64(h, u0+10*uint64(n-1))
+	k, _ := bits.Mul64(h, u0+u*uint64(n-1))
 	if k < u0 {
 		return 0
 	}
-	return 1 + int((k-u0)/10)
+	return 1 + int((k-u0)/u)
 }
 
 // mergeShards waits for the shards, finishes their live flows and adds
@@ -208,9 +334,7 @@ func (a *Analyzer) mergeShards() {
 		if s.work == nil {
 			continue
 		}
-		if s.cur != nil && len(s.cur.ents) > 0 {
-			s.work <- s.cur
-		}
+		s.flush()
 		s.cur = nil
 		close(s.work)
 	}
