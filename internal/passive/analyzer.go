@@ -155,6 +155,7 @@ type Analyzer struct {
 	// shard marks an Analyzer that is one of them.
 	shards []*shard
 	shard  bool
+	ring   *ringLease // the buffers of a file read by readShards
 	// spill keeps the finished records (Config.Spill); the shards share
 	// their dispatcher's.
 	spill *recordSpill

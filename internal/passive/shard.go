@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,14 +37,17 @@ type shard struct {
 	// the last one's flow (keyRun).
 	ahead [batchLen]aheadPkt
 	sig   [3]uint64
+	ring  *ringLease // the reader's buffers, when they are leased
 }
 
-// batch carries packets (copied into buf: the reader reuses its buffer)
-// and scan marks to a shard, in capture order.
+// batch carries packets and scan marks to a shard, in capture order:
+// packets copied into buf (dispatch: the caller reuses its buffer), or
+// left in the reader's buffers, which the batch then holds (leases).
 type batch struct {
-	first int64 // the dispatcher's first packet time (the clock's origin)
-	ents  []entry
-	buf   []byte
+	first  int64 // the dispatcher's first packet time (the clock's origin)
+	ents   []entry
+	buf    []byte
+	leases []*leased
 }
 
 type entry struct {
@@ -57,7 +61,76 @@ const (
 	// shardBatches bounds each shard's batches (in flight and free): the
 	// memory of the queues is fixed.
 	shardBatches = 4
+	// ringBuffers is how many buffers the reader of a file split across
+	// workers reads into (ringLease): enough for every worker's batches
+	// in flight (shardBatches of batchPackets, ~60 KiB each) and the
+	// one being read, so that the reader does not wait on them.
+	ringBuffers = 8
+	ringBytes   = 256 << 10
 )
+
+// leased is one of the reader's buffers lent to the workers: free again
+// once the reader has left it and every batch that holds it has been
+// analysed.
+type leased struct {
+	b    []byte
+	refs atomic.Int32 // the reader's (until it leaves it) and the batches'
+}
+
+// ringLease gives a file's pcap.Reader its buffers (pcap.Lease) when
+// the file is split across workers, so that the other shards' packets
+// go to them without a copy: each batch holds the buffers its packets
+// lie in, and a buffer is read into again only once they are analysed.
+type ringLease struct {
+	a         *Analyzer
+	size      int
+	free      chan *leased
+	cur, next *leased // the reader's buffer (nil: not leased), and Get's until Put
+	// poison overwrites each buffer as it is freed (tests: a packet
+	// read after its buffer was freed then has other figures).
+	poison bool
+}
+
+func newRingLease(a *Analyzer, n, size int) *ringLease {
+	r := &ringLease{a: a, size: size, free: make(chan *leased, n)}
+	for range n {
+		r.free <- &leased{b: make([]byte, size)}
+	}
+	return r
+}
+
+func (r *ringLease) Size() int { return r.size }
+
+// Get flushes the batches being filled first: they hold the buffers the
+// reader leaves, and waiting for a free one while they stay here would
+// wait forever.
+func (r *ringLease) Get() []byte {
+	for _, s := range r.a.shards {
+		s.flush()
+	}
+	e := <-r.free
+	e.refs.Store(1)
+	r.next = e
+	return e.b
+}
+
+func (r *ringLease) Put([]byte) {
+	r.release(r.cur)
+	r.cur, r.next = r.next, nil
+}
+
+// release drops one hold on e (nil: not leased), freeing it at the last.
+func (r *ringLease) release(e *leased) {
+	if e == nil || e.refs.Add(-1) > 0 {
+		return
+	}
+	if r.poison {
+		for i := range e.b {
+			e.b[i] = 0xa5
+		}
+	}
+	r.free <- e
+}
 
 func (a *Analyzer) startShards(n int) {
 	// Shards finish flows concurrently: one record at a time.
@@ -111,6 +184,11 @@ func (s *shard) run() {
 		}
 		clear(b.ents) // the packets' data go with their buffers
 		b.ents, b.buf = b.ents[:0], b.buf[:0]
+		for _, e := range b.leases {
+			s.ring.release(e)
+		}
+		clear(b.leases)
+		b.leases = b.leases[:0]
 		s.free <- b
 	}
 	s.free <- nil // done
@@ -119,9 +197,9 @@ func (s *shard) run() {
 // readShards reads the rest of one source (its current packet and every
 // one after it) and splits it across the shards, when no other source
 // is open or due: batchLen packets at a time (pcap.Reader.NextBatch),
-// each decoded once, the other shards' copied into their batches, and
-// shard 0's analysed in place by analyseAhead's pipeline once the batch
-// is split. A run of one flow's packets is routed (and hashed) once: its
+// each decoded once, the other shards' left in the reader's buffers
+// (ringLease, not copied) and added to their batches, and shard 0's
+// analysed in place by analyseAhead's pipeline once the batch is split. A run of one flow's packets is routed (and hashed) once: its
 // later packets have the same addresses, ports and protocol, compared
 // whole, either way.
 func (a *Analyzer) readShards(s *source) {
@@ -131,6 +209,14 @@ func (a *Analyzer) readShards(s *source) {
 	}
 	b := a.ahead
 	s0 := a.shards[0].a
+	if a.ring == nil {
+		a.ring = newRingLease(a, ringBuffers, ringBytes)
+	}
+	ring := a.ring
+	for _, sh := range a.shards {
+		sh.ring = ring
+	}
+	s.rd.SetLease(ring)
 	var (
 		// The last routed packet's addresses, ports and protocol,
 		// and its shard (-1: none yet).
@@ -196,7 +282,7 @@ func (a *Analyzer) readShards(s *source) {
 			}
 			if to != 0 {
 				zero = zero[:len(zero)-1]
-				a.shards[to].add(a.first, q.t, ip)
+				a.shards[to].addLeased(a.first, q.t, ip, ring)
 			}
 		}
 		s0.first, s0.started = a.first, true
@@ -257,6 +343,19 @@ func (s *shard) add(first, t int64, ip []byte) {
 	s.sendFull(b)
 }
 
+// addLeased appends a packet that lies in the reader's buffer r.cur
+// (nil: a buffer that is not reused) to the shard's batch, which holds
+// the buffer until the packet is analysed.
+func (s *shard) addLeased(first, t int64, ip []byte, r *ringLease) {
+	b := s.batch(first)
+	if e := r.cur; e != nil && (len(b.leases) == 0 || b.leases[len(b.leases)-1] != e) {
+		e.refs.Add(1)
+		b.leases = append(b.leases, e)
+	}
+	b.ents = append(b.ents, entry{t: t, ip: ip})
+	s.sendFull(b)
+}
+
 // batch returns the batch being filled (a free one if none).
 func (s *shard) batch(first int64) *batch {
 	if s.cur == nil {
@@ -310,7 +409,9 @@ func endHash(a, b uint64) uint64 {
 // pipeline (CPU profiles of BenchmarkJobFile on the bench's 10 M
 // capture, load 2.5-3.4): with shard 0 given 1/3 of the flows, 0.85-1.02
 // CPU s in the reader's goroutine against 0.96-1.15 in the other
-// worker's; with 2/5, 0.97-1.08 against 0.90-1.03. Two workers: 3 units
+// worker's; with 2/5, 0.97-1.08 against 0.90-1.03; the other shards'
+// packets no longer copied (ringLease), with 3/8 0.84-1.06 against
+// 0.88-1.07, with 2/5 1.06-1.15 against 0.78-1.03. Two workers: 3 units
 // against the other's 5 (x0 = 3/8). Three: 1 unit against 10 each
 // (O/A = 0.43, measured before the pipeline, gives x0 = 0.05); past
 // that the reader is the bottleneck whatever it analyses (1 unit).
