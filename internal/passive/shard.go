@@ -38,6 +38,9 @@ type shard struct {
 	ahead [batchLen]aheadPkt
 	sig   [3]uint64
 	ring  *ringLease // the reader's buffers, when they are leased
+	// finishLive: the worker finishes its live flows itself once its
+	// batches are analysed (no --ndjson: their order matters to none).
+	finishLive bool
 }
 
 // batch carries packets and scan marks to a shard, in capture order:
@@ -149,6 +152,7 @@ func (a *Analyzer) startShards(n int) {
 			continue
 		}
 		s.work, s.free = make(chan *batch, shardBatches), make(chan *batch, shardBatches)
+		s.finishLive = a.cfg.OnRecord == nil
 		for range shardBatches {
 			s.free <- &batch{ents: make([]entry, 0, batchPackets), buf: make([]byte, 0, batchPackets*160)}
 		}
@@ -190,6 +194,10 @@ func (s *shard) run() {
 		clear(b.leases)
 		b.leases = b.leases[:0]
 		s.free <- b
+	}
+	if s.finishLive {
+		a.lastFlow = nil
+		a.finishAll(a.flows.flows())
 	}
 	s.free <- nil // done
 }
@@ -439,6 +447,17 @@ func (a *Analyzer) mergeShards() {
 		s.cur = nil
 		close(s.work)
 	}
+	if a.cfg.OnRecord == nil {
+		// The records' order is the spill's or byStart's: the
+		// workers finish their live flows as the reader does shard
+		// 0's.
+		for _, s := range a.shards {
+			if s.work == nil {
+				s.a.lastFlow = nil
+				s.a.finishAll(s.a.flows.flows())
+			}
+		}
+	}
 	for _, s := range a.shards {
 		if s.work == nil {
 			continue
@@ -450,8 +469,8 @@ func (a *Analyzer) mergeShards() {
 		}
 	}
 	a.wall += time.Since(start)
-	// The flows still live finish in one order across the shards, the
-	// one a single analyser gives them (--ndjson's last lines).
+	// The flows still live (with --ndjson) finish in one order across
+	// the shards, the one a single analyser gives them (its last lines).
 	type owned struct {
 		f *flow
 		a *Analyzer
