@@ -513,13 +513,19 @@ func TestOutOfRangeReadOn(t *testing.T) {
 // packets, every batch's data intact until the next call (its records
 // span several refills of the buffer, the input arriving in pieces), and
 // the same damage at the end of a truncated file.
-func TestNextBatch(t *testing.T) {
-	t0 := time.Unix(1700000000, 0)
+// sizedPackets returns n IPv4 packets of 0-899 bytes of payload each.
+func sizedPackets(n int) [][]byte {
 	var pkts [][]byte
-	for i := range 3000 {
+	for i := range n {
 		p := ipv4(byte(i))
 		pkts = append(pkts, append(p, bytes.Repeat([]byte{byte(i * 7)}, i%900)...))
 	}
+	return pkts
+}
+
+func TestNextBatch(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	pkts := sizedPackets(3000)
 	for _, name := range []string{"pcap", "pcapng"} {
 		full := writeRaw(t, name, pkts, t0)
 		for _, file := range [][]byte{full, full[:len(full)-5]} {
@@ -587,11 +593,7 @@ func (l *keepLease) Put(b []byte) {
 // one of the reader's own.
 func TestLease(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
-	var pkts [][]byte
-	for i := range 3000 {
-		p := ipv4(byte(i))
-		pkts = append(pkts, append(p, bytes.Repeat([]byte{byte(i * 7)}, i%900)...))
-	}
+	pkts := sizedPackets(3000)
 	pkts[1500] = append(ipv4(1), make([]byte, 9000)...) // larger than a leased buffer
 	for _, name := range []string{"pcap", "pcapng"} {
 		file := writeRaw(t, name, pkts, t0)
