@@ -275,8 +275,8 @@ func TestSameAsBefore(t *testing.T) {
 }
 
 // TestShardOf: every hash maps to a shard; shard 0 (the reader's) gets
-// its share (3 units against 5 with two workers, 1 against 10 for each
-// other with more) and the others equal ones.
+// its share (7 units against 13 with two workers, 1 against 10 for
+// each other with more) and the others equal ones.
 func TestShardOf(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{2, 3, 8} {
@@ -290,7 +290,7 @@ func TestShardOf(t *testing.T) {
 		}
 		want := 0.1
 		if n == 2 {
-			want = 0.6
+			want = 7.0 / 13
 		}
 		for i := 1; i < n; i++ {
 			if r := float64(count[0]) / float64(count[i]); r < want*0.85 || r > want*1.15 {

@@ -419,14 +419,16 @@ func endHash(a, b uint64) uint64 {
 // CPU s in the reader's goroutine against 0.96-1.15 in the other
 // worker's; with 2/5, 0.97-1.08 against 0.90-1.03; the other shards'
 // packets no longer copied (ringLease), with 3/8 0.84-1.06 against
-// 0.88-1.07, with 2/5 1.06-1.15 against 0.78-1.03. Two workers: 3 units
-// against the other's 5 (x0 = 3/8). Three: 1 unit against 10 each
+// 0.88-1.07, with 2/5 1.06-1.15 against 0.78-1.03; with 7/20 against
+// 3/8, ten alternated pairs (load 3.0-3.4), the two-core bound (serial
+// + the busier goroutine) 0.99 against 1.02 s on average, lower in 8 of
+// 10. Two workers: 7 units against the other's 13 (x0 = 7/20). Three: 1 unit against 10 each
 // (O/A = 0.43, measured before the pipeline, gives x0 = 0.05); past
 // that the reader is the bottleneck whatever it analyses (1 unit).
 func shardOf(h uint64, n int) int {
 	u0, u := uint64(1), uint64(10)
 	if n == 2 {
-		u0, u = 3, 5
+		u0, u = 7, 13
 	}
 	k, _ := bits.Mul64(h, u0+u*uint64(n-1))
 	if k < u0 {
