@@ -33,30 +33,24 @@ type shard struct {
 	cur  *batch      // being filled by the dispatcher
 	work chan *batch // to the worker
 	free chan *batch // back from it
-	// The worker's packets decoded ahead (run), and the signature of
-	// the last one's flow (keyRun).
-	ahead [batchLen]aheadPkt
-	sig   [3]uint64
-	ring  *ringLease // the reader's buffers, when they are leased
+	// The signature of the last packet's flow (keyRun).
+	sig  [3]uint64
+	ring *ringLease // the reader's buffers, when they are leased
 	// finishLive: the worker finishes its live flows itself once its
 	// batches are analysed (no --ndjson: their order matters to none).
 	finishLive bool
 }
 
-// batch carries packets and scan marks to a shard, in capture order:
-// packets copied into buf (dispatch: the caller reuses its buffer), or
-// left in the reader's buffers, which the batch then holds (leases).
+// batch carries packets and scan marks to a shard, in capture order,
+// with the IP headers the dispatcher decoded (the worker does not decode
+// them again): packets copied into buf (dispatch: the caller reuses its
+// buffer), or left in the reader's buffers, which the batch then holds
+// (leases).
 type batch struct {
 	first  int64 // the dispatcher's first packet time (the clock's origin)
-	ents   []entry
+	ents   []aheadPkt
 	buf    []byte
 	leases []*leased
-}
-
-type entry struct {
-	t    int64
-	ip   []byte
-	mark bool // scan for idle flows at t
 }
 
 const (
@@ -154,39 +148,35 @@ func (a *Analyzer) startShards(n int) {
 		s.work, s.free = make(chan *batch, shardBatches), make(chan *batch, shardBatches)
 		s.finishLive = a.cfg.OnRecord == nil
 		for range shardBatches {
-			s.free <- &batch{ents: make([]entry, 0, batchPackets), buf: make([]byte, 0, batchPackets*160)}
+			s.free <- &batch{ents: make([]aheadPkt, 0, batchPackets), buf: make([]byte, 0, batchPackets*160)}
 		}
 		go s.run()
 	}
 }
 
 // run analyses batches until the work channel closes, batchLen packets
-// at a time decoded ahead (analyseAhead's pipeline).
+// at a time in analyseAhead's pipeline: the packets come decoded, and
+// those that start a run of their flow in this worker's stream are keyed
+// and hashed (with its table's seed) here.
 func (s *shard) run() {
 	a := s.a
 	for b := range s.work {
 		a.first, a.started = b.first, true
 		for k := 0; k < len(b.ents); k += batchLen {
-			ents := b.ents[k:min(len(b.ents), k+batchLen)]
-			ps := s.ahead[:len(ents)]
-			for i, e := range ents {
+			ps := b.ents[k:min(len(b.ents), k+batchLen)]
+			for i := range ps {
 				q := &ps[i]
-				q.t, q.mark = e.t, e.mark
-				d := &q.d
-				d.p.hashed = false
-				if q.mark {
-					continue
-				}
-				d.ip = e.ip
-				p := &d.p
-				d.ok = decodeIP(d.ip, p)
-				if d.ok && !p.fragment && (p.proto == 6 || p.proto == 17) && len(p.l4) >= 4 {
+				p := &q.d.p
+				if !q.mark && q.d.ok && !p.fragment && (p.proto == 6 || p.proto == 17) && len(p.l4) >= 4 {
 					keyRun(p, &s.sig, a.flows)
 				}
 			}
 			a.analyseAhead(ps)
 		}
-		clear(b.ents) // the packets' data go with their buffers
+		// The entries are not cleared: what they point to is the
+		// reader's ring or this batch's buf, which live on anyway
+		// (a buffer outside the ring is held until they are
+		// overwritten: a bounded few).
 		b.ents, b.buf = b.ents[:0], b.buf[:0]
 		for _, e := range b.leases {
 			s.ring.release(e)
@@ -290,7 +280,7 @@ func (a *Analyzer) readShards(s *source) {
 			}
 			if to != 0 {
 				zero = zero[:len(zero)-1]
-				a.shards[to].addLeased(a.first, q.t, ip, ring)
+				a.shards[to].addLeased(a.first, q, ring)
 			}
 		}
 		s0.first, s0.started = a.first, true
@@ -342,25 +332,28 @@ func (s *shard) add(first, t int64, ip []byte) {
 	}
 	b := s.batch(first)
 	if ip == nil {
-		b.ents = append(b.ents, entry{t: t, mark: true})
+		b.ents = append(b.ents, aheadPkt{t: t, mark: true})
 	} else {
 		off := len(b.buf)
 		b.buf = append(b.buf, ip...)
-		b.ents = append(b.ents, entry{t: t, ip: b.buf[off:len(b.buf):len(b.buf)]})
+		b.ents = append(b.ents, aheadPkt{t: t})
+		d := &b.ents[len(b.ents)-1].d
+		d.ip = b.buf[off:len(b.buf):len(b.buf)]
+		d.ok = decodeIP(d.ip, &d.p)
 	}
 	s.sendFull(b)
 }
 
-// addLeased appends a packet that lies in the reader's buffer r.cur
-// (nil: a buffer that is not reused) to the shard's batch, which holds
-// the buffer until the packet is analysed.
-func (s *shard) addLeased(first, t int64, ip []byte, r *ringLease) {
+// addLeased appends a decoded packet (not hashed) that lies in the
+// reader's buffer r.cur (nil: a buffer that is not reused) to the
+// shard's batch, which holds the buffer until the packet is analysed.
+func (s *shard) addLeased(first int64, q *aheadPkt, r *ringLease) {
 	b := s.batch(first)
 	if e := r.cur; e != nil && (len(b.leases) == 0 || b.leases[len(b.leases)-1] != e) {
 		e.refs.Add(1)
 		b.leases = append(b.leases, e)
 	}
-	b.ents = append(b.ents, entry{t: t, ip: ip})
+	b.ents = append(b.ents, *q)
 	s.sendFull(b)
 }
 
