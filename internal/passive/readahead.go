@@ -104,7 +104,9 @@ func (a *Analyzer) decodeAhead(b *readAhead, j int) {
 	d := &b.ds[j]
 	d.ip = pcap.Network(b.ps[j].LinkType, b.ps[j].Data)
 	p := &d.p
-	p.hashed = false
+	// The slot is reused: fragment is what Analyzer.packet reads of a
+	// packet decodeIP refuses, which may return before setting it.
+	p.hashed, p.fragment = false, false
 	d.ok = d.ip != nil && decodeIP(d.ip, p)
 	if !d.ok || p.fragment || (p.proto != 6 && p.proto != 17) || len(p.l4) < 4 {
 		return

@@ -188,10 +188,21 @@ func pcapOf(t *testing.T, pkts []timedPacket) []byte {
 // TestWorkersSameFigures: 1, 2 and 3 workers give the same analysis
 // (every record, counter and note; not the runtime figures), with flows
 // evicted idle, closed, and reused, and a few packets that are not IP or
-// malformed.
+// malformed, and a batch of fragments followed by one of malformed
+// packets (the slots of the batch before must not tell them fragments);
+// read a batch at a time, the same as packet by packet.
 func TestWorkersSameFigures(t *testing.T) {
 	pkts := manyFlows(2, 800)
 	pkts = append(pkts[:100:100], append([]timedPacket{{pkts[100].t, []byte{0x45, 0, 0}}, {pkts[100].t, []byte{0x60}}}, pkts[100:]...)...)
+	frag := []byte{0x45, 0, 0, 28, 0, 1, 0x20, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0, 80, 0, 81, 0, 0, 0, 0}
+	var odd []timedPacket
+	for range 2 * batchLen {
+		odd = append(odd, timedPacket{pkts[300].t, frag})
+	}
+	for range 2 * batchLen {
+		odd = append(odd, timedPacket{pkts[300].t, []byte{0x45, 0, 0}})
+	}
+	pkts = append(pkts[:300:300], append(odd, pkts[300:]...)...)
 	file := pcapOf(t, pkts)
 	path := filepath.Join(t.TempDir(), "many.pcap")
 	if err := os.WriteFile(path, file, 0o644); err != nil {
@@ -199,6 +210,7 @@ func TestWorkersSameFigures(t *testing.T) {
 	}
 	// Read goes packet by packet (dispatch); ReadFiles reads a batch at
 	// a time (readBatched with one worker, readShards with several).
+	var byPacket string
 	for _, files := range []bool{false, true} {
 		var want string
 		for _, n := range []int{1, 2, 3} {
@@ -219,6 +231,13 @@ func TestWorkersSameFigures(t *testing.T) {
 					t.Fatalf("%d TCP, %d evicted, %d skipped: want hundreds, evictions, skips", len(r.TCP), r.Stats.EvictedFlows, r.Skipped)
 				}
 				want = figures(t, r)
+				c := *r
+				c.Files = nil // the path and format
+				if !files {
+					byPacket = figures(t, &c)
+				} else if got := figures(t, &c); got != byPacket {
+					t.Fatalf("read a batch at a time: analysis differs from packet by packet: %.300q", diffAt(got, byPacket))
+				}
 				continue
 			}
 			if got := figures(t, r); got != want {
@@ -363,4 +382,14 @@ func TestReadAheadSameFigures(t *testing.T) {
 	if got[0] != got[1] {
 		t.Fatalf("ReadFile's analysis (%d bytes of JSON) differs from Read's (%d)", len(got[1]), len(got[0]))
 	}
+}
+
+// diffAt is a from where it first differs from b.
+func diffAt(a, b string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return a[max(i-100, 0):]
+		}
+	}
+	return a[min(len(a), len(b)):]
 }
