@@ -240,13 +240,17 @@ func (a *Analyzer) readShards(s *source) {
 				a.res.Skipped++
 				continue
 			}
-			zero = append(zero, aheadPkt{})
+			// The slot is not cleared: decodeIP sets every field
+			// the analysis reads of a packet it accepts (the key,
+			// side and hash only when hashed), and fragment is all
+			// that of one it refuses.
+			zero = zero[:len(zero)+1]
 			q := &zero[len(zero)-1]
-			q.t = p.TimeNs
+			q.t, q.mark = p.TimeNs, false
 			d := &q.d
 			d.ip = ip
 			pp := &d.p
-			pp.hashed = false
+			pp.hashed, pp.fragment = false, false
 			d.ok = decodeIP(ip, pp)
 			if !d.ok || pp.fragment {
 				continue // shard 0 counts it
