@@ -155,6 +155,7 @@ type Analyzer struct {
 	// shard marks an Analyzer that is one of them.
 	shards []*shard
 	shard  bool
+	ring   *ringLease // the buffers of a file read by readShards
 	// spill keeps the finished records (Config.Spill); the shards share
 	// their dispatcher's.
 	spill *recordSpill
@@ -248,10 +249,30 @@ func (a *Analyzer) frame(s *source) { a.frameOf(s, &s.p, nil) }
 // frameOf analyses packet p of source s; d, if not nil, is p decoded
 // ahead (readahead.go).
 func (a *Analyzer) frameOf(s *source, p *pcap.Packet, d *decoded) {
+	ip, ok := a.admit(s, p, d)
+	if !ok {
+		return
+	}
+	if a.shards != nil {
+		a.dispatch(p.TimeNs, ip)
+		return
+	}
+	if d != nil {
+		a.packet(p.TimeNs, ip, &d.p, d.ok)
+		return
+	}
+	a.Packet(p.TimeNs, ip)
+}
+
+// admit counts packet p of source s and returns its IP packet (nil: not
+// IP, counted as skipped by why) with whether it is analysed: on the
+// interface asked for, not a copy, and through the filter. d, if not
+// nil, holds the IP packet found ahead.
+func (a *Analyzer) admit(s *source, p *pcap.Packet, d *decoded) ([]byte, bool) {
 	s.all++
 	s.seen = max(s.seen, p.Interface)
 	if a.cfg.Interface >= 0 && p.Interface != a.cfg.Interface {
-		return
+		return nil, false
 	}
 	s.cf.Packets++
 	var ip []byte
@@ -268,21 +289,13 @@ func (a *Analyzer) frameOf(s *source, p *pcap.Packet, d *decoded) {
 		}
 	}
 	if ip != nil && a.dups.copyOf(p.LinkType, p.Data, ip, p.TimeNs) {
-		return
+		return nil, false
 	}
 	if a.cfg.Filter != nil && !a.cfg.Filter.Match(ip) {
 		a.res.Filtered++
-		return
+		return nil, false
 	}
-	if a.shards != nil {
-		a.dispatch(p.TimeNs, ip)
-		return
-	}
-	if d != nil {
-		a.packet(p.TimeNs, ip, &d.p, d.ok)
-		return
-	}
-	a.Packet(p.TimeNs, ip)
+	return ip, true
 }
 
 // endSource records a source read to its end (or its damage).

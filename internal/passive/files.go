@@ -171,10 +171,14 @@ func (a *Analyzer) ReadFiles(paths []string) ([]model.CaptureFile, []error) {
 		if h.Len() == 0 {
 			continue
 		}
-		if h.Len() == 1 && len(order) == 0 && a.shards == nil {
+		if h.Len() == 1 && len(order) == 0 {
 			// The last file (or the only one): nothing to merge.
 			s := heap.Pop(&h).(*source)
-			a.readBatched(s)
+			if a.shards != nil {
+				a.readShards(s)
+			} else {
+				a.readBatched(s)
+			}
 			ended = append(ended, s)
 			continue
 		}

@@ -29,6 +29,9 @@ type readAhead struct {
 	ps  [batchLen]pcap.Packet
 	ds  [batchLen]decoded
 	sig [3]uint64 // the last packet's flow signature (decodeAhead)
+	// shard 0's packets of a batch split across workers, with the scans
+	// due before them (readShards)
+	zero [2 * batchLen]aheadPkt
 }
 
 // readBatched analyses the rest of one source (its current packet and
@@ -101,17 +104,38 @@ func (a *Analyzer) decodeAhead(b *readAhead, j int) {
 	d := &b.ds[j]
 	d.ip = pcap.Network(b.ps[j].LinkType, b.ps[j].Data)
 	p := &d.p
-	p.hashed = false
+	// The slot is reused: fragment is what Analyzer.packet reads of a
+	// packet decodeIP refuses, which may return before setting it.
+	p.hashed, p.fragment = false, false
 	d.ok = d.ip != nil && decodeIP(d.ip, p)
 	if !d.ok || p.fragment || (p.proto != 6 && p.proto != 17) || len(p.l4) < 4 {
 		return
 	}
-	ports := binary.BigEndian.Uint32(p.l4)
-	sig := [3]uint64{p.src[0] ^ p.dst[0], p.src[1] ^ p.dst[1], uint64(ports>>16^ports&0xffff) | uint64(p.proto)<<16}
-	if sig == b.sig {
+	if !keyRun(p, &b.sig, a.flows) {
 		return
 	}
-	b.sig = sig
+	t := a.flows
+	prefetch.Lines(unsafe.Pointer(&t.slots[p.hash&uint64(len(t.slots)-1)]), 1)
+}
+
+// keyRun keys and hashes (with t's seed) a TCP or UDP packet p if it
+// starts a run of its flow, told by sig (the previous packet's
+// signature, updated), and reports whether it did.
+func keyRun(p *ipPacket, sig *[3]uint64, t *flowTable) bool {
+	ports := binary.BigEndian.Uint32(p.l4)
+	s := [3]uint64{p.src[0] ^ p.dst[0], p.src[1] ^ p.dst[1], uint64(ports>>16^ports&0xffff) | uint64(p.proto)<<16}
+	if s == *sig {
+		return false
+	}
+	*sig = s
+	keyOf(p, ports)
+	p.hash, p.hashed = t.hash(&p.key), true
+	return true
+}
+
+// keyOf sets p's flow key and side from its addresses and ports (the
+// first four bytes of a TCP or UDP header).
+func keyOf(p *ipPacket, ports uint32) {
 	sport, dport := uint16(ports>>16), uint16(ports)
 	p.srcLo = less(p.src, p.dst) || (p.src == p.dst && sport <= dport)
 	k := &p.key
@@ -121,7 +145,57 @@ func (a *Analyzer) decodeAhead(b *readAhead, j int) {
 	} else {
 		k.lo, k.hi, k.loPort, k.hiPort = p.dst, p.src, dport, sport
 	}
+}
+
+// aheadPkt is one entry of a shard's stream decoded ahead of its
+// analysis (shard.go): a packet, or a scan for idle flows at t.
+type aheadPkt struct {
+	t    int64
+	mark bool // scan for idle flows at t
+	d    decoded
+}
+
+// analyseAhead analyses a shard's decoded stream in readBatched's
+// pipeline: the table slot of packet i+4·aheadStep, the flow of
+// i+3·aheadStep, the state of i+2·aheadStep and the buffers of
+// i+aheadStep are prefetched while packet i is analysed (the packets
+// that start a run of their flow, hashed when decoded). The order of
+// analysis, and so every figure, is the stream's.
+func (a *Analyzer) analyseAhead(ps []aheadPkt) {
+	const d = aheadStep
+	n := len(ps)
 	t := a.flows
-	p.hash, p.hashed = t.hash(k), true
-	prefetch.Lines(unsafe.Pointer(&t.slots[p.hash&uint64(len(t.slots)-1)]), 1)
+	for i := -4 * d; i < n; i++ {
+		if j := i + 4*d; j < n && ps[j].d.p.hashed {
+			prefetch.Lines(unsafe.Pointer(&t.slots[ps[j].d.p.hash&uint64(len(t.slots)-1)]), 1)
+		}
+		if j := i + 3*d; j >= 0 && j < n && ps[j].d.p.hashed {
+			if f := t.peek(ps[j].d.p.hash); f != nil {
+				prefetch.Lines(unsafe.Pointer(f), unsafe.Sizeof(flow{}))
+			}
+		}
+		if j := i + 2*d; j >= 0 && j < n && ps[j].d.p.hashed {
+			if f := t.peek(ps[j].d.p.hash); f != nil {
+				switch {
+				case f.tcp != nil:
+					prefetch.Lines(unsafe.Pointer(f.tcp), unsafe.Sizeof(tcpConn{}))
+				case f.quic != nil:
+					prefetch.Lines(unsafe.Pointer(f.quic), unsafe.Sizeof(quicConn{}))
+				}
+			}
+		}
+		if j := i + d; j >= 0 && j < n && ps[j].d.p.hashed {
+			if f := t.peek(ps[j].d.p.hash); f != nil {
+				warmAhead(f)
+			}
+		}
+		if i >= 0 {
+			e := &ps[i]
+			if e.mark {
+				a.evict(e.t)
+			} else {
+				a.packet(e.t, e.d.ip, &e.d.p, e.d.ok)
+			}
+		}
+	}
 }

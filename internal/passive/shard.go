@@ -2,8 +2,10 @@ package passive
 
 import (
 	"cmp"
+	"encoding/binary"
 	"math/bits"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,20 +33,24 @@ type shard struct {
 	cur  *batch      // being filled by the dispatcher
 	work chan *batch // to the worker
 	free chan *batch // back from it
+	// The signature of the last packet's flow (keyRun).
+	sig  [3]uint64
+	ring *ringLease // the reader's buffers, when they are leased
+	// finishLive: the worker finishes its live flows itself once its
+	// batches are analysed (no --ndjson: their order matters to none).
+	finishLive bool
 }
 
-// batch carries packets (copied: the reader reuses its buffer) and scan
-// marks to a shard, in capture order.
+// batch carries packets and scan marks to a shard, in capture order,
+// with the IP headers the dispatcher decoded (the worker does not decode
+// them again): packets copied into buf (dispatch: the caller reuses its
+// buffer), or left in the reader's buffers, which the batch then holds
+// (leases).
 type batch struct {
-	first int64 // the dispatcher's first packet time (the clock's origin)
-	ents  []entry
-	buf   []byte
-}
-
-type entry struct {
-	t   int64
-	off int32
-	n   int32 // -1: scan for idle flows at t
+	first  int64 // the dispatcher's first packet time (the clock's origin)
+	ents   []aheadPkt
+	buf    []byte
+	leases []*leased
 }
 
 const (
@@ -52,7 +58,76 @@ const (
 	// shardBatches bounds each shard's batches (in flight and free): the
 	// memory of the queues is fixed.
 	shardBatches = 4
+	// ringBuffers is how many buffers the reader of a file split across
+	// workers reads into (ringLease): enough for every worker's batches
+	// in flight (shardBatches of batchPackets, ~60 KiB each) and the
+	// one being read, so that the reader does not wait on them.
+	ringBuffers = 8
+	ringBytes   = 256 << 10
 )
+
+// leased is one of the reader's buffers lent to the workers: free again
+// once the reader has left it and every batch that holds it has been
+// analysed.
+type leased struct {
+	b    []byte
+	refs atomic.Int32 // the reader's (until it leaves it) and the batches'
+}
+
+// ringLease gives a file's pcap.Reader its buffers (pcap.Lease) when
+// the file is split across workers, so that the other shards' packets
+// go to them without a copy: each batch holds the buffers its packets
+// lie in, and a buffer is read into again only once they are analysed.
+type ringLease struct {
+	a         *Analyzer
+	size      int
+	free      chan *leased
+	cur, next *leased // the reader's buffer (nil: not leased), and Get's until Put
+	// poison overwrites each buffer as it is freed (tests: a packet
+	// read after its buffer was freed then has other figures).
+	poison bool
+}
+
+func newRingLease(a *Analyzer, n, size int) *ringLease {
+	r := &ringLease{a: a, size: size, free: make(chan *leased, n)}
+	for range n {
+		r.free <- &leased{b: make([]byte, size)}
+	}
+	return r
+}
+
+func (r *ringLease) Size() int { return r.size }
+
+// Get flushes the batches being filled first: they hold the buffers the
+// reader leaves, and waiting for a free one while they stay here would
+// wait forever.
+func (r *ringLease) Get() []byte {
+	for _, s := range r.a.shards {
+		s.flush()
+	}
+	e := <-r.free
+	e.refs.Store(1)
+	r.next = e
+	return e.b
+}
+
+func (r *ringLease) Put([]byte) {
+	r.release(r.cur)
+	r.cur, r.next = r.next, nil
+}
+
+// release drops one hold on e (nil: not leased), freeing it at the last.
+func (r *ringLease) release(e *leased) {
+	if e == nil || e.refs.Add(-1) > 0 {
+		return
+	}
+	if r.poison {
+		for i := range e.b {
+			e.b[i] = 0xa5
+		}
+	}
+	r.free <- e
+}
 
 func (a *Analyzer) startShards(n int) {
 	// Shards finish flows concurrently: one record at a time.
@@ -71,29 +146,154 @@ func (a *Analyzer) startShards(n int) {
 			continue
 		}
 		s.work, s.free = make(chan *batch, shardBatches), make(chan *batch, shardBatches)
+		s.finishLive = a.cfg.OnRecord == nil
 		for range shardBatches {
-			s.free <- &batch{ents: make([]entry, 0, batchPackets), buf: make([]byte, 0, batchPackets*160)}
+			s.free <- &batch{ents: make([]aheadPkt, 0, batchPackets), buf: make([]byte, 0, batchPackets*160)}
 		}
 		go s.run()
 	}
 }
 
-// run analyses batches until the work channel closes.
+// run analyses batches until the work channel closes, batchLen packets
+// at a time in analyseAhead's pipeline: the packets come decoded, and
+// those that start a run of their flow in this worker's stream are keyed
+// and hashed (with its table's seed) here.
 func (s *shard) run() {
 	a := s.a
 	for b := range s.work {
 		a.first, a.started = b.first, true
-		for _, e := range b.ents {
-			if e.n < 0 {
-				a.evict(e.t)
-				continue
+		for k := 0; k < len(b.ents); k += batchLen {
+			ps := b.ents[k:min(len(b.ents), k+batchLen)]
+			for i := range ps {
+				q := &ps[i]
+				if q.mark {
+					continue
+				}
+				p := &q.d.p
+				q.d.ok, p.fragment, p.hashed = true, false, false
+				if (p.proto == 6 || p.proto == 17) && len(p.l4) >= 4 {
+					keyRun(p, &s.sig, a.flows)
+				}
 			}
-			a.Packet(e.t, b.buf[e.off:e.off+e.n])
+			a.analyseAhead(ps)
 		}
+		// The entries are not cleared: what they point to is the
+		// reader's ring or this batch's buf, which live on anyway
+		// (a buffer outside the ring is held until they are
+		// overwritten: a bounded few).
 		b.ents, b.buf = b.ents[:0], b.buf[:0]
+		for _, e := range b.leases {
+			s.ring.release(e)
+		}
+		clear(b.leases)
+		b.leases = b.leases[:0]
 		s.free <- b
 	}
+	if s.finishLive {
+		a.lastFlow = nil
+		a.finishAll(a.flows.flows())
+	}
 	s.free <- nil // done
+}
+
+// readShards reads the rest of one source (its current packet and every
+// one after it) and splits it across the shards, when no other source
+// is open or due: batchLen packets at a time (pcap.Reader.NextBatch),
+// each decoded once, the other shards' left in the reader's buffers
+// (ringLease, not copied) and added to their batches, and shard 0's
+// analysed in place by analyseAhead's pipeline once the batch is split. A run of one flow's packets is routed (and hashed) once: its
+// later packets have the same addresses, ports and protocol, compared
+// whole, either way.
+func (a *Analyzer) readShards(s *source) {
+	a.frame(s)
+	if a.ahead == nil {
+		a.ahead = new(readAhead)
+	}
+	b := a.ahead
+	s0 := a.shards[0].a
+	if a.ring == nil {
+		a.ring = newRingLease(a, ringBuffers, ringBytes)
+	}
+	ring := a.ring
+	for _, sh := range a.shards {
+		sh.ring = ring
+	}
+	s.rd.SetLease(ring)
+	var (
+		// The last routed packet's addresses, ports and protocol,
+		// and its shard (-1: none yet).
+		runSrc, runDst [2]uint64
+		runPorts       uint32
+		runProto       uint8
+		runTo          = -1
+	)
+	for {
+		n := s.nextBatch(b.ps[:])
+		if n == 0 {
+			return
+		}
+		zero := b.zero[:0]
+		for i := range b.ps[:n] {
+			p := &b.ps[i]
+			ip, ok := a.admit(s, p, nil)
+			if !ok {
+				continue
+			}
+			if ip == nil {
+				a.res.Packets++
+				a.res.Skipped++
+				continue
+			}
+			// The slot is not cleared: decodeIP sets every field
+			// the analysis reads of a packet it accepts (the key,
+			// side and hash only when hashed), and fragment is all
+			// that of one it refuses.
+			zero = zero[:len(zero)+1]
+			q := &zero[len(zero)-1]
+			q.t, q.mark = p.TimeNs, false
+			d := &q.d
+			d.ip = ip
+			pp := &d.p
+			pp.hashed, pp.fragment = false, false
+			d.ok = decodeIP(ip, pp)
+			if !d.ok || pp.fragment {
+				continue // shard 0 counts it
+			}
+			if a.tick(q.t) {
+				// The scan goes before the packet in every stream.
+				for _, sh := range a.shards[1:] {
+					sh.add(a.first, q.t, nil)
+				}
+				zero = append(zero, *q)
+				zero[len(zero)-2] = aheadPkt{t: q.t, mark: true}
+				q = &zero[len(zero)-1]
+				pp = &q.d.p
+			}
+			to := 0
+			if (pp.proto == 6 || pp.proto == 17) && len(pp.l4) >= 4 {
+				ports := binary.BigEndian.Uint32(pp.l4)
+				same := pp.proto == runProto && (pp.src == runSrc && pp.dst == runDst && ports == runPorts ||
+					pp.src == runDst && pp.dst == runSrc && ports == runPorts<<16|runPorts>>16)
+				if !same || runTo < 0 {
+					runSrc, runDst, runPorts, runProto = pp.src, pp.dst, ports, pp.proto
+					runTo = shardOf(flowHash(pp), len(a.shards))
+					if runTo == 0 {
+						keyOf(pp, ports)
+						pp.hash, pp.hashed = s0.flows.hash(&pp.key), true
+					}
+				}
+				to = runTo
+			} else {
+				to = shardOf(flowHash(pp), len(a.shards))
+			}
+			if to != 0 {
+				zero = zero[:len(zero)-1]
+				a.shards[to].addLeased(a.first, q, ring)
+			}
+		}
+		s0.first, s0.started = a.first, true
+		s0.analyseAhead(zero)
+	}
 }
 
 // dispatch sends one IP packet (nil: not IP) to its shard.
@@ -138,19 +338,62 @@ func (s *shard) add(first, t int64, ip []byte) {
 		}
 		return
 	}
+	b := s.batch(first)
+	if ip == nil {
+		b.ents = append(b.ents, aheadPkt{t: t, mark: true})
+	} else {
+		off := len(b.buf)
+		b.buf = append(b.buf, ip...)
+		b.ents = append(b.ents, aheadPkt{t: t})
+		d := &b.ents[len(b.ents)-1].d
+		d.ip = b.buf[off:len(b.buf):len(b.buf)]
+		d.ok = decodeIP(d.ip, &d.p)
+	}
+	s.sendFull(b)
+}
+
+// addLeased appends a decoded packet (not hashed) that lies in the
+// reader's buffer r.cur (nil: a buffer that is not reused) to the
+// shard's batch, which holds the buffer until the packet is analysed.
+func (s *shard) addLeased(first int64, q *aheadPkt, r *ringLease) {
+	b := s.batch(first)
+	if e := r.cur; e != nil && (len(b.leases) == 0 || b.leases[len(b.leases)-1] != e) {
+		e.refs.Add(1)
+		b.leases = append(b.leases, e)
+	}
+	// Only what decodeIP set: the worker keys its runs itself, and
+	// every packet of its batches is whole IP (the others are shard
+	// 0's), which it marks so (run): fewer of the batch's cache lines
+	// written here and read there.
+	b.ents = b.ents[:len(b.ents)+1]
+	e := &b.ents[len(b.ents)-1]
+	e.t, e.mark, e.d.ip = q.t, false, q.d.ip
+	p, ep := &q.d.p, &e.d.p
+	ep.v6, ep.src, ep.dst, ep.proto, ep.length, ep.l4, ep.l4Len = p.v6, p.src, p.dst, p.proto, p.length, p.l4, p.l4Len
+	s.sendFull(b)
+}
+
+// batch returns the batch being filled (a free one if none).
+func (s *shard) batch(first int64) *batch {
 	if s.cur == nil {
 		s.cur = <-s.free
 	}
-	b := s.cur
-	b.first = first
-	if ip == nil {
-		b.ents = append(b.ents, entry{t: t, n: -1})
-	} else {
-		b.ents = append(b.ents, entry{t: t, off: int32(len(b.buf)), n: int32(len(ip))})
-		b.buf = append(b.buf, ip...)
-	}
+	s.cur.first = first
+	return s.cur
+}
+
+// sendFull hands b over when it is full.
+func (s *shard) sendFull(b *batch) {
 	if len(b.ents) == cap(b.ents) || len(b.buf) > 1<<20 {
 		s.work <- b
+		s.cur = nil
+	}
+}
+
+// flush hands over the batch being filled, if any.
+func (s *shard) flush() {
+	if s.cur != nil && len(s.cur.ents) > 0 {
+		s.work <- s.cur
 		s.cur = nil
 	}
 }
@@ -177,27 +420,30 @@ func endHash(a, b uint64) uint64 {
 // shardOf maps a flow hash to one of n shards. Shard 0, which the reading
 // goroutine analyses beside its reading, gets a smaller share, so that
 // the goroutines finish together: the reader's own work (reading,
-// decoding, hashing, copying the other shards' packets) is O per packet
+// decoding, routing, copying the other shards' packets) is O per packet
 // and the analysis A, so shard 0's share that equalises them is
-// x0 = 1/n - (n-1)/n × O/A. CPU profiles of two workers on the bench's
-// 10 M capture (BenchmarkJobFile, load 4-10): with shard 0 given 2/5 of
-// the flows, 1.32 s in the reader's goroutine (0.62 s of it shard 0's
-// analysis) and 1.00 s in the other worker's (O/A = 0.43, x0 = 0.28);
-// with 2/7, 0.95, 1.06 and 0.81 s against 1.07, 1.32 and 1.37 s
-// (x0 = 0.37 from their means). Two workers: 5 units against the
-// other's 10 (x0 = 1/3). Three: 1 unit against 10 each (O/A = 0.43
-// gives x0 = 0.05); past that the reader is the bottleneck whatever it
-// analyses (1 unit).
+// x0 = 1/n - (n-1)/n × O/A. Two workers, both analysing in readShards'
+// pipeline (CPU profiles of BenchmarkJobFile on the bench's 10 M
+// capture, load 2.5-3.4): with shard 0 given 1/3 of the flows, 0.85-1.02
+// CPU s in the reader's goroutine against 0.96-1.15 in the other
+// worker's; with 2/5, 0.97-1.08 against 0.90-1.03; the other shards'
+// packets no longer copied (ringLease), with 3/8 0.84-1.06 against
+// 0.88-1.07, with 2/5 1.06-1.15 against 0.78-1.03; with 7/20 against
+// 3/8, ten alternated pairs (load 3.0-3.4), the two-core bound (serial
+// + the busier goroutine) 0.99 against 1.02 s on average, lower in 8 of
+// 10. Two workers: 7 units against the other's 13 (x0 = 7/20). Three: 1 unit against 10 each
+// (O/A = 0.43, measured before the pipeline, gives x0 = 0.05); past
+// that the reader is the bottleneck whatever it analyses (1 unit).
 func shardOf(h uint64, n int) int {
-	u0 := uint64(1)
+	u0, u := uint64(1), uint64(10)
 	if n == 2 {
-		u0 = 5
+		u0, u = 7, 13
 	}
-	k, _ := bits.Mul64(h, u0+10*uint64(n-1))
+	k, _ := bits.Mul64(h, u0+u*uint64(n-1))
 	if k < u0 {
 		return 0
 	}
-	return 1 + int((k-u0)/10)
+	return 1 + int((k-u0)/u)
 }
 
 // mergeShards waits for the shards, finishes their live flows and adds
@@ -208,11 +454,20 @@ func (a *Analyzer) mergeShards() {
 		if s.work == nil {
 			continue
 		}
-		if s.cur != nil && len(s.cur.ents) > 0 {
-			s.work <- s.cur
-		}
+		s.flush()
 		s.cur = nil
 		close(s.work)
+	}
+	if a.cfg.OnRecord == nil {
+		// The records' order is the spill's or byStart's: the
+		// workers finish their live flows as the reader does shard
+		// 0's.
+		for _, s := range a.shards {
+			if s.work == nil {
+				s.a.lastFlow = nil
+				s.a.finishAll(s.a.flows.flows())
+			}
+		}
 	}
 	for _, s := range a.shards {
 		if s.work == nil {
@@ -225,8 +480,8 @@ func (a *Analyzer) mergeShards() {
 		}
 	}
 	a.wall += time.Since(start)
-	// The flows still live finish in one order across the shards, the
-	// one a single analyser gives them (--ndjson's last lines).
+	// The flows still live (with --ndjson) finish in one order across
+	// the shards, the one a single analyser gives them (its last lines).
 	type owned struct {
 		f *flow
 		a *Analyzer

@@ -96,6 +96,8 @@ type Reader struct {
 	nanos bool
 	link  LinkType
 	snap  uint32
+	// lease, if set, gives the buffer for each refill (Lease)
+	lease Lease
 	// pcapng
 	ifaces []iface
 	err    error
@@ -155,6 +157,30 @@ func NewReader(r io.Reader) (*Reader, error) {
 		return rd, rd.pcapHeader()
 	}
 }
+
+// Lease gives a Reader its buffers (Reader.SetLease), so that the data
+// of packets already read stay valid while the reader reads on: a
+// caller that hands packets to other goroutines without copying them
+// (passive's workers) gets each buffer back from Put once the reader has
+// left it, and gives it out again from Get once nothing refers to it.
+type Lease interface {
+	// Size is the length of Get's buffers (a block larger than that
+	// is read into a buffer of its own, not leased).
+	Size() int
+	// Get returns a buffer of Size bytes that the reader owns until
+	// it passes it to Put; it may block until one is free.
+	Get() []byte
+	// Put gives back a buffer the reader has left (Get's, or the
+	// reader's first, or one of its own for a large block): the reader
+	// never reads or writes it again.
+	Put([]byte)
+}
+
+// SetLease makes the reader take a buffer from l at each refill instead
+// of moving the unread bytes within its own: the Data of every packet it
+// has returned stay valid until the caller reuses the buffer that holds
+// them (NextBatch's rule holds as well).
+func (r *Reader) SetLease(l Lease) { r.lease = l }
 
 // ReadFile calls each for every packet of the capture at path, in file
 // order, and returns the first error other than the end of the file. The
@@ -224,7 +250,18 @@ func (r *Reader) peek(n int) ([]byte, error) {
 // fill moves the unread bytes to the front of the buffer (growing it for a
 // block larger than the buffer) and reads until n bytes are there.
 func (r *Reader) fill(n int) ([]byte, error) {
-	if n > len(r.buf) {
+	if r.lease != nil {
+		// A new buffer each time: the old one is the caller's.
+		var nb []byte
+		if n <= r.lease.Size() {
+			nb = r.lease.Get()
+		} else {
+			nb = make([]byte, n)
+		}
+		copy(nb, r.buf[r.pos:r.end])
+		r.lease.Put(r.buf)
+		r.buf = nb
+	} else if n > len(r.buf) {
 		nb := make([]byte, n)
 		copy(nb, r.buf[r.pos:r.end])
 		r.buf = nb

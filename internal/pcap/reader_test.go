@@ -513,13 +513,19 @@ func TestOutOfRangeReadOn(t *testing.T) {
 // packets, every batch's data intact until the next call (its records
 // span several refills of the buffer, the input arriving in pieces), and
 // the same damage at the end of a truncated file.
-func TestNextBatch(t *testing.T) {
-	t0 := time.Unix(1700000000, 0)
+// sizedPackets returns n IPv4 packets of 0-899 bytes of payload each.
+func sizedPackets(n int) [][]byte {
 	var pkts [][]byte
-	for i := range 3000 {
+	for i := range n {
 		p := ipv4(byte(i))
 		pkts = append(pkts, append(p, bytes.Repeat([]byte{byte(i * 7)}, i%900)...))
 	}
+	return pkts
+}
+
+func TestNextBatch(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	pkts := sizedPackets(3000)
 	for _, name := range []string{"pcap", "pcapng"} {
 		full := writeRaw(t, name, pkts, t0)
 		for _, file := range [][]byte{full, full[:len(full)-5]} {
@@ -558,6 +564,79 @@ func TestNextBatch(t *testing.T) {
 			}
 			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 				t.Fatalf("%s: batches end with %v, one by one with %v", name, gotErr, wantErr)
+			}
+		}
+	}
+}
+
+// keepLease gives fresh buffers of size bytes and keeps every buffer put
+// back with a copy of it as it was put: the reader must not write to a
+// buffer after it has put it back.
+type keepLease struct {
+	size      int
+	gets      int
+	put, copy [][]byte
+}
+
+func (l *keepLease) Size() int   { return l.size }
+func (l *keepLease) Get() []byte { l.gets++; return make([]byte, l.size) }
+func (l *keepLease) Put(b []byte) {
+	l.put = append(l.put, b)
+	l.copy = append(l.copy, bytes.Clone(b))
+}
+
+// TestLease: with its buffers leased (SetLease), a reader's packets stay
+// valid after it reads on (every packet is compared at the end, not
+// copied as it came), they are those of a reader without a lease, in
+// batches and one by one, pcap and pcapng, and no buffer is written once
+// it was put back. A record larger than the lease's buffers is read into
+// one of the reader's own.
+func TestLease(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	pkts := sizedPackets(3000)
+	pkts[1500] = append(ipv4(1), make([]byte, 9000)...) // larger than a leased buffer
+	for _, name := range []string{"pcap", "pcapng"} {
+		file := writeRaw(t, name, pkts, t0)
+		want, nets, err := readAll(t, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, batches := range []bool{false, true} {
+			r, err := NewReader(iotest.HalfReader(bytes.NewReader(file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := &keepLease{size: 4 << 10}
+			r.SetLease(l)
+			var got []Packet
+			var ps [7]Packet
+			for {
+				n := 1
+				if batches {
+					n, err = r.NextBatch(ps[:])
+				} else {
+					err = r.Next(&ps[0])
+				}
+				if err != nil {
+					break
+				}
+				got = append(got, ps[:n]...)
+			}
+			if !errors.Is(err, io.EOF) || len(got) != len(want) {
+				t.Fatalf("%s: %d packets and %v with a lease, %d without", name, len(got), err, len(want))
+			}
+			for i := range want {
+				if got[i].TimeNs != want[i].TimeNs || !bytes.Equal(Network(got[i].LinkType, got[i].Data), nets[i]) {
+					t.Fatalf("%s: packet %d differs with a lease (kept to the end)", name, i)
+				}
+			}
+			if l.gets < len(file)/(4<<10) || len(l.put) < l.gets {
+				t.Fatalf("%s: %d buffers got and %d put for %d bytes", name, l.gets, len(l.put), len(file))
+			}
+			for i, b := range l.put {
+				if !bytes.Equal(b, l.copy[i]) {
+					t.Fatalf("%s: buffer %d written after it was put back", name, i)
+				}
 			}
 		}
 	}

@@ -201,6 +201,10 @@ func (j *Job) finish(st *streams, a *passive.Analyzer, res *model.Analysis) erro
 	// A capture of many connections makes many small writes (tabwriter
 	// pads cell by cell): unbuffered, they took a quarter of the run.
 	bw := bufio.NewWriterSize(stdout, 1<<16)
+	if sp := res.Spill; sp != nil && j.Config.Workers > 1 {
+		res.Spill = aheadSpill{sp}
+		defer func() { res.Spill = sp }()
+	}
 	err := j.write(bw, a, res)
 	if st.nd != nil && o.TextTo(bw, o.Stderr, err != nil) != nil {
 		nt, nq := a.Records()
