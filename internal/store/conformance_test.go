@@ -29,7 +29,10 @@ type backend struct {
 // PostgreSQL server starts once per backend run, in the backend's subtest
 // (it skips there, outside CI, when PostgreSQL is not installed).
 var backends = []backend{
-	{"sqlite", func(*testing.T) func(t *testing.T) string {
+	{"sqlite", func(t *testing.T) func(t *testing.T) string {
+		if !HaveSQLite {
+			t.Skip("this build has no SQLite (tag monitoronly)")
+		}
 		return func(t *testing.T) string { return filepath.Join(t.TempDir(), "store.db") }
 	}, false},
 	{"postgres", func(t *testing.T) func(t *testing.T) string {

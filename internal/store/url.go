@@ -83,6 +83,8 @@ func ParseURL(s string) (Location, error) {
 
 func sqliteLocation(path string) (Location, error) {
 	switch {
+	case !HaveSQLite:
+		return Location{}, fmt.Errorf("store: %q is a SQLite store, and this sonde (the monitor build) has no SQLite: give journal:DIR, or use the full sonde", path)
 	case path == "":
 		return Location{}, errors.New("store: empty SQLite path")
 	case path == Memory:
