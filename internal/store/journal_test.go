@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -450,4 +451,65 @@ func FuzzJournalRecord(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkJournalProbeBytes writes 1 M probes as BenchmarkProbeRowBytes
+// does (8 streams at 10/s, one-second batches, a realistic spread) to a
+// journal and reports the bytes a probe takes in the raw segments
+// (B/row, framing included), the write rate, and the hours the default
+// raw budget holds at 8 × 10/s.
+func BenchmarkJournalProbeBytes(b *testing.B) {
+	const rows, streams, perBatch = 1_000_000, 8, 80
+	for range b.N {
+		b.StopTimer()
+		dir := filepath.Join(b.TempDir(), "j")
+		ctx := context.Background()
+		st, err := Open(ctx, "journal:"+dir, Options{Journal: JournalLimits{RawBytes: 1 << 30}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		mid, _ := st.Monitor(ctx, Identity{Name: "bench"})
+		var ss []model.MonitorStream
+		for i := range streams {
+			ss = append(ss, model.MonitorStream{Target: fmt.Sprintf("198.18.0.%d:862", i+2), Kind: model.ProbeSTAMP, Name: fmt.Sprint(i)})
+		}
+		if _, err := st.Streams(ctx, mid, ss); err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		batch := &Batch{Probes: make([]model.ProbeSample, perBatch)}
+		b.StartTimer()
+		start := time.Now()
+		for n := 0; n < rows/perBatch; n++ {
+			for i := range batch.Probes {
+				k := n*perBatch + i
+				p := model.ProbeSample{Stream: int32(i % streams), Seq: uint32(k / streams), SentNs: t0 + int64(k/streams)*100e6 + rng.Int64N(50e3),
+					LatenessNs: int64(rng.IntN(80e3)), RTTNs: 19e6 + rng.Int64N(5e6), Load: model.LoadIdle}
+				p.FwdNs = p.RTTNs/2 + rng.Int64N(1e6)
+				p.RevNs = p.RTTNs - p.FwdNs
+				if rng.IntN(100) == 0 {
+					p.RTTNs, p.FwdNs, p.RevNs, p.Lost = -1, 0, 0, true
+				}
+				batch.Probes[i] = p
+			}
+			if err := st.Write(ctx, mid, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		st.Close()
+		var size int64
+		segs, _ := filepath.Glob(filepath.Join(dir, "raw-*.seg"))
+		for _, p := range segs {
+			fi, _ := os.Stat(p)
+			size += fi.Size()
+		}
+		perRow := float64(size) / rows
+		hours := DefaultJournalRaw / perRow / (streams * 10) / 3600
+		b.ReportMetric(perRow, "B/row")
+		b.ReportMetric(rows/elapsed.Seconds(), "rows/s")
+		fmt.Fprintf(os.Stderr, "journal probes: %d, raw segments %d bytes: %.1f B/row; written at %.0f rows/s; %d MiB hold %.1f h at 8 × 10/s\n",
+			rows, size, perRow, rows/elapsed.Seconds(), DefaultJournalRaw>>20, hours)
+	}
 }
