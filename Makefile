@@ -94,12 +94,12 @@ release: web/dist/app.js
 # The monitor-only build for gateways and small boards (docs/monitor.md,
 # "Where to run it"): the same code as sonde with tag monitoronly, which
 # wires only `sonde monitor` (run, status, report, alerts: probing,
-# counters, the SQLite store, ship, /metrics, the dashboard) and leaves out
+# counters, the journal store, ship, /metrics, the dashboard) and leaves out
 # the server, test clients, WebRTC, capture analysis, the emulator and lab,
-# and the PostgreSQL driver. Named sonde-monitor-VERSION-linux-ARCH;
+# SQLite and the PostgreSQL driver. Named sonde-monitor-VERSION-linux-ARCH;
 # linux-arm is ARMv7 (Pi 2 and later), linux-armv6 ARMv6 (Pi Zero, Pi 1),
 # linux-mipsle MIPS32 little-endian without an FPU (GOMIPS=softfloat:
-# OpenWrt's MT7621 routers; SQLite through ncruces/go-sqlite3 there).
+# OpenWrt's MT7621 routers).
 MONITOR_TARGETS := amd64 arm64 arm:7 armv6:6 mipsle
 # Size (the bar is 12 MB stripped; docs/monitor.md has the steps): no
 # HTTP/2 in net/http (the monitor speaks HTTP/1.1 to servers and browsers)

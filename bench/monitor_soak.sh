@@ -74,7 +74,8 @@ fi
 # The monitor build has no SQLite: its store is a journal, read back by
 # bench/storestat; a SQLite store is read by sqlite3.
 STORE_KIND=sqlite
-if "${MONITOR:-$SONDE}" monitor report --store "$tmp/kind.db" 2>&1 | grep -q "has no SQLite"; then
+kind=$("${MONITOR:-$SONDE}" monitor report --store "$tmp/kind.db" 2>&1)
+if [[ $kind == *"has no SQLite"* ]]; then
 	STORE_KIND=journal
 	$GO build -o "$tmp/storestat" ./bench/storestat || exit 1
 else
@@ -180,14 +181,15 @@ run() {
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	kill -TERM "$pid"
 	wait "$pid" 2>/dev/null
-	local probes lat tblbytes filebytes
+	local probes lat tblbytes filebytes rollups=0 longbytes=0
 	if [ "$STORE_KIND" = journal ]; then
 		local jstat
 		jstat=$("$tmp/storestat" "$db") || return 1
-		probes=${jstat%% *} lat=
-		[ "$jstat" != "$probes" ] && lat=${jstat#* }
-		# The raw segments (probes and counters), and the whole journal.
+		read -r probes rollups lat <<<"$jstat"
+		# The raw segments (probes and counters), the long-lived ones
+		# (rollups, events, restarts), and the whole journal.
 		tblbytes=$(cat "$tmp/$row.journal"/raw-*.seg | wc -c)
+		longbytes=$(cat "$tmp/$row.journal"/long-*.seg | wc -c)
 		filebytes=$(cat "$tmp/$row.journal"/* | wc -c)
 	else
 		probes=$(sqlite3 "$db" 'SELECT count(*) FROM probes')
@@ -196,9 +198,9 @@ run() {
 		tblbytes=$(sqlite3 "$db" "SELECT sum(pgsize) FROM dbstat WHERE name = 'probes' OR name LIKE 'sqlite_autoindex_probes%'" 2>/dev/null)
 		filebytes=$(($(stat -c %s "$db") + $(stat -c %s "$db-wal" 2>/dev/null || echo 0)))
 	fi
-	python3 - "$row" "$rate" "$#" "$c0" "$c" "$tc0" "$now" "$t0" "$TCK" "$s0" "$s" "$probes" "$maxrss" "${tblbytes:-0}" "$filebytes" "$lat" "$load" "${first[*]}" "${last[*]}" "$series" "$SECS" "$marks" "$gomem" "$peerarg" "$STORE_KIND" <<'EOF'
+	python3 - "$row" "$rate" "$#" "$c0" "$c" "$tc0" "$now" "$t0" "$TCK" "$s0" "$s" "$probes" "$maxrss" "${tblbytes:-0}" "$filebytes" "$lat" "$load" "${first[*]}" "${last[*]}" "$series" "$SECS" "$marks" "$gomem" "$peerarg" "$STORE_KIND" "$rollups" "$longbytes" <<'EOF'
 import sys
-(row, rate, ntg, c0, c, tc0, now, t0, tck, s0, s, probes, maxrss, tbl, fileb, lat, load, first, last, series, secs, marks, gomem, peerarg, kind) = sys.argv[1:]
+(row, rate, ntg, c0, c, tc0, now, t0, tck, s0, s, probes, maxrss, tbl, fileb, lat, load, first, last, series, secs, marks, gomem, peerarg, kind, rollups, longb) = sys.argv[1:]
 tck = float(tck); el = float(now) - float(tc0)
 cpu = (float(c) - float(c0)) / tck / el * 100
 sent = float(ntg) * float(rate) * el
@@ -231,6 +233,8 @@ for p in peerarg.split():
     print(f"  beside it, {name}: CPU {pcpu:.2f} % of one core; RSS (MB) at: " + ", ".join(f"{m[0]/60:.0f} min {(m[1]+m[2])/1024:.1f} (anon {m[1]/1024:.1f}, file {m[2]/1024:.1f})" for m in ppick if not (m[0] in pseen or pseen.add(m[0]))) + f"; max {(pbig[1]+pbig[2])/1024:.1f}")
 if probes and kind == "journal":
     print(f"  store (journal): {int(tbl)/probes:.1f} bytes per probe row (raw segments, counters included; bar < 50), {int(fileb)/probes:.1f} bytes per probe row for the whole journal ({int(fileb)} bytes)")
+    if int(rollups):
+        print(f"  store (journal): {int(longb)/int(rollups):.0f} bytes per rollup ({rollups} stream-minutes; long segments, events and restarts included)")
 elif probes:
     print(f"  store: {int(tbl)/probes:.1f} bytes per probe row (probes table + key, dbstat; bar < 50), {int(fileb)/probes:.1f} bytes per probe row for the whole file ({int(fileb)} bytes)")
 EOF

@@ -1,7 +1,8 @@
 // Command storestat prints what bench/monitor_soak.sh reads of a monitor's
 // store where sqlite3 cannot read it (a journal: the monitor build's):
-// the probes stored and the send-schedule lateness of those not late
-// (p50, p99, max in µs, nearest rank, as the script's SQL), on one line.
+// the probes and the rollups stored, and the send-schedule lateness of the
+// probes not late (p50, p99, max in µs, nearest rank, as the script's
+// SQL), on one line.
 //
 //	go run ./bench/storestat journal:DIR
 package main
@@ -39,7 +40,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	n := 0
+	n, rollups := 0, 0
 	var lat []int64
 	for _, id := range ms {
 		if err := st.Probes(ctx, id, math.MinInt64, math.MaxInt64, func(p model.ProbeSample) error {
@@ -52,12 +53,16 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		if err := st.Rollups(ctx, id, math.MinInt64, math.MaxInt64, func(store.Rollup) error { rollups++; return nil }); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	if len(lat) == 0 {
-		fmt.Println(n)
+		fmt.Println(n, rollups)
 		return
 	}
 	slices.Sort(lat)
 	rank := func(k int) float64 { return float64(lat[min(k, len(lat))-1]) / 1e3 }
-	fmt.Printf("%d %.1f %.1f %.1f\n", n, rank((len(lat)+1)/2), rank((len(lat)*99+99)/100), rank(len(lat)))
+	fmt.Printf("%d %d %.1f %.1f %.1f\n", n, rollups, rank((len(lat)+1)/2), rank((len(lat)*99+99)/100), rank(len(lat)))
 }
