@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -245,10 +246,10 @@ func (j *journal) Events(ctx context.Context, monitor int64, from, to int64, lim
 	limit = min(max(limit, 0), MaxListLimit)
 	evs, err := j.events(ctx, monitor, from, to, func(e *EventRow) bool { return e.Event.StartNs < to && e.Event.EndNs >= from },
 		func(a, b *EventRow) int {
-			if c := cmpInt(a.Event.StartNs, b.Event.StartNs); c != 0 {
+			if c := cmp.Compare(a.Event.StartNs, b.Event.StartNs); c != 0 {
 				return c
 			}
-			return cmpInt(a.ID, b.ID)
+			return cmp.Compare(a.ID, b.ID)
 		})
 	out := []model.MonitorEvent{}
 	for _, e := range evs[:min(len(evs), limit)] {
@@ -260,7 +261,7 @@ func (j *journal) Events(ctx context.Context, monitor int64, from, to int64, lim
 func (j *journal) EventsAfter(ctx context.Context, monitor int64, after int64, limit int) ([]EventRow, error) {
 	limit = min(max(limit, 0), MaxListLimit)
 	evs, err := j.events(ctx, monitor, math.MinInt64, math.MaxInt64, func(e *EventRow) bool { return e.ID > after },
-		func(a, b *EventRow) int { return cmpInt(a.ID, b.ID) })
+		func(a, b *EventRow) int { return cmp.Compare(a.ID, b.ID) })
 	if evs == nil {
 		evs = []EventRow{}
 	}

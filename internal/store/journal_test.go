@@ -4,17 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sonde-project/sonde/internal/model"
 )
@@ -259,60 +254,17 @@ func TestJournalKillChild(t *testing.T) {
 	if url == "" {
 		t.Skip("only run as TestJournalKill's child")
 	}
-	ctx := context.Background()
-	// A small budget: segments roll over while it writes.
-	s, err := Open(ctx, url, Options{Journal: JournalLimits{RawBytes: 4 << 20, LongBytes: minJournalBytes}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mid, err := s.Monitor(ctx, Identity{Name: "crash"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Streams(ctx, mid, testStreams[:1]); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for n := 0; n < 100_000 && time.Now().Before(deadline); n++ {
-		b := &Batch{Probes: probes(crashBatch, 0, t0+int64(n)*crashBatch*100e6)}
-		if err := s.Write(ctx, mid, b); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.SetShipMark(ctx, "d", mid, TableProbes, int64(n)); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Printf("committed %d\n", n+1)
-	}
+	// A small budget: segments roll over while it writes; ship marks move.
+	writeUntilKilled(t, url, Options{Journal: JournalLimits{RawBytes: 4 << 20, LongBytes: minJournalBytes}}, func(s Store, mid int64, n int) error {
+		return s.SetShipMark(context.Background(), "d", mid, TableProbes, int64(n))
+	})
 }
 
 // TestJournalKill: kill -9 of a writer loses no batch it wrote; the
 // journal opens and holds every one, in order, without a gap.
 func TestJournalKill(t *testing.T) {
 	url := journalURL(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestJournalKillChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), journalCrashEnv+"="+url)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	committed := 0
-	for committed < 300 && sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "committed "); ok {
-			committed, _ = strconv.Atoi(v)
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	if committed < 300 {
-		t.Fatalf("the writer committed only %d batches before it ended", committed)
-	}
+	committed := killWriter(t, "TestJournalKillChild", journalCrashEnv, url, 300)
 	s := open(t, url, Options{Journal: JournalLimits{RawBytes: 4 << 20, LongBytes: minJournalBytes}})
 	ctx := context.Background()
 	ms, _ := s.ListMonitors(ctx)
@@ -463,41 +415,8 @@ func BenchmarkJournalProbeBytes(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		dir := filepath.Join(b.TempDir(), "j")
-		ctx := context.Background()
-		st, err := Open(ctx, "journal:"+dir, Options{Journal: JournalLimits{RawBytes: 1 << 30}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		mid, _ := st.Monitor(ctx, Identity{Name: "bench"})
-		var ss []model.MonitorStream
-		for i := range streams {
-			ss = append(ss, model.MonitorStream{Target: fmt.Sprintf("198.18.0.%d:862", i+2), Kind: model.ProbeSTAMP, Name: fmt.Sprint(i)})
-		}
-		if _, err := st.Streams(ctx, mid, ss); err != nil {
-			b.Fatal(err)
-		}
-		rng := rand.New(rand.NewPCG(1, 2))
-		batch := &Batch{Probes: make([]model.ProbeSample, perBatch)}
-		b.StartTimer()
-		start := time.Now()
-		for n := 0; n < rows/perBatch; n++ {
-			for i := range batch.Probes {
-				k := n*perBatch + i
-				p := model.ProbeSample{Stream: int32(i % streams), Seq: uint32(k / streams), SentNs: t0 + int64(k/streams)*100e6 + rng.Int64N(50e3),
-					LatenessNs: int64(rng.IntN(80e3)), RTTNs: 19e6 + rng.Int64N(5e6), Load: model.LoadIdle}
-				p.FwdNs = p.RTTNs/2 + rng.Int64N(1e6)
-				p.RevNs = p.RTTNs - p.FwdNs
-				if rng.IntN(100) == 0 {
-					p.RTTNs, p.FwdNs, p.RevNs, p.Lost = -1, 0, 0, true
-				}
-				batch.Probes[i] = p
-			}
-			if err := st.Write(ctx, mid, batch); err != nil {
-				b.Fatal(err)
-			}
-		}
-		elapsed := time.Since(start)
-		b.StopTimer()
+		st, mid := benchStore(b, "journal:"+dir, Options{Journal: JournalLimits{RawBytes: 1 << 30}}, streams)
+		elapsed := benchWriteProbes(b, st, mid, rows, streams, perBatch)
 		st.Close()
 		var size int64
 		segs, _ := filepath.Glob(filepath.Join(dir, "raw-*.seg"))

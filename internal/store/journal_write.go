@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -222,7 +223,7 @@ func (j *journal) SetCapacity(ctx context.Context, monitor int64, r CapacityRow)
 		caps[k].CapacityRow = r // the newest word on what held from then
 	} else {
 		caps = append(caps, jcapacity{Monitor: monitor, CapacityRow: r})
-		slices.SortStableFunc(caps, func(a, b jcapacity) int { return cmpInt(a.FromNs, b.FromNs) })
+		slices.SortStableFunc(caps, func(a, b jcapacity) int { return cmp.Compare(a.FromNs, b.FromNs) })
 		if len(caps) > maxCapacityRows {
 			caps = slices.Delete(caps, 0, len(caps)-maxCapacityRows)
 		}
@@ -245,16 +246,6 @@ func (j *journal) Capacities(ctx context.Context, monitor int64, from, to int64)
 		}
 	}
 	return out[:min(len(out), MaxListLimit)], nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (j *journal) InstanceID(ctx context.Context) (string, error) {
