@@ -432,3 +432,24 @@ func BenchmarkJournalProbeBytes(b *testing.B) {
 			rows, size, perRow, rows/elapsed.Seconds(), DefaultJournalRaw>>20, hours)
 	}
 }
+
+// BenchmarkJournalOpen opens a journal whose raw set is full (the default
+// 16 MiB of probes, 8 streams at 10/s): every segment is read and checked
+// at open, so this is the daemon's start-up cost of its journal.
+func BenchmarkJournalOpen(b *testing.B) {
+	b.StopTimer()
+	dir := filepath.Join(b.TempDir(), "j")
+	st, _ := benchStore(b, "journal:"+dir, Options{}, 8)
+	ms, _ := st.ListMonitors(context.Background())
+	benchWriteProbes(b, st, ms["bench"], 800_000, 8, 80)
+	st.Close()
+	for range b.N {
+		b.StartTimer()
+		s, err := Open(context.Background(), "journal:"+dir, Options{})
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
