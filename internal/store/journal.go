@@ -2,7 +2,6 @@ package store
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -528,6 +527,3 @@ func satAdd(a, b int64) int64 {
 }
 
 var _ Store = (*journal)(nil)
-
-// ctxDone is the context's error, checked between segments of a scan.
-func ctxDone(ctx context.Context) error { return ctx.Err() }

@@ -44,8 +44,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // torn write at a crash, or a damaged file.
 var errDamaged = errors.New("damaged record")
 
-// frame appends a record of typ with payload (which starts at
-// buf[start+frameHeader:], written by the caller) and fills its header.
+// sealFrame fills the header of the record of typ at buf[start:], whose
+// payload runs from buf[start+frameHeader:] to the end of buf.
 func sealFrame(buf []byte, start int, typ byte) {
 	payload := buf[start+frameHeader:]
 	binary.LittleEndian.PutUint32(buf[start:], uint32(len(payload)))
