@@ -19,7 +19,8 @@
 # context switches per probe (all threads, /proc/PID/task/*/status), the
 # send-schedule lateness p50/p99/max of every probe stored, and the store's
 # bytes per probe row (the probes table and its index from sqlite's dbstat,
-# and the whole database file). Bars: < 2 % of one core, < 64 MB RSS,
+# and the whole database file; for a journal, the monitor build's store,
+# its raw segments, read by bench/storestat). Bars: < 2 % of one core, < 64 MB RSS,
 # flat; lateness p99 < 1 ms on an idle machine; < 50 bytes per probe row.
 # The machine's load average is printed beside: lateness is honest, not
 # idle, when other work shares the cores.
@@ -51,7 +52,6 @@ if [ -z "${BENCH_PEERS:-}" ]; then
 	BENCH_PEERS=0
 	command -v "$IRTT" >/dev/null && command -v "$SMOKEPING" >/dev/null && [ "$(id -u)" = 0 ] && BENCH_PEERS=1
 fi
-command -v sqlite3 >/dev/null || { echo "bench/monitor_soak.sh needs sqlite3: apt-get install -y sqlite3" >&2; exit 1; }
 case "$SECS$SAMPLE" in *[!0-9]*) echo "BENCH_SECONDS and BENCH_SAMPLE must be whole seconds" >&2; exit 2 ;; esac
 [ "$SECS" -ge $((2 * SAMPLE)) ] && [ "$SAMPLE" -ge 1 ] || { echo "BENCH_SECONDS must be at least 2 × BENCH_SAMPLE" >&2; exit 2; }
 
@@ -70,6 +70,16 @@ if [ -n "$MONITOR" ]; then echo "monitor run: $MONITOR ($(stat -c %s "$MONITOR")
 if [ -z "$SONDE" ]; then
 	$GO build -o "$tmp/sonde" ./cmd/sonde || exit 1
 	SONDE=$tmp/sonde
+fi
+# The monitor build has no SQLite: its store is a journal, read back by
+# bench/storestat; a SQLite store is read by sqlite3.
+STORE_KIND=sqlite
+kind=$("${MONITOR:-$SONDE}" monitor report --store "$tmp/kind.db" 2>&1)
+if [[ $kind == *"has no SQLite"* ]]; then
+	STORE_KIND=journal
+	$GO build -o "$tmp/storestat" ./bench/storestat || exit 1
+else
+	command -v sqlite3 >/dev/null || { echo "bench/monitor_soak.sh needs sqlite3: apt-get install -y sqlite3" >&2; exit 1; }
 fi
 TCK=$(getconf CLK_TCK)
 
@@ -104,6 +114,7 @@ run() {
 	local row=$1 rate=$2
 	shift 2
 	local db=$tmp/$row.db args=()
+	[ "$STORE_KIND" = journal ] && db=journal:$tmp/$row.journal
 	for t in "$@"; do args+=(--target "$t"); done
 	"${MONITOR:-$SONDE}" monitor run "${args[@]}" --probe-interval "$((1000 / rate))ms" --store "$db" --listen "127.0.0.1:${port[8]}" \
 		--name "soak-$row" 2>"$tmp/$row.log" & local pid=$!
@@ -170,17 +181,26 @@ run() {
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
 	kill -TERM "$pid"
 	wait "$pid" 2>/dev/null
-	local probes
-	probes=$(sqlite3 "$db" 'SELECT count(*) FROM probes')
-	local lat
-	lat=$(sqlite3 "$db" "WITH l AS (SELECT lateness_ns v, row_number() OVER (ORDER BY lateness_ns) r, count(*) OVER () n FROM probes WHERE flags & 2 = 0)
-		SELECT printf('%.1f %.1f %.1f', max(CASE WHEN r <= (n+1)/2 THEN v END)/1e3, max(CASE WHEN r <= (n*99+99)/100 THEN v END)/1e3, max(v)/1e3) FROM l")
-	local tblbytes filebytes
-	tblbytes=$(sqlite3 "$db" "SELECT sum(pgsize) FROM dbstat WHERE name = 'probes' OR name LIKE 'sqlite_autoindex_probes%'" 2>/dev/null)
-	filebytes=$(($(stat -c %s "$db") + $(stat -c %s "$db-wal" 2>/dev/null || echo 0)))
-	python3 - "$row" "$rate" "$#" "$c0" "$c" "$tc0" "$now" "$t0" "$TCK" "$s0" "$s" "$probes" "$maxrss" "${tblbytes:-0}" "$filebytes" "$lat" "$load" "${first[*]}" "${last[*]}" "$series" "$SECS" "$marks" "$gomem" "$peerarg" <<'EOF'
+	local probes lat tblbytes filebytes rollups=0 longbytes=0
+	if [ "$STORE_KIND" = journal ]; then
+		local jstat
+		jstat=$("$tmp/storestat" "$db") || return 1
+		read -r probes rollups lat <<<"$jstat"
+		# The raw segments (probes and counters), the long-lived ones
+		# (rollups, events, restarts), and the whole journal.
+		tblbytes=$(cat "$tmp/$row.journal"/raw-*.seg | wc -c)
+		longbytes=$(cat "$tmp/$row.journal"/long-*.seg | wc -c)
+		filebytes=$(cat "$tmp/$row.journal"/* | wc -c)
+	else
+		probes=$(sqlite3 "$db" 'SELECT count(*) FROM probes')
+		lat=$(sqlite3 "$db" "WITH l AS (SELECT lateness_ns v, row_number() OVER (ORDER BY lateness_ns) r, count(*) OVER () n FROM probes WHERE flags & 2 = 0)
+			SELECT printf('%.1f %.1f %.1f', max(CASE WHEN r <= (n+1)/2 THEN v END)/1e3, max(CASE WHEN r <= (n*99+99)/100 THEN v END)/1e3, max(v)/1e3) FROM l")
+		tblbytes=$(sqlite3 "$db" "SELECT sum(pgsize) FROM dbstat WHERE name = 'probes' OR name LIKE 'sqlite_autoindex_probes%'" 2>/dev/null)
+		filebytes=$(($(stat -c %s "$db") + $(stat -c %s "$db-wal" 2>/dev/null || echo 0)))
+	fi
+	python3 - "$row" "$rate" "$#" "$c0" "$c" "$tc0" "$now" "$t0" "$TCK" "$s0" "$s" "$probes" "$maxrss" "${tblbytes:-0}" "$filebytes" "$lat" "$load" "${first[*]}" "${last[*]}" "$series" "$SECS" "$marks" "$gomem" "$peerarg" "$STORE_KIND" "$rollups" "$longbytes" <<'EOF'
 import sys
-(row, rate, ntg, c0, c, tc0, now, t0, tck, s0, s, probes, maxrss, tbl, fileb, lat, load, first, last, series, secs, marks, gomem, peerarg) = sys.argv[1:]
+(row, rate, ntg, c0, c, tc0, now, t0, tck, s0, s, probes, maxrss, tbl, fileb, lat, load, first, last, series, secs, marks, gomem, peerarg, kind, rollups, longb) = sys.argv[1:]
 tck = float(tck); el = float(now) - float(tc0)
 cpu = (float(c) - float(c0)) / tck / el * 100
 sent = float(ntg) * float(rate) * el
@@ -211,7 +231,11 @@ for p in peerarg.split():
     pcpu = (float(pc1) - float(pc0)) / tck / el * 100
     pbig = max(pms, key=lambda m: m[1] + m[2])
     print(f"  beside it, {name}: CPU {pcpu:.2f} % of one core; RSS (MB) at: " + ", ".join(f"{m[0]/60:.0f} min {(m[1]+m[2])/1024:.1f} (anon {m[1]/1024:.1f}, file {m[2]/1024:.1f})" for m in ppick if not (m[0] in pseen or pseen.add(m[0]))) + f"; max {(pbig[1]+pbig[2])/1024:.1f}")
-if probes:
+if probes and kind == "journal":
+    print(f"  store (journal): {int(tbl)/probes:.1f} bytes per probe row (raw segments, counters included; bar < 50), {int(fileb)/probes:.1f} bytes per probe row for the whole journal ({int(fileb)} bytes)")
+    if int(rollups):
+        print(f"  store (journal): {int(longb)/int(rollups):.0f} bytes per rollup ({rollups} stream-minutes; long segments, events and restarts included)")
+elif probes:
     print(f"  store: {int(tbl)/probes:.1f} bytes per probe row (probes table + key, dbstat; bar < 50), {int(fileb)/probes:.1f} bytes per probe row for the whole file ({int(fileb)} bytes)")
 EOF
 }

@@ -51,7 +51,9 @@ An unreachable target is not an error: probing goes on and records the
 loss. A bad setting exits 2 before anything is written; a failure at
 start (the store unreachable or of a newer schema, a sonde server that
 cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as root, else
-./sonde-monitor.db. --config FILE takes the same settings as JSON
+./sonde-monitor.db; in the monitor build (no SQLite) to the journal
+journal:/var/lib/sonde/journal as root, else journal:sonde-monitor.journal.
+--config FILE takes the same settings as JSON
 (contrib/monitor.sample.json); flags override it.`,
 		Example: `  sonde monitor run --target sonde.example.net:8080 --interface eth0 --up-link-rate 20M --down-link-rate 100M
   sonde monitor run --target stamp://192.0.2.1 --target stamp://198.51.100.7:862 --icmp --dscp ef,be
@@ -102,7 +104,7 @@ cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as r
 	f.StringVar(&cfg.Down, "down-link-rate", "", "downlink capacity `RATE` of --interface or --counters in bit/s, e.g. 100M (default: learnt)")
 	deprecatedAlias(f, "up", "up-link-rate")
 	deprecatedAlias(f, "down", "down-link-rate")
-	f.StringVar(&cfg.Store, "store", "", "`URL` of the store: a SQLite path or postgres://… (default /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db)")
+	f.StringVar(&cfg.Store, "store", "", "`URL` of the store: a SQLite path, journal:DIR or postgres://… (default /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db; the monitor build: journal:/var/lib/sonde/journal, else journal:sonde-monitor.journal)")
 	f.StringVar(&keepRaw, "keep-raw", "30d", "keep raw probes and counters this long (forever: never delete)")
 	f.StringVar(&keepRoll, "keep-rollups", "5y", "keep per-minute rollups this long (events are kept forever)")
 	f.StringVar(&cfg.Listen, "listen", monitor.DefaultListen, "`ADDR` of /metrics, /status and /healthz (off: none)")

@@ -248,7 +248,7 @@ type storeRange struct {
 // ("report", "replay").
 func (r *storeRange) register(cmd *cobra.Command, verb, defSince string) {
 	f := cmd.Flags()
-	f.StringVar(&r.url, "store", "", "`URL` of the monitor's store: a SQLite path, sqlite:PATH or postgres://… (default: where monitor run writes, /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db)")
+	f.StringVar(&r.url, "store", "", "`URL` of the monitor's store: a SQLite path, sqlite:PATH, journal:DIR or postgres://… (default: where monitor run writes, /var/lib/sonde/monitor.db as root, else ./sonde-monitor.db; the monitor build: journal:/var/lib/sonde/journal, else journal:sonde-monitor.journal)")
 	f.StringVar(&r.name, "name", "", "the `MONITOR` (default: the store's only monitor)")
 	r.registerRange(cmd, verb, defSince)
 }

@@ -24,6 +24,9 @@ pkg=$tmp/pkg
 install -d "$pkg/DEBIAN" "$pkg/usr/bin" "$pkg/usr/share/man/man1" "$pkg/lib/systemd/system" "$pkg/etc/default" "$pkg/etc/sonde" "$pkg/usr/share/doc/$name"
 install -m 0755 "$bin" "$pkg/usr/bin/sonde"
 install -m 0644 "$here/sonde-monitor.service" "$pkg/lib/systemd/system/"
+# The monitor-only build has no SQLite: its store is a journal directory.
+journal='s#/var/lib/sonde/monitor\.db#journal:/var/lib/sonde/journal#'
+[ "$flavour" = monitor ] && sed -i "$journal" "$pkg/lib/systemd/system/sonde-monitor.service"
 if [ "$flavour" = full ]; then
 	install -m 0644 "$here/sonde.service" "$pkg/lib/systemd/system/"
 	install -m 0644 "$here/sonde.default" "$pkg/etc/default/sonde"
@@ -31,6 +34,7 @@ else
 	rmdir "$pkg/etc/default"
 fi
 install -m 0644 "$root/contrib/monitor.sample.json" "$pkg/etc/sonde/monitor.json"
+[ "$flavour" = monitor ] && sed -i "$journal" "$pkg/etc/sonde/monitor.json"
 install -m 0644 "$here/copyright" "$pkg/usr/share/doc/$name/copyright"
 docs="README.md docs/monitor.md docs/cli.md docs/fleet.md docs/store.md"
 [ "$flavour" = monitor ] && docs="README.md docs/monitor.md"

@@ -167,9 +167,16 @@ func LoadConfig(path string) (Config, error) {
 
 // DefaultStore is where the store goes when --store is not given: the
 // state directory systemd gives the unit (/var/lib/sonde) when running as
-// root, else a file in the working directory.
+// root, else the working directory; a SQLite file, or a journal in the
+// monitor build (which has no SQLite).
 func DefaultStore() string {
-	if os.Geteuid() == 0 {
+	root := os.Geteuid() == 0
+	switch {
+	case !store.HaveSQLite && root:
+		return "journal:/var/lib/sonde/journal"
+	case !store.HaveSQLite:
+		return "journal:sonde-monitor.journal"
+	case root:
 		return "/var/lib/sonde/monitor.db"
 	}
 	return "sonde-monitor.db"

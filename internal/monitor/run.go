@@ -57,9 +57,9 @@ func (c *Config) Override(flags Config, given func(flag string) bool) {
 // ConfigError.
 func Run(ctx context.Context, plan *Plan, logw io.Writer, version string) error {
 	loc, _ := store.ParseURL(plan.Store)
-	if loc.Backend == store.SQLite && loc.Path != store.Memory && os.Geteuid() == 0 && plan.Store == DefaultStore() {
+	if (loc.Backend == store.Journal || loc.Backend == store.SQLite && loc.Path != store.Memory) && os.Geteuid() == 0 && plan.Store == DefaultStore() {
 		// The default state directory (systemd's StateDirectory makes it too).
-		if err := os.MkdirAll(filepath.Dir(loc.Path), 0o750); err != nil {
+		if err := os.MkdirAll(filepath.Dir(filepath.Clean(loc.Path)), 0o750); err != nil {
 			return configErr(fmt.Errorf("--store: %w", err))
 		}
 	}

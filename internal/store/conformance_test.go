@@ -20,20 +20,36 @@ import (
 type backend struct {
 	name  string
 	start func(t *testing.T) (fresh func(t *testing.T) string)
+	// rowsOnly: a monitor's rows and shipping only (the journal): the
+	// cases of results, fleets and schemas skip.
+	rowsOnly bool
 }
 
 // backends are the engines every conformance case runs against. The
 // PostgreSQL server starts once per backend run, in the backend's subtest
 // (it skips there, outside CI, when PostgreSQL is not installed).
 var backends = []backend{
-	{"sqlite", func(*testing.T) func(t *testing.T) string {
+	{"sqlite", func(t *testing.T) func(t *testing.T) string {
+		if !HaveSQLite {
+			t.Skip("this build has no SQLite (tag monitoronly)")
+		}
 		return func(t *testing.T) string { return filepath.Join(t.TempDir(), "store.db") }
-	}},
+	}, false},
 	{"postgres", func(t *testing.T) func(t *testing.T) string {
 		skipWithoutPostgres(t)
 		pg := pgtest.Start(t)
 		return pg.NewDatabase
-	}},
+	}, false},
+	{"journal", func(*testing.T) func(t *testing.T) string {
+		return func(t *testing.T) string { return "journal:" + filepath.Join(t.TempDir(), "journal") }
+	}, true},
+}
+
+// skipRowsOnly skips a case the journal has no part in.
+func skipRowsOnly(t *testing.T, b backend, why string) {
+	if b.rowsOnly {
+		t.Skipf("the %s store keeps a monitor's rows only: no %s", b.name, why)
+	}
 }
 
 // skipWithoutPostgres skips in the monitor-only build (tag monitoronly),
@@ -50,26 +66,32 @@ func TestConformance(t *testing.T) {
 	cases := []struct {
 		name string
 		run  func(t *testing.T, url string)
+		sql  string // what the case needs of a SQL store ("": rows only)
 	}{
-		{"results", testResults},
-		{"result-bounds", testResultBounds},
-		{"result-kinds", testResultKinds},
-		{"bad-ids", testBadIDs},
-		{"monitor-identity", testIdentity},
-		{"monitor-rows", testMonitorRows},
-		{"batch-atomic-and-bounded", testBatchAtomic},
-		{"late-replaces-lost", testLateReplacesLost},
-		{"lateness-past-32-bits", testLatenessWide},
-		{"retention", testRetention},
-		{"capacities", testCapacities},
-		{"newer-schema", testNewerSchema},
-		{"migrate-twice", testMigrateTwice},
+		{"results", testResults, "results"},
+		{"result-bounds", testResultBounds, "results"},
+		{"result-kinds", testResultKinds, "results"},
+		{"bad-ids", testBadIDs, "results"},
+		{"monitor-identity", testIdentity, ""},
+		{"monitor-rows", testMonitorRows, ""},
+		{"batch-atomic-and-bounded", testBatchAtomic, ""},
+		{"late-replaces-lost", testLateReplacesLost, ""},
+		{"lateness-past-32-bits", testLatenessWide, ""},
+		{"retention", testRetention, ""},
+		{"capacities", testCapacities, ""},
+		{"newer-schema", testNewerSchema, "schema"},
+		{"migrate-twice", testMigrateTwice, "schema"},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			fresh := b.start(t)
 			for _, c := range cases {
-				t.Run(c.name, func(t *testing.T) { c.run(t, fresh(t)) })
+				t.Run(c.name, func(t *testing.T) {
+					if c.sql != "" {
+						skipRowsOnly(t, b, c.sql)
+					}
+					c.run(t, fresh(t))
+				})
 			}
 		})
 	}

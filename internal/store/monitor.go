@@ -45,16 +45,8 @@ func checkName(what, s string) error {
 }
 
 func (s *sqlStore) Monitor(ctx context.Context, id Identity) (int64, error) {
-	if err := checkName("monitor name", id.Name); err != nil {
+	if err := checkIdentity(id); err != nil {
 		return 0, err
-	}
-	if len(id.Labels) > MaxLabels {
-		return 0, fmt.Errorf("%w: %d labels, the limit is %d", ErrBadInput, len(id.Labels), MaxLabels)
-	}
-	for k, v := range id.Labels {
-		if k == "" || len(k) > MaxLabelLen || len(v) > MaxLabelLen || !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return 0, fmt.Errorf("%w: label %.40q: keys 1–%d bytes, values up to %d, UTF-8", ErrBadInput, k, MaxLabelLen, MaxLabelLen)
-		}
 	}
 	labels, err := json.Marshal(id.Labels)
 	if err != nil {
@@ -71,20 +63,28 @@ func (s *sqlStore) Monitor(ctx context.Context, id Identity) (int64, error) {
 	return mid, nil
 }
 
-func (s *sqlStore) Streams(ctx context.Context, monitor int64, streams []model.MonitorStream) ([]int32, error) {
+// checkStreams bounds a monitor's streams (every backend).
+func checkStreams(streams []model.MonitorStream) error {
 	if len(streams) > MaxStreams {
-		return nil, fmt.Errorf("%w: %d streams, the limit is %d", ErrBadInput, len(streams), MaxStreams)
+		return fmt.Errorf("%w: %d streams, the limit is %d", ErrBadInput, len(streams), MaxStreams)
 	}
 	for _, st := range streams {
 		if err := checkName("stream name", st.Name); err != nil {
-			return nil, err
+			return err
 		}
 		if err := checkName("stream target", st.Target); err != nil {
-			return nil, err
+			return err
 		}
 		if err := checkName("stream kind", string(st.Kind)); err != nil {
-			return nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+func (s *sqlStore) Streams(ctx context.Context, monitor int64, streams []model.MonitorStream) ([]int32, error) {
+	if err := checkStreams(streams); err != nil {
+		return nil, err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

@@ -427,18 +427,7 @@ func BenchmarkRollupRowBytes(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				ctx := context.Background()
-				st, err := Open(ctx, filepath.Join(b.TempDir(), "size.db"), Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				mid, _ := st.Monitor(ctx, Identity{Name: "bench"})
-				var ss []model.MonitorStream
-				for i := range streams {
-					ss = append(ss, model.MonitorStream{Target: fmt.Sprintf("198.18.0.%d:862", i+2), Kind: model.ProbeSTAMP, Name: fmt.Sprint(i)})
-				}
-				if _, err := st.Streams(ctx, mid, ss); err != nil {
-					b.Fatal(err)
-				}
+				st, mid := benchStore(b, filepath.Join(b.TempDir(), "size.db"), Options{}, streams)
 				b.StartTimer()
 				start := time.Now()
 				batch := &Batch{Rollups: make([]Rollup, perBatch)}

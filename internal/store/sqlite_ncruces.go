@@ -1,4 +1,4 @@
-//go:build mips || mipsle || mips64 || mips64le || sqlite_ncruces
+//go:build (mips || mipsle || mips64 || mips64le || sqlite_ncruces) && !monitoronly
 
 package store
 
@@ -12,3 +12,6 @@ import _ "github.com/ncruces/go-sqlite3/driver" // registers the "sqlite3" drive
 // on both drivers (`go test -tags sqlite_ncruces ./internal/store/`). It
 // reads the same DSN (sqliteDSN) and runs the same migrations.
 const sqliteDriver = "sqlite3"
+
+// HaveSQLite: this build opens SQLite stores.
+const HaveSQLite = true

@@ -183,6 +183,8 @@ type Options struct {
 	// per tree, a report scanning months wants the default. Ignored by
 	// PostgreSQL.
 	CacheKiB int
+	// Journal bounds a journal store's segments (journal.go).
+	Journal JournalLimits
 }
 
 // MaxCacheKiB bounds Options.CacheKiB (1 GiB).
@@ -207,6 +209,10 @@ func OpenExisting(ctx context.Context, loc Location) (Store, error) {
 			return nil, fmt.Errorf("store %s: %w", loc, errors.Unwrap(err))
 		}
 	}
+	if loc.Backend == Journal {
+		// Read only: a report beside the running daemon repairs nothing.
+		return openJournal(loc, JournalLimits{}, true)
+	}
 	return OpenLocation(ctx, loc, Options{})
 }
 
@@ -214,6 +220,9 @@ func OpenExisting(ctx context.Context, loc Location) (Store, error) {
 func OpenLocation(ctx context.Context, loc Location, opt Options) (Store, error) {
 	if opt.CacheKiB < 0 || opt.CacheKiB > MaxCacheKiB {
 		return nil, fmt.Errorf("store: page cache of %d KiB: want 0 (the default) to %d", opt.CacheKiB, MaxCacheKiB)
+	}
+	if loc.Backend == Journal {
+		return openJournal(loc, opt.Journal, false)
 	}
 	db, err := openDB(loc, opt.CacheKiB)
 	if err != nil {
@@ -236,6 +245,9 @@ func Migrate(ctx context.Context, rawURL string) (int64, error) {
 	loc, err := ParseURL(rawURL)
 	if err != nil {
 		return 0, err
+	}
+	if loc.Backend == Journal {
+		return 0, fmt.Errorf("store: %s: a journal has no schema to migrate", loc)
 	}
 	db, err := openDB(loc, 0)
 	if err != nil {

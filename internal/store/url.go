@@ -25,15 +25,19 @@ const maxURLLen = 4096
 // Location is a parsed store URL.
 type Location struct {
 	Backend Backend
-	// Path is the SQLite file (or Memory); DSN the PostgreSQL URL.
+	// Path is the SQLite file (or Memory) or the journal's directory;
+	// DSN the PostgreSQL URL.
 	Path string
 	DSN  string
 }
 
 // String is the location for messages, without a password.
 func (l Location) String() string {
-	if l.Backend == SQLite {
+	switch l.Backend {
+	case SQLite:
 		return l.Path
+	case Journal:
+		return "journal:" + l.Path
 	}
 	u, err := url.Parse(l.DSN)
 	if err != nil {
@@ -43,8 +47,8 @@ func (l Location) String() string {
 }
 
 // ParseURL parses a store URL: a PostgreSQL URL (postgres:// or
-// postgresql://), a SQLite file as "sqlite:PATH" or a bare path, or
-// Memory. It checks the form only; Open checks that the place exists.
+// postgresql://), a SQLite file as "sqlite:PATH" or a bare path,
+// Memory, or a journal directory as "journal:DIR" (journal.go). It checks the form only; Open checks that the place exists.
 func ParseURL(s string) (Location, error) {
 	switch {
 	case s == "":
@@ -55,7 +59,7 @@ func ParseURL(s string) (Location, error) {
 		return Location{}, errors.New("store: store URL contains a NUL byte")
 	}
 	scheme, rest, hasScheme := strings.Cut(s, ":")
-	if hasScheme && (strings.HasPrefix(rest, "//") || strings.EqualFold(scheme, "sqlite")) {
+	if hasScheme && (strings.HasPrefix(rest, "//") || strings.EqualFold(scheme, "sqlite") || strings.EqualFold(scheme, "journal")) {
 		switch strings.ToLower(scheme) {
 		case "postgres", "postgresql":
 			if err := checkPostgresURL(s); err != nil {
@@ -64,8 +68,14 @@ func ParseURL(s string) (Location, error) {
 			return Location{Backend: Postgres, DSN: s}, nil
 		case "sqlite":
 			return sqliteLocation(strings.TrimPrefix(rest, "//"))
+		case "journal":
+			dir := strings.TrimPrefix(rest, "//")
+			if dir == "" {
+				return Location{}, errors.New("store: empty journal directory")
+			}
+			return Location{Backend: Journal, Path: dir}, nil
 		default:
-			return Location{}, fmt.Errorf("store: unknown store URL scheme %q (want postgres://, sqlite:PATH or a file path)", scheme)
+			return Location{}, fmt.Errorf("store: unknown store URL scheme %q (want postgres://, sqlite:PATH, journal:DIR or a file path)", scheme)
 		}
 	}
 	return sqliteLocation(s)
@@ -73,6 +83,8 @@ func ParseURL(s string) (Location, error) {
 
 func sqliteLocation(path string) (Location, error) {
 	switch {
+	case !HaveSQLite:
+		return Location{}, fmt.Errorf("store: %q is a SQLite store, and this sonde (the monitor build) has no SQLite: give journal:DIR, or use the full sonde", path)
 	case path == "":
 		return Location{}, errors.New("store: empty SQLite path")
 	case path == Memory:

@@ -2,8 +2,8 @@
 
 // Package smallbox runs the monitor-only build (make monitor-release, tag
 // monitoronly) for the boxes it is made for, linux/arm64, linux/arm
-// (ARMv7) and linux/mipsle (GOMIPS=softfloat: OpenWrt's MT7621 routers,
-// whose store is SQLite through github.com/ncruces/go-sqlite3), under
+// (ARMv7) and linux/mipsle (GOMIPS=softfloat: OpenWrt's MT7621 routers),
+// whose store is a journal (internal/store, journal.go: no SQLite), under
 // Debian's qemu-user-static on this machine, against a
 // `sonde serve` on loopback, and checks the rows each stores
 // (docs/monitor.md, "Where to run it").
@@ -65,10 +65,10 @@ func TestMonitorBuildUnderQEMU(t *testing.T) {
 			if out, err := build.CombinedOutput(); err != nil {
 				t.Fatalf("build: %v\n%s", err, out)
 			}
-			// The issue's bar for the boards (not mips, whose SQLite is larger).
+			// The issue's bar for the boards, mips included (no SQLite).
 			if fi, err := os.Stat(bin); err == nil {
 				t.Logf("%s: %d bytes stripped", filepath.Base(bin), fi.Size())
-				if c.arch != "mipsle" && fi.Size() >= 12e6 {
+				if fi.Size() >= 12e6 {
 					t.Errorf("%s: %d bytes stripped, the bar is 12 MB (docs/monitor.md, \"Where to run it\")", filepath.Base(bin), fi.Size())
 				}
 			}
@@ -76,7 +76,8 @@ func TestMonitorBuildUnderQEMU(t *testing.T) {
 			if out, err := exec.Command(emu, bin, "serve").CombinedOutput(); err == nil {
 				t.Errorf("the monitor build runs serve:\n%s", out)
 			}
-			db := filepath.Join(dir, "m.db")
+			jdir := filepath.Join(dir, "journal")
+			db := "journal:" + jdir
 			name := "qemu-" + c.arch
 			from := time.Now()
 			mon := start(t, emu, bin, "monitor", "run", "--target", addr, "--probe-interval", "100ms", "--store", db, "--listen", "off", "--name", name)
@@ -96,15 +97,30 @@ func TestMonitorBuildUnderQEMU(t *testing.T) {
 					t.Errorf("%v: %v, want exit 2 naming the monitor-only build:\n%s", args[:2], err, out)
 				}
 			}
+			// No SQLite in this build: a SQLite store is one line, exit 2.
+			out, err := exec.Command(emu, bin, "monitor", "run", "--target", addr, "--store", filepath.Join(dir, "m.db")).CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "full sonde") || strings.Count(string(out), "\n") != 1 {
+				t.Errorf("a SQLite store in the monitor build: %v, want one line and exit 2 naming the full sonde:\n%s", err, out)
+			}
+			// The build's own report reads its journal.
+			if out, err := exec.Command(emu, bin, "monitor", "report", "--store", db, "--since", "1h").CombinedOutput(); err != nil || !strings.Contains(string(out), name) {
+				t.Errorf("monitor report of the journal: %v\n%s", err, out)
+			}
 
-			st, err := store.Open(context.Background(), db, store.Options{})
+			// Read as a report does: the journal is there, opened read-only.
+			st, err := store.OpenExisting(context.Background(), store.Location{Backend: store.Journal, Path: jdir})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			id, err := st.Monitor(context.Background(), store.Identity{Name: name})
+			ms, err := st.ListMonitors(context.Background())
 			if err != nil {
 				t.Fatal(err)
+			}
+			id, ok := ms[name]
+			if !ok {
+				t.Fatalf("monitor %q not in the journal: %v", name, ms)
 			}
 			var n, answered int
 			err = st.Probes(context.Background(), id, from.UnixNano(), to.UnixNano(), func(p model.ProbeSample) error {

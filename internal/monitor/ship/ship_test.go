@@ -35,8 +35,14 @@ type local struct {
 
 func newLocal(t testing.TB, name string) *local {
 	t.Helper()
+	return newLocalAt(t, name, filepath.Join(t.TempDir(), "monitor.db"))
+}
+
+// newLocalAt is newLocal on the store at url (a journal: the small box's).
+func newLocalAt(t testing.TB, name, url string) *local {
+	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "monitor.db"), store.Options{})
+	st, err := store.Open(ctx, url, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,10 +213,22 @@ func pending(s *Shipper) int64 {
 }
 
 // TestShip: everything local reaches the fleet store, equal; a pass
-// after it ships nothing; the lag is zero when caught up.
+// after it ships nothing; the lag is zero when caught up. The local store
+// is SQLite or a journal (the monitor build's).
 func TestShip(t *testing.T) {
+	for _, local := range []string{"sqlite", "journal"} {
+		t.Run(local, func(t *testing.T) {
+			url := filepath.Join(t.TempDir(), "monitor.db")
+			if local == "journal" {
+				url = "journal:" + filepath.Join(t.TempDir(), "journal")
+			}
+			testShip(t, newLocalAt(t, "home", url))
+		})
+	}
+}
+
+func testShip(t *testing.T, l *local) {
 	f := newFleet(t, "home")
-	l := newLocal(t, "home")
 	l.add(t, 0, 150)
 	s := newShipper(t, l, Config{URL: f.url, Token: f.token, Raw: true, MaxRows: 3000})
 	drain(t, s)
