@@ -52,7 +52,9 @@ loss. A bad setting exits 2 before anything is written; a failure at
 start (the store unreachable or of a newer schema, a sonde server that
 cannot be reached) exits 1. The store defaults to /var/lib/sonde/monitor.db as root, else
 ./sonde-monitor.db; in the monitor build (no SQLite) to the journal
-journal:/var/lib/sonde/journal as root, else journal:sonde-monitor.journal.
+journal:/var/lib/sonde/journal as root, else journal:sonde-monitor.journal;
+a journal's byte budgets are its URL's parameters, journal:DIR?raw=16MiB&long=32MiB
+(the defaults: raw probes and counters, long-lived rollups and events).
 --config FILE takes the same settings as JSON
 (contrib/monitor.sample.json); flags override it.`,
 		Example: `  sonde monitor run --target sonde.example.net:8080 --interface eth0 --up-link-rate 20M --down-link-rate 100M

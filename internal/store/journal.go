@@ -159,17 +159,40 @@ type journal struct {
 	closed    bool
 }
 
+// checkJournalBudget checks one set's byte budget.
+func checkJournalBudget(n int64) error {
+	if n < minJournalBytes || n > maxJournalBytes {
+		return fmt.Errorf("store: journal budget of %d bytes: want %d (256KiB) to %d (1TiB)", n, minJournalBytes, int64(maxJournalBytes))
+	}
+	return nil
+}
+
+// query is the limits as a journal URL's parameters ("" for the defaults).
+func (l JournalLimits) query() string {
+	var q []string
+	if l.RawBytes != 0 {
+		q = append(q, "raw="+strconv.FormatInt(l.RawBytes, 10))
+	}
+	if l.LongBytes != 0 {
+		q = append(q, "long="+strconv.FormatInt(l.LongBytes, 10))
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + strings.Join(q, "&")
+}
+
 // openJournal opens (readOnly: without creating, repairing or writing
 // anything, for a report beside the running daemon) the journal at
 // loc.Path. A torn or damaged record ends its segment: opened to write,
 // the segment is cut there, with a log line.
-func openJournal(loc Location, lim JournalLimits, readOnly bool) (*journal, error) {
-	for _, b := range []*int64{&lim.RawBytes, &lim.LongBytes} {
-		if *b == 0 {
-			continue
-		}
-		if *b < minJournalBytes || *b > maxJournalBytes {
-			return nil, fmt.Errorf("store: journal budget of %d bytes: want %d to %d", *b, minJournalBytes, int64(maxJournalBytes))
+func openJournal(loc Location, readOnly bool) (*journal, error) {
+	lim := loc.Journal
+	for _, b := range []int64{lim.RawBytes, lim.LongBytes} {
+		if b != 0 {
+			if err := checkJournalBudget(b); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if lim.RawBytes == 0 {

@@ -44,7 +44,7 @@ func segments(t *testing.T, dir, set string) []string {
 func TestJournalReopen(t *testing.T) {
 	url := journalURL(t)
 	ctx := context.Background()
-	s, err := Open(ctx, url, Options{Journal: JournalLimits{RawBytes: minJournalBytes, LongBytes: minJournalBytes}})
+	s, err := Open(ctx, url+"?raw=256KiB&long=256KiB", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestJournalReopen(t *testing.T) {
 		t.Errorf("%d raw segments, want several", len(segs))
 	}
 
-	s = open(t, url, Options{Journal: JournalLimits{RawBytes: minJournalBytes, LongBytes: minJournalBytes}})
+	s = open(t, url+"?raw=256KiB&long=256KiB", Options{})
 	ms, _ := s.ListMonitors(ctx)
 	mid = ms["m"]
 	if got, err := s.ListStreams(ctx, mid); err != nil || len(got) != 2 {
@@ -255,7 +255,7 @@ func TestJournalKillChild(t *testing.T) {
 		t.Skip("only run as TestJournalKill's child")
 	}
 	// A small budget: segments roll over while it writes; ship marks move.
-	writeUntilKilled(t, url, Options{Journal: JournalLimits{RawBytes: 4 << 20, LongBytes: minJournalBytes}}, func(s Store, mid int64, n int) error {
+	writeUntilKilled(t, url+"?raw=4MiB&long=256KiB", Options{}, func(s Store, mid int64, n int) error {
 		return s.SetShipMark(context.Background(), "d", mid, TableProbes, int64(n))
 	})
 }
@@ -265,7 +265,7 @@ func TestJournalKillChild(t *testing.T) {
 func TestJournalKill(t *testing.T) {
 	url := journalURL(t)
 	committed := killWriter(t, "TestJournalKillChild", journalCrashEnv, url, 300)
-	s := open(t, url, Options{Journal: JournalLimits{RawBytes: 4 << 20, LongBytes: minJournalBytes}})
+	s := open(t, url+"?raw=4MiB&long=256KiB", Options{})
 	ctx := context.Background()
 	ms, _ := s.ListMonitors(ctx)
 	got := readProbes(t, s, ms["crash"])
@@ -329,8 +329,30 @@ func TestJournalURL(t *testing.T) {
 			t.Errorf("ParseURL(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	if _, err := ParseURL("journal:"); err == nil {
-		t.Error("journal: with no directory parsed")
+	for _, bad := range []string{
+		"journal:", "journal:?raw=1MiB", // no directory
+		"journal:/d?raw=1MiB&raw=2MiB", // twice
+		"journal:/d?cache=1MiB",        // unknown
+		"journal:/d?raw=lots",          // not a size
+		"journal:/d?raw=100KiB",        // under the least budget
+		"journal:/d?long=2TiB",         // over the greatest
+		"journal:/d?raw=%zz",           // bad escape
+	} {
+		if loc, err := ParseURL(bad); err == nil {
+			t.Errorf("ParseURL(%q) = %+v, want an error", bad, loc)
+		}
+	}
+	loc, err := ParseURL("journal:/d?raw=64MiB&long=1GB")
+	want := Location{Backend: Journal, Path: "/d", Journal: JournalLimits{RawBytes: 64 << 20, LongBytes: 1e9}}
+	if err != nil || loc != want {
+		t.Errorf("budgets: %+v, %v; want %+v", loc, err, want)
+	}
+	// String gives back a URL that parses to the same location.
+	for _, l := range []Location{{Backend: Journal, Path: "/x"}, want} {
+		back, err := ParseURL(l.String())
+		if err != nil || back != l {
+			t.Errorf("ParseURL(%q) = %+v, %v; want %+v", l.String(), back, err, l)
+		}
 	}
 	if s := (Location{Backend: Journal, Path: "/x"}).String(); s != "journal:/x" {
 		t.Errorf("String %q", s)
@@ -415,7 +437,7 @@ func BenchmarkJournalProbeBytes(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		dir := filepath.Join(b.TempDir(), "j")
-		st, mid := benchStore(b, "journal:"+dir, Options{Journal: JournalLimits{RawBytes: 1 << 30}}, streams)
+		st, mid := benchStore(b, "journal:"+dir+"?raw=1GiB", Options{}, streams)
 		elapsed := benchWriteProbes(b, st, mid, rows, streams, perBatch)
 		st.Close()
 		var size int64

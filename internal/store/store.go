@@ -183,8 +183,6 @@ type Options struct {
 	// per tree, a report scanning months wants the default. Ignored by
 	// PostgreSQL.
 	CacheKiB int
-	// Journal bounds a journal store's segments (journal.go).
-	Journal JournalLimits
 }
 
 // MaxCacheKiB bounds Options.CacheKiB (1 GiB).
@@ -211,7 +209,7 @@ func OpenExisting(ctx context.Context, loc Location) (Store, error) {
 	}
 	if loc.Backend == Journal {
 		// Read only: a report beside the running daemon repairs nothing.
-		return openJournal(loc, JournalLimits{}, true)
+		return openJournal(loc, true)
 	}
 	return OpenLocation(ctx, loc, Options{})
 }
@@ -222,7 +220,7 @@ func OpenLocation(ctx context.Context, loc Location, opt Options) (Store, error)
 		return nil, fmt.Errorf("store: page cache of %d KiB: want 0 (the default) to %d", opt.CacheKiB, MaxCacheKiB)
 	}
 	if loc.Backend == Journal {
-		return openJournal(loc, opt.Journal, false)
+		return openJournal(loc, false)
 	}
 	db, err := openDB(loc, opt.CacheKiB)
 	if err != nil {

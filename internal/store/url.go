@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/sonde-project/sonde/internal/units"
 )
 
 // Backend names a database engine behind the store.
@@ -29,6 +31,9 @@ type Location struct {
 	// DSN the PostgreSQL URL.
 	Path string
 	DSN  string
+	// Journal is a journal's byte budgets, from its URL's parameters
+	// (zero: the defaults).
+	Journal JournalLimits
 }
 
 // String is the location for messages, without a password.
@@ -37,7 +42,11 @@ func (l Location) String() string {
 	case SQLite:
 		return l.Path
 	case Journal:
-		return "journal:" + l.Path
+		prefix := "journal:"
+		if strings.HasPrefix(l.Path, "//") {
+			prefix = "journal://" // which ParseURL strips
+		}
+		return prefix + l.Path + l.Journal.query()
 	}
 	u, err := url.Parse(l.DSN)
 	if err != nil {
@@ -69,16 +78,53 @@ func ParseURL(s string) (Location, error) {
 		case "sqlite":
 			return sqliteLocation(strings.TrimPrefix(rest, "//"))
 		case "journal":
-			dir := strings.TrimPrefix(rest, "//")
-			if dir == "" {
-				return Location{}, errors.New("store: empty journal directory")
-			}
-			return Location{Backend: Journal, Path: dir}, nil
+			return journalLocation(strings.TrimPrefix(rest, "//"))
 		default:
 			return Location{}, fmt.Errorf("store: unknown store URL scheme %q (want postgres://, sqlite:PATH, journal:DIR or a file path)", scheme)
 		}
 	}
 	return sqliteLocation(s)
+}
+
+// journalLocation parses "DIR" or "DIR?raw=SIZE&long=SIZE": the
+// directory and the byte budgets of its two sets (units.ParseBytes sizes;
+// a budget is checked against its range when the journal opens).
+func journalLocation(s string) (Location, error) {
+	dir, query, _ := strings.Cut(s, "?")
+	if dir == "" {
+		return Location{}, errors.New("store: empty journal directory")
+	}
+	loc := Location{Backend: Journal, Path: dir}
+	if query == "" {
+		return loc, nil
+	}
+	vals, err := url.ParseQuery(query)
+	if err != nil {
+		return Location{}, fmt.Errorf("store: journal parameters %q: %s", query, oneLine(err))
+	}
+	for key, vs := range vals {
+		var to *int64
+		switch key {
+		case "raw":
+			to = &loc.Journal.RawBytes
+		case "long":
+			to = &loc.Journal.LongBytes
+		default:
+			return Location{}, fmt.Errorf("store: unknown journal parameter %q (want raw=SIZE, long=SIZE)", key)
+		}
+		if len(vs) != 1 {
+			return Location{}, fmt.Errorf("store: journal parameter %q given %d times", key, len(vs))
+		}
+		n, err := units.ParseBytes(vs[0])
+		if err != nil {
+			return Location{}, fmt.Errorf("store: journal parameter %s: %s", key, oneLine(err))
+		}
+		if err := checkJournalBudget(n); err != nil {
+			return Location{}, err
+		}
+		*to = n
+	}
+	return loc, nil
 }
 
 func sqliteLocation(path string) (Location, error) {

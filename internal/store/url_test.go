@@ -53,7 +53,8 @@ func TestParseURL(t *testing.T) {
 // and a parsed location is of a known backend and never shows a password.
 func FuzzParseURL(f *testing.F) {
 	for _, s := range []string{"results.db", ":memory:", "sqlite:/x.db", "postgres://u:p@h:5432/d?sslmode=disable",
-		"postgresql:///d?host=/tmp", "mysql://x", "", "m.db#x", "postgres://h:99999/d", "postgres://[::1]:5/d"} {
+		"postgresql:///d?host=/tmp", "mysql://x", "", "m.db#x", "postgres://h:99999/d", "postgres://[::1]:5/d",
+		"journal:/j", "journal:///j?raw=1MiB&long=2GB", "journal:////j", "journal:j?raw=1&raw=2"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -74,6 +75,15 @@ func FuzzParseURL(f *testing.F) {
 				t.Fatalf("ParseURL(%q): DSN %q", s, loc.DSN)
 			}
 			_ = loc.String()
+		case Journal:
+			// The directory ends at the parameters; the location's
+			// URL parses back to it.
+			if loc.Path == "" || strings.Contains(loc.Path, "?") {
+				t.Fatalf("ParseURL(%q): journal directory %q", s, loc.Path)
+			}
+			if back, err := ParseURL(loc.String()); err != nil || back != loc {
+				t.Fatalf("ParseURL(%q) = %+v; its String %q parses to %+v, %v", s, loc, loc.String(), back, err)
+			}
 		default:
 			t.Fatalf("ParseURL(%q): backend %q", s, loc.Backend)
 		}
