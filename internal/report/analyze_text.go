@@ -88,7 +88,8 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
 		if err == nil {
 			err = r.EachTCP(func(c *model.TCPConn) error {
 				if c.HTTP != nil {
-					httpConns = append(httpConns, c)
+					k := *c // c is not kept (EachTCP); what writeHTTPText reads is
+					httpConns = append(httpConns, &k)
 				}
 				tcpTextRows(c, &rc, func(rc *rowCells) { line, err = tb.writeCells(w, line, rc) })
 				return err

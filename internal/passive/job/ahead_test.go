@@ -12,6 +12,8 @@ import (
 	"github.com/sonde-project/sonde/internal/pcap/pcaptest"
 )
 
+func copyInt(dst, src *int) { *dst = *src }
+
 // TestEachAhead: the records come in order, all of them; the consumer's
 // first error stops the reading and is returned; the reader's error is
 // returned after the records before it.
@@ -19,11 +21,12 @@ func TestEachAhead(t *testing.T) {
 	const n = 10*aheadChunk + 3
 	each := func(failAt int) func(func(*int) error) error {
 		return func(fn func(*int) error) error {
+			var v int
 			for i := range n {
 				if i == failAt {
 					return errors.New("read failed")
 				}
-				v := i
+				v = i // one value, reused: eachAhead copies it
 				if err := fn(&v); err != nil {
 					return err
 				}
@@ -32,7 +35,7 @@ func TestEachAhead(t *testing.T) {
 		}
 	}
 	var got []int
-	if err := eachAhead(each(-1), func(v *int) error { got = append(got, *v); return nil }); err != nil || len(got) != n {
+	if err := eachAhead(each(-1), copyInt, func(v *int) error { got = append(got, *v); return nil }); err != nil || len(got) != n {
 		t.Fatalf("%d records, %v; want %d", len(got), err, n)
 	}
 	for i, v := range got {
@@ -42,7 +45,7 @@ func TestEachAhead(t *testing.T) {
 	}
 	stopAt := errors.New("stop")
 	seen := 0
-	err := eachAhead(each(-1), func(v *int) error {
+	err := eachAhead(each(-1), copyInt, func(v *int) error {
 		seen++
 		if *v == 700 {
 			return stopAt
@@ -53,7 +56,7 @@ func TestEachAhead(t *testing.T) {
 		t.Errorf("stopped: %v after %d records, want %v after 701", err, seen, stopAt)
 	}
 	seen = 0
-	err = eachAhead(each(600), func(*int) error { seen++; return nil })
+	err = eachAhead(each(600), copyInt, func(*int) error { seen++; return nil })
 	if err == nil || err.Error() != "read failed" || seen != 600 {
 		t.Errorf("read error: %v after %d records, want it after 600", err, seen)
 	}
