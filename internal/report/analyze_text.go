@@ -79,11 +79,11 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
 		var tb table
 		head := []string{"A > B", "dir", "pkts", "data bytes", "goodput Mbit/s", "retrans", "ooo", "dupack", "zwnd", "TS side", "SEQ/ACK side", "TS full"}
 		tb.measure(head...)
-		var rc rowCells
 		_ = r.EachTCP(func(c *model.TCPConn) error {
-			tcpTextRows(c, &rc, tb.measureCells)
+			tb.measureTCP(c)
 			return nil
 		})
+		var rc rowCells
 		line, err := tb.writeRow(w, nil, head)
 		if err == nil {
 			err = r.EachTCP(func(c *model.TCPConn) error {

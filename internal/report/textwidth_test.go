@@ -1,0 +1,79 @@
+package report
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/sonde-project/sonde/internal/model"
+)
+
+// TestTextWidths: the widths computed without formatting are those of
+// the formatted cells, at the edges where a digit is gained (9.995 and
+// its neighbours), for negative values, -0, NaN, infinities and large
+// values, and for random records' whole rows.
+func TestTextWidths(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 0.004, 0.005, 0.0049999, -0.001, 0.125, 1, 9.99, 9.994999, 9.995, 9.995000001,
+		99.995, 999.995, 1e11 - 0.005, 1e12 - 0.005, 1e12, 1e15, 1e300, -1e300, math.NaN(), math.Inf(1), math.Inf(-1),
+		math.MaxFloat64, math.SmallestNonzeroFloat64, -9.995, -99.9951}
+	for p := 10.0; p <= 1e13; p *= 10 {
+		e := p - 0.005
+		for _, v := range []float64{e, math.Nextafter(e, 0), math.Nextafter(e, 2*p), math.Nextafter(math.Nextafter(e, 0), 0), e - 1e-6, e + 1e-6, e - 1e-5, e + 1e-5} {
+			vals = append(vals, v, -v)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		vals = append(vals, r.Float64()*math.Pow(10, float64(r.IntN(16)-3)), r.NormFloat64()*1e4, math.Float64frombits(r.Uint64()))
+	}
+	for _, v := range vals {
+		if got, want := fixed2Width(v), len(strconv.FormatFloat(v, 'f', 2, 64)); got != want {
+			t.Fatalf("fixed2Width(%v) = %d, want %d (%s)", v, got, want, strconv.FormatFloat(v, 'f', 2, 64))
+		}
+	}
+	for _, v := range []int64{0, 1, 9, 10, -1, -10, 99, 100, math.MaxInt64, math.MinInt64, -math.MaxInt64, int64(r.Uint64()), int64(r.Uint64())} {
+		if got, want := intWidth(v), len(strconv.FormatInt(v, 10)); got != want {
+			t.Fatalf("intWidth(%d) = %d, want %d", v, got, want)
+		}
+	}
+	f := func() float64 {
+		switch r.IntN(4) {
+		case 0:
+			return vals[r.IntN(len(vals))]
+		case 1:
+			return 0
+		}
+		return r.Float64() * math.Pow(10, float64(r.IntN(8)-2))
+	}
+	u := func() uint64 {
+		if r.IntN(8) == 0 {
+			return r.Uint64()
+		}
+		return uint64(r.IntN(1 << r.IntN(40)))
+	}
+	rtt := func() model.RTTSummary {
+		if r.IntN(4) == 0 {
+			return model.RTTSummary{}
+		}
+		return model.RTTSummary{Samples: int(u() >> 1), MinMs: f(), MedianMs: f(), MaxMs: f()}
+	}
+	dir := func() model.TCPDir {
+		return model.TCPDir{Packets: u(), DataBytes: u(), GoodputBps: f() * 1e6, Retransmissions: u(), OutOfOrder: u(), DupACKs: u(), ZeroWindows: u()}
+	}
+	for i := range 20000 {
+		c := model.TCPConn{A: "10.0.0." + strconv.Itoa(r.IntN(300)) + ":" + strconv.Itoa(r.IntN(70000)), B: "[2001:db8::" + strconv.Itoa(i) + "]:443",
+			AB: dir(), BA: dir(), TSFull: rtt(), TSSideA: rtt(), TSSideB: rtt(), SeqAckSideA: rtt(), SeqAckSideB: rtt()}
+		if r.IntN(3) == 0 {
+			c.A += "é" // runes, not bytes
+		}
+		var got, want table
+		var rc rowCells
+		got.measureTCP(&c)
+		tcpTextRows(&c, &rc, want.measureCells)
+		if !slices.Equal(got.width, want.width) {
+			t.Fatalf("record %+v: widths %v, want %v", c, got.width, want.width)
+		}
+	}
+}
