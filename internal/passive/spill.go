@@ -57,7 +57,8 @@ type recordSpill struct {
 	http   []model.TCPConn // records with HTTP exchanges, for the page loads
 	// extra holds what spilled TCP records point to (spillcodec.go).
 	extra []tcpExtra
-	enc   spillEnc // the encoding buffer, reused
+	enc   spillEnc             // the encoding buffer, reused
+	onTCP func(*model.TCPConn) // Config.OnSpillTCP
 }
 
 // spillRuns is one record kind's runs on disk and the run being filled.
@@ -86,6 +87,9 @@ func (s *recordSpill) addTCP(r *model.TCPConn) {
 	defer s.mu.Unlock()
 	if r.HTTP != nil {
 		s.http = append(s.http, *r)
+	}
+	if s.onTCP != nil {
+		s.onTCP(r)
 	}
 	addRecord(s, &s.tcp, r)
 }

@@ -52,12 +52,33 @@ func appendRTT(b []byte, r model.RTTSummary) []byte {
 // ground truth and the analyser's speed. r.Errors and r.Notes are not
 // written: the command reports them on stderr.
 func WriteAnalyzeText(w io.Writer, r *model.Analysis) error {
+	return WriteAnalyzeTextColumns(w, r, nil)
+}
+
+// WriteAnalyzeTextColumns is WriteAnalyzeText with the TCP table's
+// columns sized by cols, which saw the records as they were kept: the
+// records are then read once, not twice (cols nil, or not given every
+// record: they are read to size the columns).
+func WriteAnalyzeTextColumns(w io.Writer, r *model.Analysis, cols *TCPColumns) error {
 	ew := &errWriter{w: w}
-	err := writeAnalyzeText(ew, r)
+	err := writeAnalyzeText(ew, r, cols)
 	return cmp.Or(ew.err, err)
 }
 
-func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
+// TCPColumns sizes the text output's TCP table from the records given to
+// Add (passive.Config.OnSpillTCP).
+type TCPColumns struct {
+	t table
+	n int
+}
+
+// Add widens the columns to r's rows.
+func (c *TCPColumns) Add(r *model.TCPConn) {
+	c.t.measureTCP(r)
+	c.n++
+}
+
+func writeAnalyzeText(w io.Writer, r *model.Analysis, cols *TCPColumns) error {
 	fmt.Fprintf(w, "%d packets, %d bytes, %.3f s (%d not analysed)\n", r.Packets, r.Bytes, r.DurationS, r.Skipped)
 	if r.Filter != "" {
 		fmt.Fprintf(w, "filter %q", r.Filter)
@@ -72,17 +93,24 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
 		}
 	}
 	// The records are read twice, to size the columns and then to write
-	// them: a long capture's are on disk (model.Analysis.Spill).
+	// them (a long capture's are on disk: model.Analysis.Spill), unless
+	// cols sized the columns as they were kept.
 	var httpConns []*model.TCPConn
 	if r.NumTCP() > 0 {
 		fmt.Fprintln(w, "\nTCP connections (RTT min/median/max ms (samples))")
 		var tb table
 		head := []string{"A > B", "dir", "pkts", "data bytes", "goodput Mbit/s", "retrans", "ooo", "dupack", "zwnd", "TS side", "SEQ/ACK side", "TS full"}
 		tb.measure(head...)
-		_ = r.EachTCP(func(c *model.TCPConn) error {
-			tb.measureTCP(c)
-			return nil
-		})
+		if cols != nil && cols.n == r.NumTCP() {
+			for i, v := range cols.t.width {
+				tb.width[i] = max(tb.width[i], v)
+			}
+		} else {
+			_ = r.EachTCP(func(c *model.TCPConn) error {
+				tb.measureTCP(c)
+				return nil
+			})
+		}
 		var rc rowCells
 		line, err := tb.writeRow(w, nil, head)
 		if err == nil {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -75,5 +76,32 @@ func TestTextWidths(t *testing.T) {
 		if !slices.Equal(got.width, want.width) {
 			t.Fatalf("record %+v: widths %v, want %v", c, got.width, want.width)
 		}
+	}
+}
+
+// TestWriteAnalyzeTextColumns: the text with the columns sized as the
+// records were kept is the text that sizes them itself; columns that did
+// not see every record are not used.
+func TestWriteAnalyzeTextColumns(t *testing.T) {
+	r := streamFixture()
+	r.TCP[2].A = "[2001:db8::1234:5678]:65535" // the widest
+	r.TCP[0].AB.Packets = 123456789
+	var want bytes.Buffer
+	if err := WriteAnalyzeText(&want, r); err != nil {
+		t.Fatal(err)
+	}
+	var cols TCPColumns
+	for i := range r.TCP {
+		cols.Add(&r.TCP[i])
+	}
+	var got bytes.Buffer
+	if err := WriteAnalyzeTextColumns(&got, r, &cols); err != nil || got.String() != want.String() {
+		t.Fatalf("%v\n%s\nwant\n%s", err, got.String(), want.String())
+	}
+	var part TCPColumns
+	part.Add(&r.TCP[0])
+	got.Reset()
+	if err := WriteAnalyzeTextColumns(&got, r, &part); err != nil || got.String() != want.String() {
+		t.Fatalf("columns of part of the records: %v\n%s\nwant\n%s", err, got.String(), want.String())
 	}
 }
