@@ -37,11 +37,11 @@ func appendRTT(b []byte, r model.RTTSummary) []byte {
 	if r.Samples == 0 {
 		return append(b, '-')
 	}
-	b = strconv.AppendFloat(b, r.MinMs, 'f', 2, 64)
+	b = appendFixed2(b, r.MinMs)
 	b = append(b, '/')
-	b = strconv.AppendFloat(b, r.MedianMs, 'f', 2, 64)
+	b = appendFixed2(b, r.MedianMs)
 	b = append(b, '/')
-	b = strconv.AppendFloat(b, r.MaxMs, 'f', 2, 64)
+	b = appendFixed2(b, r.MaxMs)
 	b = append(b, " ("...)
 	b = strconv.AppendInt(b, int64(r.Samples), 10)
 	return append(b, ')')
@@ -212,7 +212,7 @@ func tcpTextRows(c *model.TCPConn, rc *rowCells, row func(*rowCells)) {
 			rc.b = strconv.AppendInt(rc.b, int64(v), 10)
 			rc.next()
 		}
-		rc.b = strconv.AppendFloat(rc.b, d.GoodputBps/1e6, 'f', 2, 64)
+		rc.b = appendFixed2(rc.b, d.GoodputBps/1e6)
 		rc.next()
 		for _, v := range [...]uint64{d.Retransmissions, d.OutOfOrder, d.DupACKs, d.ZeroWindows} {
 			rc.b = strconv.AppendInt(rc.b, int64(v), 10)

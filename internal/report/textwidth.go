@@ -94,3 +94,32 @@ func formattedWidth(v float64) int {
 	var b [32]byte
 	return len(strconv.AppendFloat(b[:0], v, 'f', 2, 64))
 }
+
+// appendFixed2 appends strconv.AppendFloat(v, 'f', 2, 64)'s text. The
+// cents are v × 100 rounded, exact but where the product is within 1e-3
+// of a half (its error is below 1e-4 for |v| < 1e9), where strconv, which
+// rounds the exact binary value, decides; so do large and non-finite
+// values. The floats of the text's TCP rows were a third of its time
+// through strconv's general path.
+func appendFixed2(b []byte, v float64) []byte {
+	a := math.Abs(v)
+	if !(a < 1e9) {
+		return strconv.AppendFloat(b, v, 'f', 2, 64)
+	}
+	x := a * 100
+	r := math.Floor(x)
+	f := x - r
+	if math.Abs(f-0.5) < 1e-3 {
+		return strconv.AppendFloat(b, v, 'f', 2, 64)
+	}
+	n := uint64(r)
+	if f > 0.5 {
+		n++
+	}
+	if math.Signbit(v) {
+		b = append(b, '-')
+	}
+	b = strconv.AppendUint(b, n/100, 10)
+	c := n % 100
+	return append(b, '.', byte('0'+c/10), byte('0'+c%10))
+}

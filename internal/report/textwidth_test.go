@@ -12,7 +12,7 @@ import (
 )
 
 // TestTextWidths: the widths computed without formatting are those of
-// the formatted cells, at the edges where a digit is gained (9.995 and
+// the formatted cells, and appendFixed2's text strconv's, at the edges where a digit is gained (9.995 and
 // its neighbours), for negative values, -0, NaN, infinities and large
 // values, and for random records' whole rows.
 func TestTextWidths(t *testing.T) {
@@ -29,9 +29,16 @@ func TestTextWidths(t *testing.T) {
 	for range 100000 {
 		vals = append(vals, r.Float64()*math.Pow(10, float64(r.IntN(16)-3)), r.NormFloat64()*1e4, math.Float64frombits(r.Uint64()))
 	}
+	for i := range 10000 {
+		vals = append(vals, float64(i)/1000, float64(i)/200, float64(i)/8+0.005, -float64(i)/1000, 1e9-float64(i)/100, float64(i)*0.01+0.005)
+	}
 	for _, v := range vals {
-		if got, want := fixed2Width(v), len(strconv.FormatFloat(v, 'f', 2, 64)); got != want {
-			t.Fatalf("fixed2Width(%v) = %d, want %d (%s)", v, got, want, strconv.FormatFloat(v, 'f', 2, 64))
+		want := strconv.FormatFloat(v, 'f', 2, 64)
+		if got := fixed2Width(v); got != len(want) {
+			t.Fatalf("fixed2Width(%v) = %d, want %d (%s)", v, got, len(want), want)
+		}
+		if got := string(appendFixed2(nil, v)); got != want {
+			t.Fatalf("appendFixed2(%v) = %s, want %s", v, got, want)
 		}
 	}
 	for _, v := range []int64{0, 1, 9, 10, -1, -10, 99, 100, math.MaxInt64, math.MinInt64, -math.MaxInt64, int64(r.Uint64()), int64(r.Uint64())} {
