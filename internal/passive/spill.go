@@ -57,8 +57,8 @@ type recordSpill struct {
 	http   []model.TCPConn // records with HTTP exchanges, for the page loads
 	// extra holds what spilled TCP records point to (spillcodec.go).
 	extra []tcpExtra
-	enc   spillEnc             // the encoding buffer, reused
-	onTCP func(*model.TCPConn) // Config.OnSpillTCP
+	enc   spillEnc     // the encoding buffer, reused
+	on    func(Record) // Config.OnSpill
 }
 
 // spillRuns is one record kind's runs on disk and the run being filled.
@@ -88,8 +88,8 @@ func (s *recordSpill) addTCP(r *model.TCPConn) {
 	if r.HTTP != nil {
 		s.http = append(s.http, *r)
 	}
-	if s.onTCP != nil {
-		s.onTCP(r)
+	if s.on != nil {
+		s.on(Record{TCP: r})
 	}
 	addRecord(s, &s.tcp, r)
 }
@@ -97,6 +97,9 @@ func (s *recordSpill) addTCP(r *model.TCPConn) {
 func (s *recordSpill) addQUIC(r *model.QUICConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.on != nil {
+		s.on(Record{QUIC: r})
+	}
 	addRecord(s, &s.quic, r)
 }
 

@@ -30,9 +30,8 @@ func WriteSamplesCSV(w io.Writer, ss []model.PassiveRTT) error {
 	return cw.Error()
 }
 
-func rttCell(r model.RTTSummary) string { return string(appendRTT(make([]byte, 0, 32), r)) }
-
-// appendRTT appends rttCell's text to b.
+// appendRTT appends an RTT summary's cell to b: min/median/max (samples),
+// or - without samples.
 func appendRTT(b []byte, r model.RTTSummary) []byte {
 	if r.Samples == 0 {
 		return append(b, '-')
@@ -59,26 +58,39 @@ func WriteAnalyzeText(w io.Writer, r *model.Analysis) error {
 // columns sized by cols, which saw the records as they were kept: the
 // records are then read once, not twice (cols nil, or not given every
 // record: they are read to size the columns).
-func WriteAnalyzeTextColumns(w io.Writer, r *model.Analysis, cols *TCPColumns) error {
+func WriteAnalyzeTextColumns(w io.Writer, r *model.Analysis, cols *TextColumns) error {
 	ew := &errWriter{w: w}
 	err := writeAnalyzeText(ew, r, cols)
 	return cmp.Or(ew.err, err)
 }
 
-// TCPColumns sizes the text output's TCP table from the records given to
-// Add (passive.Config.OnSpillTCP).
-type TCPColumns struct {
-	t table
-	n int
+// TextColumns sizes the text output's TCP and QUIC tables from the
+// records given to AddTCP and AddQUIC (passive.Config.OnSpill).
+type TextColumns struct {
+	tcp, quic   table
+	nTCP, nQUIC int
 }
 
-// Add widens the columns to r's rows.
-func (c *TCPColumns) Add(r *model.TCPConn) {
-	c.t.measureTCP(r)
-	c.n++
+// AddTCP widens the TCP table's columns to r's rows.
+func (c *TextColumns) AddTCP(r *model.TCPConn) {
+	c.tcp.measureTCP(r)
+	c.nTCP++
 }
 
-func writeAnalyzeText(w io.Writer, r *model.Analysis, cols *TCPColumns) error {
+// AddQUIC widens the QUIC table's columns to r's row.
+func (c *TextColumns) AddQUIC(r *model.QUICConn) {
+	c.quic.measureQUIC(r)
+	c.nQUIC++
+}
+
+// widen widens t's columns to those of from (sized by a TextColumns).
+func (t *table) widen(from *table) {
+	for i, v := range from.width {
+		t.width[i] = max(t.width[i], v)
+	}
+}
+
+func writeAnalyzeText(w io.Writer, r *model.Analysis, cols *TextColumns) error {
 	fmt.Fprintf(w, "%d packets, %d bytes, %.3f s (%d not analysed)\n", r.Packets, r.Bytes, r.DurationS, r.Skipped)
 	if r.Filter != "" {
 		fmt.Fprintf(w, "filter %q", r.Filter)
@@ -101,10 +113,8 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis, cols *TCPColumns) error {
 		var tb table
 		head := []string{"A > B", "dir", "pkts", "data bytes", "goodput Mbit/s", "retrans", "ooo", "dupack", "zwnd", "TS side", "SEQ/ACK side", "TS full"}
 		tb.measure(head...)
-		if cols != nil && cols.n == r.NumTCP() {
-			for i, v := range cols.t.width {
-				tb.width[i] = max(tb.width[i], v)
-			}
+		if cols != nil && cols.nTCP == r.NumTCP() {
+			tb.widen(&cols.tcp)
 		} else {
 			_ = r.EachTCP(func(c *model.TCPConn) error {
 				tb.measureTCP(c)
@@ -133,14 +143,20 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis, cols *TCPColumns) error {
 		var tb table
 		head := []string{"client > server", "version", "pkts c>s/s>c", "spin", "edges", "glitches", "full (c>s edges)", "full (s>c edges)", "server side", "client side", "rejected"}
 		tb.measure(head...)
-		_ = r.EachQUIC(func(q *model.QUICConn) error {
-			tb.measure(quicTextRow(q)...)
-			return nil
-		})
+		if cols != nil && cols.nQUIC == r.NumQUIC() {
+			tb.widen(&cols.quic)
+		} else {
+			_ = r.EachQUIC(func(q *model.QUICConn) error {
+				tb.measureQUIC(q)
+				return nil
+			})
+		}
+		var rc rowCells
 		line, err := tb.writeRow(w, nil, head)
 		if err == nil {
 			err = r.EachQUIC(func(q *model.QUICConn) error {
-				line, err = tb.writeRow(w, line, quicTextRow(q))
+				quicTextRow(q, &rc)
+				line, err = tb.writeCells(w, line, &rc)
 				return err
 			})
 		}
@@ -230,15 +246,36 @@ func tcpTextRows(c *model.TCPConn, rc *rowCells, row func(*rowCells)) {
 	}
 }
 
-// quicTextRow is a QUIC flow's row.
-func quicTextRow(q *model.QUICConn) []string {
-	var rej []string
-	for _, c := range q.Rejected {
-		rej = append(rej, fmt.Sprintf("%s %d", c.Name, c.Count))
+// quicTextRow formats a QUIC flow's row in rc.
+func quicTextRow(q *model.QUICConn, rc *rowCells) {
+	rc.reset()
+	rc.b = append(append(append(rc.b, q.Client...), " > "...), q.Server...)
+	rc.next()
+	rc.b = append(rc.b, q.Version...)
+	rc.next()
+	pair := func(a, b int64) {
+		rc.b = strconv.AppendInt(rc.b, a, 10)
+		rc.b = append(rc.b, '/')
+		rc.b = strconv.AppendInt(rc.b, b, 10)
+		rc.next()
 	}
-	return []string{q.Client + " > " + q.Server, q.Version, num(q.Packets[0]) + "/" + num(q.Packets[1]), q.Spin,
-		num(q.Edges[0]) + "/" + num(q.Edges[1]), num(q.Glitches[0]) + "/" + num(q.Glitches[1]),
-		rttCell(q.SpinRTT[0]), rttCell(q.SpinRTT[1]), rttCell(q.Component[0]), rttCell(q.Component[1]), strings.Join(rej, ", ")}
+	pair(int64(q.Packets[0]), int64(q.Packets[1]))
+	rc.b = append(rc.b, q.Spin...)
+	rc.next()
+	pair(int64(q.Edges[0]), int64(q.Edges[1]))
+	pair(int64(q.Glitches[0]), int64(q.Glitches[1]))
+	for _, s := range [...]*model.RTTSummary{&q.SpinRTT[0], &q.SpinRTT[1], &q.Component[0], &q.Component[1]} {
+		rc.b = appendRTT(rc.b, *s)
+		rc.next()
+	}
+	for i, c := range q.Rejected {
+		if i > 0 {
+			rc.b = append(rc.b, ", "...)
+		}
+		rc.b = append(append(rc.b, c.Name...), ' ')
+		rc.b = strconv.AppendInt(rc.b, int64(c.Count), 10)
+	}
+	rc.next()
 }
 
 // maxHTTPTextRows bounds the request table of the text output (--json

@@ -40,6 +40,34 @@ func (t *table) measureTCP(c *model.TCPConn) {
 	}
 }
 
+// measureQUIC widens t's columns to q's row (quicTextRow's).
+func (t *table) measureQUIC(q *model.QUICConn) {
+	for len(t.width) < quicTextCols {
+		t.width = append(t.width, 0)
+	}
+	w := t.width[:quicTextCols]
+	w[0] = max(w[0], utf8.RuneCountInString(q.Client)+3+utf8.RuneCountInString(q.Server))
+	w[1] = max(w[1], utf8.RuneCountInString(q.Version))
+	w[2] = max(w[2], intWidth(int64(q.Packets[0]))+1+intWidth(int64(q.Packets[1])))
+	w[3] = max(w[3], utf8.RuneCountInString(q.Spin))
+	w[4] = max(w[4], intWidth(int64(q.Edges[0]))+1+intWidth(int64(q.Edges[1])))
+	w[5] = max(w[5], intWidth(int64(q.Glitches[0]))+1+intWidth(int64(q.Glitches[1])))
+	for i, s := range [...]*model.RTTSummary{&q.SpinRTT[0], &q.SpinRTT[1], &q.Component[0], &q.Component[1]} {
+		w[6+i] = max(w[6+i], rttWidth(s))
+	}
+	n := 0
+	for i, c := range q.Rejected {
+		if i > 0 {
+			n += 2
+		}
+		n += utf8.RuneCountInString(c.Name) + 1 + intWidth(int64(c.Count))
+	}
+	w[10] = max(w[10], n)
+}
+
+// quicTextCols is the number of cells of quicTextRow's rows.
+const quicTextCols = 11
+
 // tcpTextCols is the number of cells of tcpTextRows's rows.
 const tcpTextCols = 12
 

@@ -88,27 +88,68 @@ func TestTextWidths(t *testing.T) {
 
 // TestWriteAnalyzeTextColumns: the text with the columns sized as the
 // records were kept is the text that sizes them itself; columns that did
-// not see every record are not used.
+// not see every record (TCP or QUIC) are not used.
 func TestWriteAnalyzeTextColumns(t *testing.T) {
 	r := streamFixture()
 	r.TCP[2].A = "[2001:db8::1234:5678]:65535" // the widest
 	r.TCP[0].AB.Packets = 123456789
+	r.QUIC = append(r.QUIC, model.QUICConn{Client: "[2001:db8::1]:50000", Server: "198.18.0.2:443", Version: "draft-29", Spin: "off",
+		Packets: [2]uint64{123456, 7}, Rejected: []model.Count{{Name: "stale", Count: 12}, {Name: "too long", Count: 3}}}) // the widest
 	var want bytes.Buffer
 	if err := WriteAnalyzeText(&want, r); err != nil {
 		t.Fatal(err)
 	}
-	var cols TCPColumns
+	var cols TextColumns
 	for i := range r.TCP {
-		cols.Add(&r.TCP[i])
+		cols.AddTCP(&r.TCP[i])
+	}
+	for i := range r.QUIC {
+		cols.AddQUIC(&r.QUIC[i])
 	}
 	var got bytes.Buffer
 	if err := WriteAnalyzeTextColumns(&got, r, &cols); err != nil || got.String() != want.String() {
 		t.Fatalf("%v\n%s\nwant\n%s", err, got.String(), want.String())
 	}
-	var part TCPColumns
-	part.Add(&r.TCP[0])
+	var part TextColumns
+	part.AddTCP(&r.TCP[0])
+	part.AddQUIC(&r.QUIC[0])
 	got.Reset()
 	if err := WriteAnalyzeTextColumns(&got, r, &part); err != nil || got.String() != want.String() {
 		t.Fatalf("columns of part of the records: %v\n%s\nwant\n%s", err, got.String(), want.String())
+	}
+}
+
+// TestQUICTextWidths: the QUIC table's widths computed without
+// formatting are those of the formatted cells.
+func TestQUICTextWidths(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	u := func() uint64 {
+		if r.IntN(8) == 0 {
+			return r.Uint64()
+		}
+		return uint64(r.IntN(1 << r.IntN(40)))
+	}
+	rtt := func() model.RTTSummary {
+		if r.IntN(3) == 0 {
+			return model.RTTSummary{}
+		}
+		return model.RTTSummary{Samples: r.IntN(1 << 20), MinMs: r.Float64() * 10, MedianMs: r.Float64() * 1e3, MaxMs: r.NormFloat64() * 1e5}
+	}
+	for i := range 20000 {
+		q := model.QUICConn{Client: "10.0.0.1:" + strconv.Itoa(r.IntN(70000)), Server: "[2001:db8::" + strconv.Itoa(i) + "]:443",
+			Version: []string{"", "v1", "draft-29", "0xfaceb00c"}[r.IntN(4)], Spin: []string{"", "on", "off", "grease é"}[r.IntN(4)],
+			Packets: [2]uint64{u(), u()}, Edges: [2]int{int(u()), -r.IntN(3)}, Glitches: [2]int{r.IntN(100), int(u())},
+			SpinRTT: [2]model.RTTSummary{rtt(), rtt()}, Component: [2]model.RTTSummary{rtt(), rtt()}}
+		for range r.IntN(4) {
+			q.Rejected = append(q.Rejected, model.Count{Name: []string{"stale", "too long", "é"}[r.IntN(3)], Count: int(u()) - 5})
+		}
+		var got, want table
+		var rc rowCells
+		got.measureQUIC(&q)
+		quicTextRow(&q, &rc)
+		want.measureCells(&rc)
+		if !slices.Equal(got.width, want.width) {
+			t.Fatalf("flow %+v: widths %v, want %v", q, got.width, want.width)
+		}
 	}
 }

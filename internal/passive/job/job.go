@@ -29,9 +29,9 @@ type Job struct {
 	Config passive.Config
 	Truth  *passive.TruthIndex
 	Out    Outputs
-	// cols sizes the text's TCP table as the spill keeps the records
-	// (Config.OnSpillTCP): the text reads them back once.
-	cols *report.TCPColumns
+	// cols sizes the text's tables as the spill keeps the records
+	// (Config.OnSpill): the text reads them back once.
+	cols *report.TextColumns
 }
 
 // Outputs are where a job writes: the command's result outputs (--json,
@@ -78,8 +78,15 @@ func (j *Job) configure() {
 	// report holds them all, with every sample.
 	cfg.Spill = !cfg.KeepSamples
 	if cfg.Spill {
-		j.cols = new(report.TCPColumns)
-		cfg.OnSpillTCP = j.cols.Add
+		cols := new(report.TextColumns)
+		j.cols = cols
+		cfg.OnSpill = func(r passive.Record) {
+			if r.TCP != nil {
+				cols.AddTCP(r.TCP)
+			} else {
+				cols.AddQUIC(r.QUIC)
+			}
+		}
 	}
 }
 
