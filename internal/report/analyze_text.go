@@ -83,11 +83,21 @@ func (c *TextColumns) AddQUIC(r *model.QUICConn) {
 	c.nQUIC++
 }
 
-// widen widens t's columns to those of from (sized by a TextColumns).
-func (t *table) widen(from *table) {
-	for i, v := range from.width {
-		t.width[i] = max(t.width[i], v)
+// sizeColumns sizes tb's columns to head and the records: those of kept
+// (a TextColumns' table that saw every record), or, without it, those
+// measure gives for each record of each (read back).
+func sizeColumns[T any](tb *table, head []string, kept *table, each func(func(*T) error) error, measure func(*table, *T)) {
+	tb.measure(head...)
+	if kept != nil {
+		for i, v := range kept.width {
+			tb.width[i] = max(tb.width[i], v)
+		}
+		return
 	}
+	_ = each(func(r *T) error {
+		measure(tb, r)
+		return nil
+	})
 }
 
 func writeAnalyzeText(w io.Writer, r *model.Analysis, cols *TextColumns) error {
@@ -112,21 +122,17 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis, cols *TextColumns) error {
 		fmt.Fprintln(w, "\nTCP connections (RTT min/median/max ms (samples))")
 		var tb table
 		head := []string{"A > B", "dir", "pkts", "data bytes", "goodput Mbit/s", "retrans", "ooo", "dupack", "zwnd", "TS side", "SEQ/ACK side", "TS full"}
-		tb.measure(head...)
+		var kept *table
 		if cols != nil && cols.nTCP == r.NumTCP() {
-			tb.widen(&cols.tcp)
-		} else {
-			_ = r.EachTCP(func(c *model.TCPConn) error {
-				tb.measureTCP(c)
-				return nil
-			})
+			kept = &cols.tcp
 		}
+		sizeColumns(&tb, head, kept, r.EachTCP, (*table).measureTCP)
 		var rc rowCells
 		line, err := tb.writeRow(w, nil, head)
 		if err == nil {
 			err = r.EachTCP(func(c *model.TCPConn) error {
 				if c.HTTP != nil {
-					k := *c // c is not kept (EachTCP); what writeHTTPText reads is
+					k := *c // EachTCP reuses c; the strings and HTTP that writeHTTPText reads stay
 					httpConns = append(httpConns, &k)
 				}
 				tcpTextRows(c, &rc, func(rc *rowCells) { line, err = tb.writeCells(w, line, rc) })
@@ -142,15 +148,11 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis, cols *TextColumns) error {
 		fmt.Fprintln(w, "\nQUIC flows (spin RTT min/median/max ms (valid samples))")
 		var tb table
 		head := []string{"client > server", "version", "pkts c>s/s>c", "spin", "edges", "glitches", "full (c>s edges)", "full (s>c edges)", "server side", "client side", "rejected"}
-		tb.measure(head...)
+		var kept *table
 		if cols != nil && cols.nQUIC == r.NumQUIC() {
-			tb.widen(&cols.quic)
-		} else {
-			_ = r.EachQUIC(func(q *model.QUICConn) error {
-				tb.measureQUIC(q)
-				return nil
-			})
+			kept = &cols.quic
 		}
+		sizeColumns(&tb, head, kept, r.EachQUIC, (*table).measureQUIC)
 		var rc rowCells
 		line, err := tb.writeRow(w, nil, head)
 		if err == nil {

@@ -55,12 +55,7 @@ func TestTextWidths(t *testing.T) {
 		}
 		return r.Float64() * math.Pow(10, float64(r.IntN(8)-2))
 	}
-	u := func() uint64 {
-		if r.IntN(8) == 0 {
-			return r.Uint64()
-		}
-		return uint64(r.IntN(1 << r.IntN(40)))
-	}
+	u := func() uint64 { return randCount(r) }
 	rtt := func() model.RTTSummary {
 		if r.IntN(4) == 0 {
 			return model.RTTSummary{}
@@ -123,12 +118,7 @@ func TestWriteAnalyzeTextColumns(t *testing.T) {
 // formatting are those of the formatted cells.
 func TestQUICTextWidths(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	u := func() uint64 {
-		if r.IntN(8) == 0 {
-			return r.Uint64()
-		}
-		return uint64(r.IntN(1 << r.IntN(40)))
-	}
+	u := func() uint64 { return randCount(r) }
 	rtt := func() model.RTTSummary {
 		if r.IntN(3) == 0 {
 			return model.RTTSummary{}
@@ -152,4 +142,12 @@ func TestQUICTextWidths(t *testing.T) {
 			t.Fatalf("flow %+v: widths %v, want %v", q, got.width, want.width)
 		}
 	}
+}
+
+// randCount is a random count: mostly below 2^40, at times any uint64.
+func randCount(r *rand.Rand) uint64 {
+	if r.IntN(8) == 0 {
+		return r.Uint64()
+	}
+	return uint64(r.IntN(1 << r.IntN(40)))
 }
