@@ -77,6 +77,9 @@ func (c *TextColumns) AddTCP(r *model.TCPConn) {
 	c.nTCP++
 }
 
+// Records is the number of records each table was sized to.
+func (c *TextColumns) Records() (tcp, quic int) { return c.nTCP, c.nQUIC }
+
 // AddQUIC widens the QUIC table's columns to r's row.
 func (c *TextColumns) AddQUIC(r *model.QUICConn) {
 	c.quic.measureQUIC(r)

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sonde-project/sonde/internal/passive"
 	"github.com/sonde-project/sonde/internal/pcap/pcaptest"
+	"github.com/sonde-project/sonde/internal/report"
 )
 
 func copyInt(dst, src *int) { *dst = *src }
@@ -104,5 +107,39 @@ func TestWorkersSameOutputs(t *testing.T) {
 	}
 	if jsons[0] != jsons[1] {
 		t.Errorf("JSON: two workers' differs from one worker's")
+	}
+}
+
+// TestTextColumnsAsKept: the text's columns sized as the spill kept the
+// records (one and two workers) saw every record, and the text is the
+// one that sizes them by reading the records back.
+func TestTextColumnsAsKept(t *testing.T) {
+	path := pcaptest.SYNs(t, 5000)
+	for _, workers := range []int{1, 2} {
+		var stderr bytes.Buffer
+		j := &Job{Out: Outputs{Stdout: io.Discard, Stderr: &stderr}}
+		j.Config.Interface, j.Config.Workers = -1, workers
+		j.configure()
+		a := passive.New(j.Config)
+		if _, errs := a.ReadFiles([]string{path}); errors.Join(errs...) != nil {
+			t.Fatal(errs)
+		}
+		res := a.Finish(nil)
+		if n, _ := j.cols.Records(); res.Spill == nil || n != res.NumTCP() || n != 5000 {
+			t.Fatalf("%d workers: spill %v, columns of %d records, %d kept; want 5000 spilled", workers, res.Spill != nil, n, res.NumTCP())
+		}
+		var kept, read bytes.Buffer
+		if err := report.WriteAnalyzeTextColumns(&kept, res, j.cols); err != nil {
+			t.Fatal(err)
+		}
+		if err := report.WriteAnalyzeText(&read, res); err != nil {
+			t.Fatal(err)
+		}
+		if kept.String() != read.String() || kept.Len() < 5000*40 {
+			t.Errorf("%d workers: the text sized as kept (%d bytes) differs from the text sized by reading back (%d bytes)", workers, kept.Len(), read.Len())
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
