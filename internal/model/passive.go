@@ -38,6 +38,8 @@ type Analysis struct {
 // the ends' names), read back from where they were kept.
 type RecordSpill interface {
 	Len() (tcp, quic int)
+	// EachTCP and EachQUIC give records that fn must not keep (as
+	// Analysis.EachTCP).
 	EachTCP(fn func(*TCPConn) error) error
 	EachQUIC(fn func(*QUICConn) error) error
 }
@@ -61,7 +63,10 @@ func (r *Analysis) NumQUIC() int {
 }
 
 // EachTCP calls fn with every TCP record in order; the first error stops
-// it. fn may keep the record.
+// it. fn must not keep the record nor change it: a spilled record is
+// decoded into one value, reused for the next (its slices too); copy
+// what is kept (the strings and the HTTP and TimeSeq pointers may be
+// kept).
 func (r *Analysis) EachTCP(fn func(*TCPConn) error) error {
 	if r.Spill != nil {
 		return r.Spill.EachTCP(fn)

@@ -77,6 +77,11 @@ type Config struct {
 	// (spill.go). Call Close to remove the file.
 	Spill    bool
 	SpillDir string
+	// OnSpill, if set, is called with each record Spill keeps, one at a
+	// time, as it is kept: an output sized as the records finish
+	// (report.TextColumns) reads them back once instead of twice. It must
+	// not keep the record.
+	OnSpill func(Record)
 	// OnSample, if set, receives every RTT sample (sonde analyze
 	// --samples FILE), where the per-flow summaries keep quantiles within
 	// 0.8 % (rttstats.go): TCP samples as they are taken, in bounded
@@ -212,6 +217,7 @@ func New(cfg Config) *Analyzer {
 		skip: skips{link: map[pcap.LinkType]uint64{}, udpPorts: map[uint16]int64{}, quic: map[string]*quicSkip{}, invariant: map[string]*quicSkip{}}}
 	if cfg.Spill && !cfg.DropRecords {
 		a.spill = newRecordSpill(cfg.SpillDir)
+		a.spill.on = cfg.OnSpill
 	}
 	if cfg.Workers > 1 && !cfg.KeepSamples && !cfg.Identity {
 		a.startShards(cfg.Workers)

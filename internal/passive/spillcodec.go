@@ -173,8 +173,14 @@ func (d *spillDec) tcpDir(s *model.TCPDir) {
 	s.Timestamps = d.bool()
 	s.GoodputBps = d.f64()
 	n := d.len(8)
+	spare := s.GoodputSeries // a record read back before: its series' array is reused
+	s.GoodputSeries = nil
 	if d.bool() {
-		s.GoodputSeries = make([]float64, n)
+		if spare != nil && cap(spare) >= n {
+			s.GoodputSeries = spare[:n]
+		} else {
+			s.GoodputSeries = make([]float64, n)
+		}
 		for i := range s.GoodputSeries {
 			s.GoodputSeries[i] = d.f64()
 		}
@@ -208,7 +214,12 @@ func encodeTCPRecord(s *recordSpill, e *spillEnc, r *model.TCPConn) {
 	e.uint(uint64(extra))
 }
 
+// decodeTCPRecord decodes into r, which may hold a record decoded before
+// (its goodput series' arrays are reused).
 func decodeTCPRecord(s *recordSpill, d *spillDec, r *model.TCPConn) {
+	ab, ba := r.AB.GoodputSeries, r.BA.GoodputSeries
+	*r = model.TCPConn{}
+	r.AB.GoodputSeries, r.BA.GoodputSeries = ab, ba
 	r.A = d.str()
 	r.B = d.str()
 	r.SawSYN = d.bool()
@@ -272,7 +283,9 @@ func encodeQUICRecord(_ *recordSpill, e *spillEnc, r *model.QUICConn) {
 	}
 }
 
+// decodeQUICRecord decodes into r (its slices are allocated afresh).
 func decodeQUICRecord(_ *recordSpill, d *spillDec, r *model.QUICConn) {
+	*r = model.QUICConn{}
 	r.Client = d.str()
 	r.Server = d.str()
 	r.Version = d.str()

@@ -30,18 +30,17 @@ func WriteSamplesCSV(w io.Writer, ss []model.PassiveRTT) error {
 	return cw.Error()
 }
 
-func rttCell(r model.RTTSummary) string { return string(appendRTT(make([]byte, 0, 32), r)) }
-
-// appendRTT appends rttCell's text to b.
+// appendRTT appends an RTT summary's cell to b: min/median/max (samples),
+// or - without samples.
 func appendRTT(b []byte, r model.RTTSummary) []byte {
 	if r.Samples == 0 {
 		return append(b, '-')
 	}
-	b = strconv.AppendFloat(b, r.MinMs, 'f', 2, 64)
+	b = appendFixed2(b, r.MinMs)
 	b = append(b, '/')
-	b = strconv.AppendFloat(b, r.MedianMs, 'f', 2, 64)
+	b = appendFixed2(b, r.MedianMs)
 	b = append(b, '/')
-	b = strconv.AppendFloat(b, r.MaxMs, 'f', 2, 64)
+	b = appendFixed2(b, r.MaxMs)
 	b = append(b, " ("...)
 	b = strconv.AppendInt(b, int64(r.Samples), 10)
 	return append(b, ')')
@@ -52,12 +51,59 @@ func appendRTT(b []byte, r model.RTTSummary) []byte {
 // ground truth and the analyser's speed. r.Errors and r.Notes are not
 // written: the command reports them on stderr.
 func WriteAnalyzeText(w io.Writer, r *model.Analysis) error {
+	return WriteAnalyzeTextColumns(w, r, nil)
+}
+
+// WriteAnalyzeTextColumns is WriteAnalyzeText with the TCP table's
+// columns sized by cols, which saw the records as they were kept: the
+// records are then read once, not twice (cols nil, or not given every
+// record: they are read to size the columns).
+func WriteAnalyzeTextColumns(w io.Writer, r *model.Analysis, cols *TextColumns) error {
 	ew := &errWriter{w: w}
-	err := writeAnalyzeText(ew, r)
+	err := writeAnalyzeText(ew, r, cols)
 	return cmp.Or(ew.err, err)
 }
 
-func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
+// TextColumns sizes the text output's TCP and QUIC tables from the
+// records given to AddTCP and AddQUIC (passive.Config.OnSpill).
+type TextColumns struct {
+	tcp, quic   table
+	nTCP, nQUIC int
+}
+
+// AddTCP widens the TCP table's columns to r's rows.
+func (c *TextColumns) AddTCP(r *model.TCPConn) {
+	c.tcp.measureTCP(r)
+	c.nTCP++
+}
+
+// Records is the number of records each table was sized to.
+func (c *TextColumns) Records() (tcp, quic int) { return c.nTCP, c.nQUIC }
+
+// AddQUIC widens the QUIC table's columns to r's row.
+func (c *TextColumns) AddQUIC(r *model.QUICConn) {
+	c.quic.measureQUIC(r)
+	c.nQUIC++
+}
+
+// sizeColumns sizes tb's columns to head and the records: those of kept
+// (a TextColumns' table that saw every record), or, without it, those
+// measure gives for each record of each (read back).
+func sizeColumns[T any](tb *table, head []string, kept *table, each func(func(*T) error) error, measure func(*table, *T)) {
+	tb.measure(head...)
+	if kept != nil {
+		for i, v := range kept.width {
+			tb.width[i] = max(tb.width[i], v)
+		}
+		return
+	}
+	_ = each(func(r *T) error {
+		measure(tb, r)
+		return nil
+	})
+}
+
+func writeAnalyzeText(w io.Writer, r *model.Analysis, cols *TextColumns) error {
 	fmt.Fprintf(w, "%d packets, %d bytes, %.3f s (%d not analysed)\n", r.Packets, r.Bytes, r.DurationS, r.Skipped)
 	if r.Filter != "" {
 		fmt.Fprintf(w, "filter %q", r.Filter)
@@ -72,23 +118,25 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
 		}
 	}
 	// The records are read twice, to size the columns and then to write
-	// them: a long capture's are on disk (model.Analysis.Spill).
+	// them (a long capture's are on disk: model.Analysis.Spill), unless
+	// cols sized the columns as they were kept.
 	var httpConns []*model.TCPConn
 	if r.NumTCP() > 0 {
 		fmt.Fprintln(w, "\nTCP connections (RTT min/median/max ms (samples))")
 		var tb table
 		head := []string{"A > B", "dir", "pkts", "data bytes", "goodput Mbit/s", "retrans", "ooo", "dupack", "zwnd", "TS side", "SEQ/ACK side", "TS full"}
-		tb.measure(head...)
+		var kept *table
+		if cols != nil && cols.nTCP == r.NumTCP() {
+			kept = &cols.tcp
+		}
+		sizeColumns(&tb, head, kept, r.EachTCP, (*table).measureTCP)
 		var rc rowCells
-		_ = r.EachTCP(func(c *model.TCPConn) error {
-			tcpTextRows(c, &rc, tb.measureCells)
-			return nil
-		})
 		line, err := tb.writeRow(w, nil, head)
 		if err == nil {
 			err = r.EachTCP(func(c *model.TCPConn) error {
 				if c.HTTP != nil {
-					httpConns = append(httpConns, c)
+					k := *c // EachTCP reuses c; the strings and HTTP that writeHTTPText reads stay
+					httpConns = append(httpConns, &k)
 				}
 				tcpTextRows(c, &rc, func(rc *rowCells) { line, err = tb.writeCells(w, line, rc) })
 				return err
@@ -103,15 +151,17 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis) error {
 		fmt.Fprintln(w, "\nQUIC flows (spin RTT min/median/max ms (valid samples))")
 		var tb table
 		head := []string{"client > server", "version", "pkts c>s/s>c", "spin", "edges", "glitches", "full (c>s edges)", "full (s>c edges)", "server side", "client side", "rejected"}
-		tb.measure(head...)
-		_ = r.EachQUIC(func(q *model.QUICConn) error {
-			tb.measure(quicTextRow(q)...)
-			return nil
-		})
+		var kept *table
+		if cols != nil && cols.nQUIC == r.NumQUIC() {
+			kept = &cols.quic
+		}
+		sizeColumns(&tb, head, kept, r.EachQUIC, (*table).measureQUIC)
+		var rc rowCells
 		line, err := tb.writeRow(w, nil, head)
 		if err == nil {
 			err = r.EachQUIC(func(q *model.QUICConn) error {
-				line, err = tb.writeRow(w, line, quicTextRow(q))
+				quicTextRow(q, &rc)
+				line, err = tb.writeCells(w, line, &rc)
 				return err
 			})
 		}
@@ -183,7 +233,7 @@ func tcpTextRows(c *model.TCPConn, rc *rowCells, row func(*rowCells)) {
 			rc.b = strconv.AppendInt(rc.b, int64(v), 10)
 			rc.next()
 		}
-		rc.b = strconv.AppendFloat(rc.b, d.GoodputBps/1e6, 'f', 2, 64)
+		rc.b = appendFixed2(rc.b, d.GoodputBps/1e6)
 		rc.next()
 		for _, v := range [...]uint64{d.Retransmissions, d.OutOfOrder, d.DupACKs, d.ZeroWindows} {
 			rc.b = strconv.AppendInt(rc.b, int64(v), 10)
@@ -201,15 +251,36 @@ func tcpTextRows(c *model.TCPConn, rc *rowCells, row func(*rowCells)) {
 	}
 }
 
-// quicTextRow is a QUIC flow's row.
-func quicTextRow(q *model.QUICConn) []string {
-	var rej []string
-	for _, c := range q.Rejected {
-		rej = append(rej, fmt.Sprintf("%s %d", c.Name, c.Count))
+// quicTextRow formats a QUIC flow's row in rc.
+func quicTextRow(q *model.QUICConn, rc *rowCells) {
+	rc.reset()
+	rc.b = append(append(append(rc.b, q.Client...), " > "...), q.Server...)
+	rc.next()
+	rc.b = append(rc.b, q.Version...)
+	rc.next()
+	pair := func(a, b int64) {
+		rc.b = strconv.AppendInt(rc.b, a, 10)
+		rc.b = append(rc.b, '/')
+		rc.b = strconv.AppendInt(rc.b, b, 10)
+		rc.next()
 	}
-	return []string{q.Client + " > " + q.Server, q.Version, num(q.Packets[0]) + "/" + num(q.Packets[1]), q.Spin,
-		num(q.Edges[0]) + "/" + num(q.Edges[1]), num(q.Glitches[0]) + "/" + num(q.Glitches[1]),
-		rttCell(q.SpinRTT[0]), rttCell(q.SpinRTT[1]), rttCell(q.Component[0]), rttCell(q.Component[1]), strings.Join(rej, ", ")}
+	pair(int64(q.Packets[0]), int64(q.Packets[1]))
+	rc.b = append(rc.b, q.Spin...)
+	rc.next()
+	pair(int64(q.Edges[0]), int64(q.Edges[1]))
+	pair(int64(q.Glitches[0]), int64(q.Glitches[1]))
+	for _, s := range [...]*model.RTTSummary{&q.SpinRTT[0], &q.SpinRTT[1], &q.Component[0], &q.Component[1]} {
+		rc.b = appendRTT(rc.b, *s)
+		rc.next()
+	}
+	for i, c := range q.Rejected {
+		if i > 0 {
+			rc.b = append(rc.b, ", "...)
+		}
+		rc.b = append(append(rc.b, c.Name...), ' ')
+		rc.b = strconv.AppendInt(rc.b, int64(c.Count), 10)
+	}
+	rc.next()
 }
 
 // maxHTTPTextRows bounds the request table of the text output (--json

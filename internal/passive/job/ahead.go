@@ -15,11 +15,32 @@ import (
 type aheadSpill struct{ model.RecordSpill }
 
 func (s aheadSpill) EachTCP(fn func(*model.TCPConn) error) error {
-	return eachAhead(s.RecordSpill.EachTCP, fn)
+	return eachAhead(s.RecordSpill.EachTCP, copyTCP, fn)
 }
 
 func (s aheadSpill) EachQUIC(fn func(*model.QUICConn) error) error {
-	return eachAhead(s.RecordSpill.EachQUIC, fn)
+	return eachAhead(s.RecordSpill.EachQUIC, func(dst, src *model.QUICConn) { *dst = *src }, fn)
+}
+
+// copyTCP copies src into dst, the goodput series into dst's arrays:
+// the spill reuses src's (model.Analysis.EachTCP).
+func copyTCP(dst, src *model.TCPConn) {
+	ab, ba := dst.AB.GoodputSeries, dst.BA.GoodputSeries
+	*dst = *src
+	dst.AB.GoodputSeries = copySeries(ab, src.AB.GoodputSeries)
+	dst.BA.GoodputSeries = copySeries(ba, src.BA.GoodputSeries)
+}
+
+// copySeries copies src into dst's array if it has room; nil and empty
+// stay apart.
+func copySeries(dst, src []float64) []float64 {
+	if src == nil {
+		return nil
+	}
+	if dst == nil {
+		dst = make([]float64, 0, len(src))
+	}
+	return append(dst[:0], src...)
 }
 
 const (
@@ -30,25 +51,33 @@ const (
 var errStopped = errors.New("stopped")
 
 // eachAhead calls fn with every record each gives, in order, each
-// running in a goroutine of its own; fn's first error stops both.
-func eachAhead[T any](each func(func(*T) error) error, fn func(*T) error) error {
-	chunks := make(chan []*T, aheadChunks)
+// running in a goroutine of its own; fn's first error stops both. each's
+// records are copied (copy) into chunks of values that go back and forth
+// between the two: neither keeps a record it was given.
+func eachAhead[T any](each func(func(*T) error) error, copy func(dst, src *T), fn func(*T) error) error {
+	chunks := make(chan []T, aheadChunks)
+	free := make(chan []T, aheadChunks+2)
 	stop := make(chan struct{})
 	var readErr error
 	go func() {
 		defer close(chunks)
-		chunk := make([]*T, 0, aheadChunk)
+		chunk := make([]T, 0, aheadChunk)
 		send := func() error {
 			select {
 			case chunks <- chunk:
-				chunk = make([]*T, 0, aheadChunk)
-				return nil
 			case <-stop:
 				return errStopped
 			}
+			select {
+			case chunk = <-free:
+			default:
+				chunk = make([]T, 0, aheadChunk)
+			}
+			return nil
 		}
 		err := each(func(r *T) error {
-			chunk = append(chunk, r)
+			chunk = chunk[:len(chunk)+1]
+			copy(&chunk[len(chunk)-1], r)
 			if len(chunk) < aheadChunk {
 				return nil
 			}
@@ -61,13 +90,17 @@ func eachAhead[T any](each func(func(*T) error) error, fn func(*T) error) error 
 	}()
 	var err error
 	for chunk := range chunks {
-		for _, r := range chunk {
+		for i := range chunk {
 			if err != nil {
 				break
 			}
-			if err = fn(r); err != nil {
+			if err = fn(&chunk[i]); err != nil {
 				close(stop)
 			}
+		}
+		select {
+		case free <- chunk[:0]:
+		default:
 		}
 	}
 	// chunks is closed: readErr is the reader's last word.

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sonde-project/sonde/internal/passive"
 	"github.com/sonde-project/sonde/internal/pcap/pcaptest"
+	"github.com/sonde-project/sonde/internal/report"
 )
+
+func copyInt(dst, src *int) { *dst = *src }
 
 // TestEachAhead: the records come in order, all of them; the consumer's
 // first error stops the reading and is returned; the reader's error is
@@ -19,11 +24,12 @@ func TestEachAhead(t *testing.T) {
 	const n = 10*aheadChunk + 3
 	each := func(failAt int) func(func(*int) error) error {
 		return func(fn func(*int) error) error {
+			var v int
 			for i := range n {
 				if i == failAt {
 					return errors.New("read failed")
 				}
-				v := i
+				v = i // one value, reused: eachAhead copies it
 				if err := fn(&v); err != nil {
 					return err
 				}
@@ -32,7 +38,7 @@ func TestEachAhead(t *testing.T) {
 		}
 	}
 	var got []int
-	if err := eachAhead(each(-1), func(v *int) error { got = append(got, *v); return nil }); err != nil || len(got) != n {
+	if err := eachAhead(each(-1), copyInt, func(v *int) error { got = append(got, *v); return nil }); err != nil || len(got) != n {
 		t.Fatalf("%d records, %v; want %d", len(got), err, n)
 	}
 	for i, v := range got {
@@ -42,7 +48,7 @@ func TestEachAhead(t *testing.T) {
 	}
 	stopAt := errors.New("stop")
 	seen := 0
-	err := eachAhead(each(-1), func(v *int) error {
+	err := eachAhead(each(-1), copyInt, func(v *int) error {
 		seen++
 		if *v == 700 {
 			return stopAt
@@ -53,7 +59,7 @@ func TestEachAhead(t *testing.T) {
 		t.Errorf("stopped: %v after %d records, want %v after 701", err, seen, stopAt)
 	}
 	seen = 0
-	err = eachAhead(each(600), func(*int) error { seen++; return nil })
+	err = eachAhead(each(600), copyInt, func(*int) error { seen++; return nil })
 	if err == nil || err.Error() != "read failed" || seen != 600 {
 		t.Errorf("read error: %v after %d records, want it after 600", err, seen)
 	}
@@ -101,5 +107,39 @@ func TestWorkersSameOutputs(t *testing.T) {
 	}
 	if jsons[0] != jsons[1] {
 		t.Errorf("JSON: two workers' differs from one worker's")
+	}
+}
+
+// TestTextColumnsAsKept: the text's columns sized as the spill kept the
+// records (one and two workers) saw every record, and the text is the
+// one that sizes them by reading the records back.
+func TestTextColumnsAsKept(t *testing.T) {
+	path := pcaptest.SYNs(t, 5000)
+	for _, workers := range []int{1, 2} {
+		var stderr bytes.Buffer
+		j := &Job{Out: Outputs{Stdout: io.Discard, Stderr: &stderr}}
+		j.Config.Interface, j.Config.Workers = -1, workers
+		j.configure()
+		a := passive.New(j.Config)
+		if _, errs := a.ReadFiles([]string{path}); errors.Join(errs...) != nil {
+			t.Fatal(errs)
+		}
+		res := a.Finish(nil)
+		if n, _ := j.cols.Records(); res.Spill == nil || n != res.NumTCP() || n != 5000 {
+			t.Fatalf("%d workers: spill %v, columns of %d records, %d kept; want 5000 spilled", workers, res.Spill != nil, n, res.NumTCP())
+		}
+		var kept, read bytes.Buffer
+		if err := report.WriteAnalyzeTextColumns(&kept, res, j.cols); err != nil {
+			t.Fatal(err)
+		}
+		if err := report.WriteAnalyzeText(&read, res); err != nil {
+			t.Fatal(err)
+		}
+		if kept.String() != read.String() || kept.Len() < 5000*40 {
+			t.Errorf("%d workers: the text sized as kept (%d bytes) differs from the text sized by reading back (%d bytes)", workers, kept.Len(), read.Len())
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -29,6 +29,9 @@ type Job struct {
 	Config passive.Config
 	Truth  *passive.TruthIndex
 	Out    Outputs
+	// cols sizes the text's tables as the spill keeps the records
+	// (Config.OnSpill): the text reads them back once.
+	cols *report.TextColumns
 }
 
 // Outputs are where a job writes: the command's result outputs (--json,
@@ -74,6 +77,17 @@ func (j *Job) configure() {
 	// file (in start order): memory follows the live flows. The HTML
 	// report holds them all, with every sample.
 	cfg.Spill = !cfg.KeepSamples
+	if cfg.Spill {
+		cols := new(report.TextColumns)
+		j.cols = cols
+		cfg.OnSpill = func(r passive.Record) {
+			if r.TCP != nil {
+				cols.AddTCP(r.TCP)
+			} else {
+				cols.AddQUIC(r.QUIC)
+			}
+		}
+	}
 }
 
 // Files analyses capture files (already expanded and checked to open) as
@@ -233,7 +247,7 @@ func (j *Job) write(stdout io.Writer, a *passive.Analyzer, res *model.Analysis) 
 		errs = append(errs, report.WriteOutput("--json", o.JSON, stdout, func(w io.Writer) error { return report.WriteAnalysisJSON(w, res) }))
 	}
 	if w := o.TextTo(stdout, o.Stderr, errors.Join(errs...) != nil); w != nil {
-		errs = append(errs, report.WriteAnalyzeText(w, res))
+		errs = append(errs, report.WriteAnalyzeTextColumns(w, res, j.cols))
 	}
 	return errors.Join(errs...)
 }
