@@ -119,80 +119,15 @@ func (r *jrow) at(typ byte) int64 {
 	}
 }
 
-// dec reads a payload's fields; the first error sticks.
-type dec struct {
-	p   []byte
-	err error
-}
-
-func (d *dec) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: bad %s", errDamaged, what)
-	}
-}
-
-func (d *dec) uvarint(what string) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.p)
-	if n <= 0 {
-		d.fail(what)
-		return 0
-	}
-	d.p = d.p[n:]
-	return v
-}
-
-func (d *dec) varint(what string) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.p)
-	if n <= 0 {
-		d.fail(what)
-		return 0
-	}
-	d.p = d.p[n:]
-	return v
-}
-
-func (d *dec) bytes(what string, max int) []byte {
-	n := d.uvarint(what)
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(max) || n > uint64(len(d.p)) {
-		d.fail(what)
-		return nil
-	}
-	b := d.p[:n]
-	d.p = d.p[n:]
-	return b
-}
-
-func (d *dec) float(what string) float64 {
-	if d.err != nil {
-		return 0
-	}
-	if len(d.p) < 8 {
-		d.fail(what)
-		return 0
-	}
-	v := math.Float64frombits(binary.LittleEndian.Uint64(d.p))
-	d.p = d.p[8:]
-	return v
-}
-
 // decodeRecord calls fn for each row of a record's payload. It allocates
 // nothing per row but an event's strings: every count and length is
 // checked against the bytes left before use.
 func decodeRecord(typ byte, payload []byte, fn func(*jrow) error) error {
-	d := dec{p: payload}
+	d := varints{b: payload, kind: errDamaged, pre: "bad "}
 	var r jrow
 	r.mon = d.varint("monitor")
 	n := d.uvarint("row count")
-	if d.err == nil && (n == 0 || n > maxRecordRows || n > uint64(len(d.p))) {
+	if d.err == nil && (n == 0 || n > maxRecordRows || n > uint64(len(d.b))) {
 		d.fail("row count")
 	}
 	var prev int64
@@ -256,7 +191,7 @@ func decodeRecord(typ byte, payload []byte, fn func(*jrow) error) error {
 			}
 		}
 	}
-	if d.err == nil && len(d.p) != 0 {
+	if d.err == nil && len(d.b) != 0 {
 		d.fail("record end")
 	}
 	return d.err

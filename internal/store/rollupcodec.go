@@ -174,65 +174,17 @@ func (d *RollupData) UnmarshalBinary(data []byte) error {
 	case '{':
 		return d.unmarshalJSON(data)
 	case rollupDataV1:
-		r := reader{b: data[1:]}
+		r := reader{varints{b: data[1:], kind: errRollupData}}
 		return r.decodeV1(d)
 	case rollupDataV2:
-		r := reader{b: data[1:]}
+		r := reader{varints{b: data[1:], kind: errRollupData}}
 		return r.decodeV2(d)
 	}
 	return fmt.Errorf("%w: unknown encoding %#02x", errRollupData, data[0])
 }
 
-// reader reads unsigned varints; the first failure sticks.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) fail(what string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s", errRollupData, what)
-	}
-}
-
-func (r *reader) uvarint(what string) uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail(what)
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint(what string) int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail(what)
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-// count reads a number of elements, at most limit and at most the bytes
-// left divided by the bytes each element takes at least.
-func (r *reader) count(what string, limit uint64, minBytes int) int {
-	n := r.uvarint(what)
-	if r.err == nil && (n > limit || n > uint64(len(r.b)/minBytes)) {
-		r.fail(what)
-	}
-	if r.err != nil {
-		return 0
-	}
-	return int(n)
-}
+// reader decodes a rollup's Data.
+type reader struct{ varints }
 
 func (r *reader) decodeV2(d *RollupData) error {
 	n := r.count("threshold count", maxRollupThresholds, 2)
