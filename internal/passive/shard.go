@@ -56,13 +56,16 @@ type batch struct {
 const (
 	batchPackets = 512
 	// shardBatches bounds each shard's batches (in flight and free): the
-	// memory of the queues is fixed.
-	shardBatches = 4
+	// memory of the queues is fixed. 16, not 4: with 4 the reader and the
+	// worker waited on each other (two workers 0.91 against 1.01 s wall
+	// on the 10 M capture, medians of the fast runs of 7 alternated,
+	// docs/analyze.md); 64 with 80 buffers was far slower (1.6-2.2 s).
+	shardBatches = 16
 	// ringBuffers is how many buffers the reader of a file split across
 	// workers reads into (ringLease): enough for every worker's batches
 	// in flight (shardBatches of batchPackets, ~60 KiB each) and the
 	// one being read, so that the reader does not wait on them.
-	ringBuffers = 8
+	ringBuffers = 32
 	ringBytes   = 256 << 10
 )
 
