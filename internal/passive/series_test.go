@@ -1,6 +1,10 @@
 package passive
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,19 +14,30 @@ import (
 // keeps its whole goodput series at a coarser bin (doubled until it fits),
 // with the width in interval_s and a note, and no byte is dropped: the
 // series sums to the unique bytes. Before, bins past 2^20 were dropped
-// without a word.
+// without a word. With several workers the note is the worker's, and
+// was lost when their analyses were merged.
 func TestSeriesCoarsened(t *testing.T) {
+	for _, workers := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) { seriesCoarsened(t, workers) })
+	}
+}
+
+func seriesCoarsened(t *testing.T, workers int) {
 	const (
 		interval = time.Microsecond
 		gap      = int64(10 * time.Millisecond)
 		span     = int64(3 * time.Second) // 3e6 bins of 1 µs: two doublings to fit 2^20
 		payload  = 1000
 	)
-	a := New(Config{Interface: -1, Interval: interval})
+	a := New(Config{Interface: -1, Interval: interval, Workers: workers})
+	if workers > 1 && len(a.shards) != workers {
+		t.Fatalf("%d workers: %d shards", workers, len(a.shards))
+	}
 	id := uint16(0)
+	var pkts []timedPacket
 	send := func(t int64, src, dst [4]byte, l4 []byte) {
 		id++
-		a.Packet(t, ipHeader(src, dst, 6, id, l4))
+		pkts = append(pkts, timedPacket{t, ipHeader(src, dst, 6, id, l4)})
 	}
 	const synACK = 0x12
 	send(0, clientIP, serverIP, tcpSeg(40000, 80, 100, 0, 0x02, 1, 0, 0))
@@ -33,6 +48,14 @@ func TestSeriesCoarsened(t *testing.T) {
 		send(tt, serverIP, clientIP, tcpSeg(80, 40000, seq, 101, 0x10, uint32(tt/1e6), 1, payload))
 		seq += payload
 		n++
+	}
+	// From a file: with several workers, the packets go to them.
+	path := filepath.Join(t.TempDir(), "long.pcap")
+	if err := os.WriteFile(path, pcapOf(t, pkts), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs := a.ReadFiles([]string{path}); errors.Join(errs...) != nil {
+		t.Fatal(errs)
 	}
 	res := a.Finish(nil)
 	if len(res.TCP) != 1 {

@@ -23,7 +23,7 @@ import (
 // counters are summed into the dispatcher's analysis, whose order is the
 // records' (start, ends): the figures are those of one worker. What may
 // differ: peak_live_flows (the sum of the shards' peaks), the order of
-// --ndjson lines across shards, and behaviour past the bounds that are
+// --ndjson lines and of the records' notes across shards, and behaviour past the bounds that are
 // per shard (MaxFlows, the after-close and QUIC candidate tables, the
 // per-port UDP note's 64 ports).
 
@@ -508,6 +508,9 @@ func (a *Analyzer) mergeShards() {
 		r.Skipped += wr.Skipped
 		r.TCP = append(r.TCP, wr.TCP...)
 		r.QUIC = append(r.QUIC, wr.QUIC...)
+		// A record's notes (a goodput series in coarser bins) are
+		// its worker's: in the workers' order, then finishing order.
+		r.Notes = append(r.Notes, wr.Notes...)
 		r.Stats.EvictedFlows += wr.Stats.EvictedFlows
 		r.Stats.TruncatedFlows += wr.Stats.TruncatedFlows
 		r.Stats.AfterClose += wr.Stats.AfterClose
