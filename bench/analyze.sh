@@ -26,6 +26,15 @@
 #             with --ndjson /dev/null (records streamed, none kept): peak
 #             RSS should be flat, bounded by the live flows. BENCH_FLAT=0
 #             skips the 50 M file (6 GB in BENCH_CACHE).
+#   sonde-pair two one-worker analyses of the 10 M capture at once, one
+#             on each core: what two cores give work that is split with
+#             no cost at all, the ceiling of any two-worker figure here
+#             (its wall against sonde's, doubled).
+#   corelat   bench/corelat, before each sonde-2w run: the round trip of a
+#             cache line between cores 0 and 1. The workers hand packets
+#             across cores: on a virtual machine whose two vCPUs do not
+#             share a cache the round trip is ~400 ns, not ~80, and two
+#             workers are far slower (docs/analyze.md, "Every core").
 #   Then the JSON of one worker and of two on the 10 M capture are
 #             compared (all but the runtime figures): they must be equal.
 #   tcptrace  tcptrace -n -l FILE (long output, every connection)
@@ -74,10 +83,33 @@ WORK=$(mktemp -d /tmp/sonde-bench-analyze.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 RES=$WORK/results.tsv
 
+CORELAT=$WORK/corelat
+go build -o "$CORELAT" ./bench/corelat || die "cannot build bench/corelat"
+
 # run NAME FILE PACKETS CMD...: one timed run on core 0, appended to RES.
 run() { CORES=0 NPROCS=1 runon "$@"; }
 # run2: the same on cores 0 and 1.
-run2() { CORES=0,1 NPROCS=2 runon "$@"; }
+run2() {
+	"$CORELAT" -n 200000 -runs 3 | awk '{print $4}' >>"$WORK/corelat.txt" || die "corelat failed"
+	CORES=0,1 NPROCS=2 runon "$@"
+}
+# pair NAME FILE PACKETS CMD...: the same run on core 0 and on core 1 at
+# once, both appended to RES.
+pair() {
+	local name=$1 file=$2 n=$3 c pids=() rc=0
+	shift 3
+	for c in 0 1; do
+		/usr/bin/time -f "%e %U %S %M" -o "$WORK/time$c" taskset -c $c env GOMAXPROCS=1 "$@" "$file" >/dev/null 2>"$WORK/err$c" &
+		pids+=($!)
+	done
+	wait "${pids[0]}" || rc=1
+	wait "${pids[1]}" || rc=1
+	((rc == 0)) || { cat "$WORK/err0" "$WORK/err1" >&2; die "$name failed on $file"; }
+	for c in 0 1; do
+		read -r wall user sys rss <"$WORK/time$c"
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$(basename "$file")" "$n" "$wall" "$user" "$sys" "$rss" >>"$RES"
+	done
+}
 runon() {
 	local name=$1 file=$2 n=$3
 	shift 3
@@ -99,7 +131,9 @@ for ((i = 0; i < REPEAT; i++)); do
 		run2 sonde-2w "$BIG" "$PACKETS" "$SONDE" analyze --workers 2
 		run tcptrace "$BIG" "$PACKETS" tcptrace -n -l
 		run tshark "$tsfile" "$tsn" tshark -q -z conv,tcp -r
+		pair sonde-pair "$BIG" "$PACKETS" "$SONDE" analyze --workers 1
 	else
+		pair sonde-pair "$BIG" "$PACKETS" "$SONDE" analyze --workers 1
 		run tshark "$tsfile" "$tsn" tshark -q -z conv,tcp -r
 		run tcptrace "$BIG" "$PACKETS" tcptrace -n -l
 		run2 sonde-2w "$BIG" "$PACKETS" "$SONDE" analyze --workers 2
@@ -128,7 +162,7 @@ EOF2
 # The last sonde output tells how many packets and flows it saw.
 "$SONDE" analyze --workers 1 "$BIG" | tail -1 >"$WORK/summary"
 
-python3 - "$RES" "$WORK/summary" "$WORK/same" <<'EOF'
+python3 - "$RES" "$WORK/summary" "$WORK/same" "$WORK/corelat.txt" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.reader(open(sys.argv[1]), delimiter="\t"))
 by = {}
@@ -139,7 +173,7 @@ med = statistics.median
 print(f"\nsonde analyze vs tcptrace vs tshark, one core (sonde-2w: two), medians of {len(by['sonde']['wall'])} runs")
 print(f"{'tool':<13} {'file':<32} {'packets':>9} {'wall s':>8} {'cpu s':>8} {'Mpps wall':>10} {'Mpps cpu':>9} {'peak RSS MB':>12}")
 fig = {}
-for name in [n for n in ["sonde", "sonde-2w", "tcptrace", "tshark", "sonde-1M", "sonde-mem-1M", "sonde-mem-10M", "sonde-mem-50M", "sonde-json-10M", "sonde-nd-10M"] if n in by]:
+for name in [n for n in ["sonde", "sonde-2w", "sonde-pair", "tcptrace", "tshark", "sonde-1M", "sonde-mem-1M", "sonde-mem-10M", "sonde-mem-50M", "sonde-json-10M", "sonde-nd-10M"] if n in by]:
     d = by[name]
     w, c, r = med(d["wall"]), med(d["cpu"]), med(d["rss"])
     fig[name] = (d["n"] / w, d["n"] / c, r)
@@ -153,6 +187,13 @@ d = by["sonde-2w"]
 w2, c2 = d["n"] / med(d["wall"]), d["n"] / med(d["cpu"])
 print(f"  sonde 2 cores:    {w2/1e6:.3f} Mpps per wall second, {w2/s[0]:.2f}x one core's (goal >= 1.8x; "
       f"CPU {c2/1e6:.3f} Mpps per CPU second, {c2/s[1]:.2f}x one core's)")
+p = by["sonde-pair"]
+ceil = 2 * s[0] / (p["n"] / med(p["wall"]))
+rtt = [float(x) for x in open(sys.argv[4]).read().split()]
+print(f"  ceiling:          two one-worker runs at once {med(p['wall']):.2f} s wall against {p['n']/s[0]:.2f} s alone: "
+      f"two cores give {ceil:.2f}x one core's rate to work split at no cost; two workers reach {w2/s[0]/ceil*100:.0f} % of it")
+print("  two workers, each run: " + ", ".join(f"{w:.2f} s ({r:.0f} ns)" for w, r in zip(d["wall"], rtt))
+      + "  (wall, and the cores' cache-line round trip just before: bench/corelat)")
 print(f"memory: sonde peak RSS {fig['sonde-1M'][2]:.1f} MB on 1 M packets, {s[2]:.1f} MB on {by['sonde']['n']/1e6:.0f} M "
       f"(ratio {s[2]/fig['sonde-1M'][2]:.2f}), 2 workers {med(d['rss']):.1f} MB; tcptrace {tt[2]:.1f} MB")
 mem = [(k, med(by[k]["rss"])) for k in ["sonde-mem-1M", "sonde-mem-10M", "sonde-mem-50M"] if k in by]
