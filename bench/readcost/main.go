@@ -3,7 +3,7 @@
 // Command readcost measures the least a reader of a pcap file pays to see
 // every packet: it walks every record of FILE and hashes each packet's
 // IPv4 addresses and ports (the symmetric flow hash the analyzer's
-// workers split on, in its cheapest form: Ethernet and IPv4 only), with
+// workers split on, passive.flowHash, for Ethernet and IPv4 only), with
 // nothing analysed, reading the file three ways:
 //
 //	read      read(2) into one 256 KiB buffer (what sonde analyze does)
@@ -140,10 +140,11 @@ func (w *walker) walk(buf []byte, off int) int {
 			w.other++
 			continue
 		}
-		src := uint64(binary.BigEndian.Uint32(ip[12:]))
-		dst := uint64(binary.BigEndian.Uint32(ip[16:]))
+		// passive.flowHash of the addresses as IPv4-mapped IPv6 words.
+		src := ipv4Mapped | uint64(binary.BigEndian.Uint32(ip[12:]))
+		dst := ipv4Mapped | uint64(binary.BigEndian.Uint32(ip[16:]))
 		ports := binary.BigEndian.Uint32(ip[ihl:])
-		h := endHash(src, uint64(ports>>16)<<48) + endHash(dst, uint64(ports&0xffff)<<48) + uint64(ip[9])
+		h := endHash(0, src^uint64(ports>>16)<<48) + endHash(0, dst^uint64(ports&0xffff)<<48) + uint64(ip[9])
 		h ^= h >> 31
 		h *= 0x9e3779b97f4a7c15
 		h ^= h >> 29
@@ -152,6 +153,9 @@ func (w *walker) walk(buf []byte, off int) int {
 	}
 	return off
 }
+
+// ipv4Mapped is ::ffff:0:0/96's second word.
+const ipv4Mapped = 0xffff << 32
 
 func endHash(a, b uint64) uint64 {
 	hi, lo := bits.Mul64(a^0xa0761d6478bd642f, b^0xe7037ed1a0b428db)
