@@ -232,3 +232,30 @@ func TestAnalyzeHTMLBounded(t *testing.T) {
 		t.Errorf("%d connections with charts, want TopN = 2", n)
 	}
 }
+
+// TestAnalyzeTextSpeedLine: the last line of a file analysis gives the
+// analyser's speed, a live capture's the arrival rate and the kernel's
+// counts. A file that could not be read leaves no file in the result,
+// and its text read "captured 0 packets" as if it had been live.
+func TestAnalyzeTextSpeedLine(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		r    model.Analysis
+		want string
+	}{
+		{"file", model.Analysis{Files: []model.CaptureFile{{Path: "a.pcap"}}}, "\nanalysed at "},
+		{"no file read", model.Analysis{}, "\nanalysed at "},
+		{"live", model.Analysis{Live: &model.LiveCapture{Interface: "eth0"}}, "\ncaptured 0 packets in "},
+	} {
+		var b bytes.Buffer
+		if err := WriteAnalyzeText(&b, &c.r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%s: no %q in\n%s", c.name, c.want, b.String())
+		}
+		if live := strings.Contains(b.String(), "captured "); live != (c.r.Live != nil) {
+			t.Errorf("%s: live line %v in\n%s", c.name, live, b.String())
+		}
+	}
+}

@@ -182,7 +182,7 @@ func writeAnalyzeText(w io.Writer, r *model.Analysis, cols *TextColumns) error {
 		_ = tb.write(w)
 	}
 	// r.Errors and r.Notes go to stderr (analyzeStatus).
-	if len(r.Files) == 0 {
+	if r.Live != nil {
 		// Live capture: packets are analysed as they arrive, so the
 		// analyser's own speed is not measured; report the arrival rate.
 		rate := 0.0
