@@ -167,6 +167,7 @@ bench: build apt-deps
 	bash bench/browser.sh
 	bash bench/browser_rtc.sh
 	bash bench/analyze.sh
+	bash bench/capture.sh
 	bash bench/monitor_soak.sh
 	bash bench/monitor_peers.sh
 	$(GO) test -run XXX -bench Emulator -benchtime 1x ./bench/
