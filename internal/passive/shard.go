@@ -23,9 +23,9 @@ import (
 // counters are summed into the dispatcher's analysis, whose order is the
 // records' (start, ends): the figures are those of one worker. What may
 // differ: peak_live_flows (the sum of the shards' peaks), the order of
-// --ndjson lines and of the records' notes across shards, and behaviour past the bounds that are
-// per shard (MaxFlows, the after-close and QUIC candidate tables, the
-// per-port UDP note's 64 ports).
+// --ndjson lines and of the records' notes across shards, and behaviour
+// past the bounds that are per shard (MaxFlows, the after-close and QUIC
+// candidate tables, the per-port UDP note's 64 ports).
 
 // shard is one worker: an Analyzer fed by batches.
 type shard struct {
